@@ -188,9 +188,9 @@ def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
             raise RecordError(f"{p / name}: schema_version {v!r} not supported (expected {SCHEMA_VERSION})")
     if verdict.get("verdict") not in VERDICTS:
         raise RecordError(f"{p / 'verdict.json'}: verdict {verdict.get('verdict')!r} is not one of {VERDICTS}")
-    events = list(iter_events(p / "events.jsonl")) if with_events else []
     if with_events and not (p / "events.jsonl").exists():
         raise RecordError(f"{p / 'events.jsonl'}: missing")
+    events = list(iter_events(p / "events.jsonl")) if with_events else []
     return RunRecord(p, meta, verdict, events)
 
 
