@@ -1,0 +1,63 @@
+"""Start and stop the Spark session used by the report job, with quiet logs.
+
+``local[*]`` by default; any master URL for a cluster. Logging goes through the bundled
+``log4j2.properties`` (ERROR only: no startup banner, no "Setting default log level" line,
+no progress bar), the UI is off, and the ``reports`` package is shipped to the executors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+LOG4J = PACKAGE_DIR / "log4j2.properties"
+
+
+def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report", conf: dict | None = None):
+    """A new (or the already active) SparkSession configured for small, quiet report jobs."""
+    from pyspark.sql import SparkSession
+
+    # Executors must run the same interpreter and be able to import ``reports``.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    root = str(PACKAGE_DIR.parent)
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
+    local = master.startswith("local")
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.adaptive.enabled", "true")
+               .config("spark.sql.shuffle.partitions", "8" if local else "64")
+               .config("spark.python.worker.reuse", "true"))
+    if local:
+        builder = builder.config("spark.driver.memory", os.environ.get("REPORT_DRIVER_MEMORY", "2g"))
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not local:
+        ship_package(spark)
+    return spark
+
+
+def ship_package(spark) -> None:
+    """Zip the ``reports`` package and add it to the executors' Python path (cluster masters)."""
+    sc = spark.sparkContext
+    if getattr(sc, "_kafka_chaos_reports_shipped", False):
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="reports-pkg-"))
+    zpath = tmp / "reports.zip"
+    with zipfile.ZipFile(zpath, "w") as z:
+        for f in PACKAGE_DIR.rglob("*.py"):
+            z.write(f, f"reports/{f.relative_to(PACKAGE_DIR)}")
+    sc.addPyFile(str(zpath))
+    sc._kafka_chaos_reports_shipped = True
