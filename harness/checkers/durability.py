@@ -1,0 +1,413 @@
+"""Durability, consistency and availability checks over a run record's events.
+
+Entry point: :func:`check_durability` (``events`` from ``events.jsonl`` and the run's
+``metadata.json``). Pure: no cluster, no clock, no I/O. The meaning of every check and of
+its verdict is documented in ``docs/checkers.md``.
+
+Check verdicts: ``PASS`` (nothing found), ``FAIL`` (the broker broke a promise the
+configuration makes), ``ALLOWED`` (anomalies found, but the configuration permits them, e.g.
+loss with ``acks=1``), ``UNKNOWN`` (the history cannot decide, e.g. no final drain).
+The overall verdict is ``FAIL`` if any check failed, else ``UNKNOWN`` if any was unknown,
+else ``PASS``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gc
+import math
+from typing import Iterable
+
+from .config import ProducerFacts, RunFacts
+from .scan import Scan
+
+PASS, FAIL, UNKNOWN, ALLOWED = "PASS", "FAIL", "UNKNOWN", "ALLOWED"
+CHECK_VERDICTS = (PASS, FAIL, UNKNOWN, ALLOWED)
+
+DEFAULT_OPTIONS = {
+    "max_examples": 20,  # examples kept per check
+    "unavailable_window_s": 5.0,  # a partition without a successful ack for longer is reported
+    "availability_limit_s": None,  # if set, a longer window fails the availability check
+    "isr_lag_s": 1.0,  # trust margin at both ends of an observed ISR-below-min window
+    "max_skip_scan": 10_000,  # poll-skip gaps wider than this use a sorted index instead of a scan
+}
+
+
+def _options(options: dict | None) -> dict:
+    opts = dict(DEFAULT_OPTIONS)
+    for k, v in (options or {}).items():
+        if k not in DEFAULT_OPTIONS:
+            raise ValueError(f"unknown durability option {k!r}; known: {sorted(DEFAULT_OPTIONS)}")
+        opts[k] = v
+    return opts
+
+
+def check_durability(events: Iterable[dict], metadata: dict, options: dict | None = None) -> dict:
+    """Judge a run: ``{"verdict", "reason", "checks": {name: {...}}, "stats": {...}}``.
+
+    ``events`` are the run's events in ``seq`` order (a list or any iterable of dicts);
+    ``metadata`` the run's metadata.json (``broker_config``, ``topics``, ``workload``,
+    ``kafka_version`` are used). ``options`` override :data:`DEFAULT_OPTIONS`.
+    """
+    opts = _options(options)
+    facts = RunFacts(metadata)
+    # The pass allocates millions of small acyclic objects (tuples, dict entries); the cyclic
+    # garbage collector's generation scans over them cost ~25 % of the run and free nothing.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        scan = Scan(facts, isr_lag_s=float(opts["isr_lag_s"]), gap_s=float(opts["unavailable_window_s"]))
+        scan.run(events)
+        return _Judge(scan, facts, opts).result()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def check_run_record(record) -> dict:
+    """Convenience: :func:`check_durability` over a :class:`harness.record.RunRecord`."""
+    return check_durability(record.events, record.metadata)
+
+
+def _pos(tp, offset) -> dict:
+    return {"topic": tp[0], "partition": tp[1], "offset": offset}
+
+
+class _Judge:
+    """Turns a finished :class:`Scan` into per-check verdicts."""
+
+    def __init__(self, scan: Scan, facts: RunFacts, opts: dict):
+        self.scan = scan
+        self.facts = facts
+        self.opts = opts
+        self.k = int(opts["max_examples"])
+        self._unclean_cfg: dict[str, bool] = {}
+        self.has_drain = bool(scan.ends) or scan.n_drain > 0
+        self.lossy_tps: set = set()  # partitions where the configuration permits loss / truncation
+
+    # -- allowances ------------------------------------------------------------------------
+    def unclean(self, tp) -> str | None:
+        if tp in self.scan.unclean_observed:
+            return "unclean leader election observed (leader_recovery_state=1)"
+        topic = tp[0]
+        on = self._unclean_cfg.get(topic)
+        if on is None:
+            on = self._unclean_cfg[topic] = self.facts.unclean_enabled(topic)
+        return "unclean.leader.election.enable=true" if on else None
+
+    def loss_allowance(self, pf: ProducerFacts, tp) -> str | None:
+        if pf.may_lose:
+            return f"acks={pf.acks}"
+        return self.unclean(tp)
+
+    def tp_allowance(self, tp) -> str | None:
+        if tp in self.lossy_tps:
+            return self.unclean(tp) or "a producer with acks=0/1 wrote to this partition"
+        return None
+
+    # -- checks ------------------------------------------------------------------------------
+    def lost_and_unseen(self) -> tuple[dict, dict]:
+        s = self.scan
+        drained, ends = s.drained, s.ends
+        cache: dict[str, ProducerFacts] = {}
+        lost, unseen = [], []
+        lossy = self.lossy_tps
+        for value, (tp, off, _t_inv, t_ok, proc) in s.acked.items():
+            pf = cache.get(proc)
+            if pf is None:
+                pf = cache[proc] = s.producer(proc)
+            if pf.may_lose:
+                lossy.add(tp)
+            if value in drained:
+                continue
+            end = ends.get(tp)
+            entry = (value, tp, off, proc, t_ok)
+            if end is not None and (off is None or off < end):
+                lost.append(entry)
+            else:
+                unseen.append(entry)
+        for tp in s.unclean_observed:
+            lossy.add(tp)
+        for tp in set(s.pos) | set(ends):
+            if self.unclean(tp):
+                lossy.add(tp)
+
+        def describe(entries):
+            out_fail, out_allowed = [], []
+            for value, tp, off, proc, t_ok in entries:
+                why = self.loss_allowance(cache[proc], tp)
+                d = {"value": value, **_pos(tp, off), "process": proc, "acked_t": t_ok}
+                if why:
+                    d["allowed_by"] = why
+                    out_allowed.append(d)
+                else:
+                    out_fail.append(d)
+            for lst in (out_fail, out_allowed):
+                lst.sort(key=lambda d: (str(d["topic"]), d["partition"] if d["partition"] is not None else -1,
+                                        d["offset"] if d["offset"] is not None else -1))
+            return out_fail, out_allowed
+
+        lf, la = describe(lost)
+        uf, ua = describe(unseen)
+        if not self.has_drain:
+            reason = "no final drain (no drain reads and no partition.end events): loss cannot be judged"
+            lost_c = {"verdict": UNKNOWN, "count": 0, "reason": reason, "examples": []}
+            unseen_c = {"verdict": UNKNOWN, "count": len(uf) + len(ua), "reason": reason,
+                        "examples": (uf + ua)[: self.k]}
+            return lost_c, unseen_c
+        if lf:
+            v, why = FAIL, f"{len(lf)} acknowledged writes are missing from the final drain"
+        elif la:
+            v, why = ALLOWED, f"{len(la)} acknowledged writes lost, as the configuration permits"
+        else:
+            v, why = PASS, "every acknowledged write within the drained range was read"
+        lost_c = {"verdict": v, "count": len(lf) + len(la), "violations": len(lf), "allowed": len(la),
+                  "reason": why, "examples": (lf + la)[: self.k]}
+        undrained = sorted({(str(d["topic"]), d["partition"]) for d in uf + ua
+                            if (d["topic"], d["partition"]) not in ends})
+        if uf:
+            v, why = UNKNOWN, (f"{len(uf)} acknowledged writes lie beyond the end offset of the final drain "
+                               "(not yet committed, or lost): heal the cluster and drain again")
+        elif ua:
+            v, why = ALLOWED, f"{len(ua)} acknowledged writes unseen, as the configuration permits loss"
+        else:
+            v, why = PASS, "no acknowledged write beyond the drained end offsets"
+        unseen_c = {"verdict": v, "count": len(uf) + len(ua), "violations": len(uf), "allowed": len(ua),
+                    "reason": why, "undrained_partitions": [list(x) for x in undrained[: self.k]],
+                    "examples": (uf + ua)[: self.k]}
+        return lost_c, unseen_c
+
+    def duplicates(self) -> dict:
+        s = self.scan
+        fail, allowed = [], []
+        for value, positions in s.dups.items():
+            proc = s.sent_by.get(value)
+            pf = s.producer(proc) if proc is not None else None
+            why = None
+            if pf is None or not pf.idempotent:
+                why = "producer without idempotence (retries may duplicate)"
+            else:
+                why = next((self.tp_allowance(tp) for tp, _ in positions if self.tp_allowance(tp)), None)
+            d = {"value": value, "process": proc, "positions": [_pos(tp, o) for tp, o in positions]}
+            if why:
+                d["allowed_by"] = why
+                allowed.append(d)
+            else:
+                fail.append(d)
+        return self._verdict(fail, allowed, "values read at more than one offset")
+
+    def inconsistent_offsets(self) -> dict:
+        fail, allowed = [], []
+        for (tp, off), values in self.scan.conflicts.items():
+            d = {**_pos(tp, off), "values": values}
+            why = self.tp_allowance(tp)
+            if why:
+                d["allowed_by"] = why
+                allowed.append(d)
+            else:
+                fail.append(d)
+        return self._verdict(fail, allowed, "offsets seen with more than one value (sends, polls, drain)")
+
+    def nonmonotonic_send(self) -> dict:
+        s = self.scan
+        fail, allowed = [], []
+        for (proc, topic, part), lst in s.send_order.items():
+            lst.sort()
+            offs = [o for _, o in lst]
+            if offs == sorted(offs) and len(set(offs)) == len(offs):
+                continue
+            tp = (topic, part)
+            pf = s.producer(proc)
+            why = None if pf.ordered else "producer may reorder (no idempotence, retries with >1 request in flight)"
+            why = why or self.tp_allowance(tp)
+            for (op0, o0), (op1, o1) in zip(lst, lst[1:]):
+                if o1 <= o0:
+                    d = {"process": proc, **_pos(tp, o1), "op_id": op1, "previous_op_id": op0, "previous_offset": o0}
+                    if why:
+                        d["allowed_by"] = why
+                        allowed.append(d)
+                    else:
+                        fail.append(d)
+        return self._verdict(fail, allowed, "acknowledged offsets not increasing in send order")
+
+    def _assign(self, proc) -> bool:
+        return self.scan.consumer_mode.get(proc) == "assign"
+
+    def nonmonotonic_poll(self) -> dict:
+        fail, allowed = [], []
+        for proc, tp, prev, cur in self.scan.poll_back:
+            if not self._assign(proc):
+                continue
+            d = {"process": proc, **_pos(tp, cur), "previous_offset": prev}
+            why = self.tp_allowance(tp)
+            if why:
+                d["allowed_by"] = why
+                allowed.append(d)
+            else:
+                fail.append(d)
+        return self._verdict(fail, allowed, "assign-mode consumer read an offset not after its previous one")
+
+    def poll_skip(self) -> dict:
+        s = self.scan
+        fail, allowed = [], []
+        index: dict = {}
+        for proc, tp, prev, cur in s.poll_gap:
+            if not self._assign(proc):
+                continue
+            known = s.pos.get(tp, {})
+            if cur - prev - 1 <= self.opts["max_skip_scan"]:
+                skipped = [o for o in range(prev + 1, cur) if o in known]
+            else:
+                keys = index.get(tp)
+                if keys is None:
+                    keys = index[tp] = sorted(o for o in known if o is not None)
+                skipped = keys[bisect.bisect_right(keys, prev): bisect.bisect_left(keys, cur)]
+            if not skipped:
+                continue  # nothing is known to live in the gap
+            d = {"process": proc, **_pos(tp, cur), "previous_offset": prev, "skipped": len(skipped),
+                 "skipped_offsets": skipped[:10]}
+            why = self.tp_allowance(tp)
+            if why:
+                d["allowed_by"] = why
+                allowed.append(d)
+            else:
+                fail.append(d)
+        return self._verdict(fail, allowed, "assign-mode consumer jumped over offsets holding known values")
+
+    def acks_semantics(self) -> dict:
+        s = self.scan
+        zk, adm = s.zk_isr, s.admin_isr
+        violations = list(zk.violations) + [v for v in adm.violations if (v["topic"], v["partition"]) not in zk.seen]
+        windows = list(zk.windows) + [w for w in adm.windows if (w["topic"], w["partition"]) not in zk.seen]
+        out = {"count": len(violations), "isr_below_min_windows": len(windows),
+               "observed_partitions": len(zk.seen | adm.seen),
+               "not_enough_replicas_fails": s.n_not_enough_replicas,
+               "isr_lag_s": self.opts["isr_lag_s"],
+               "windows": windows[: self.k],
+               "examples": violations[: self.k]}
+        if violations:
+            out.update(verdict=FAIL, reason=(f"{len(violations)} acks=all writes acknowledged while the ISR was "
+                                             "below the effective min.insync.replicas"))
+        else:
+            out.update(verdict=PASS, reason="no acks=all write acknowledged inside an ISR-below-min window")
+            if not (zk.seen or adm.seen):
+                out["note"] = "no ISR observations (zk.partition_state / admin.metadata): nothing to check against"
+        return out
+
+    def failed_visible(self) -> dict:
+        s = self.scan
+        fail = []
+        for value, (err, proc) in s.failed.items():
+            at = s.read_at.get(value)
+            if at is not None:
+                fail.append({"value": value, "process": proc, "error": err, **_pos(*at)})
+        return self._verdict(fail, [], "writes that failed definitely but were read")
+
+    def unexpected_values(self) -> dict:
+        s = self.scan
+        extra = s.read_at.keys() - s.sent_by.keys()
+        fail = [{"value": v, **_pos(*s.read_at[v])} for v in sorted(extra, key=str)[: self.k]]
+        out = self._verdict(fail, [], "values read that no send invoked")
+        out["count"] = len(extra)
+        return out
+
+    def availability(self) -> dict:
+        s = self.scan
+        gap_s = float(self.opts["unavailable_window_s"])
+        start = s.first_invoke_t
+        for name, t in s.phases:
+            if name == "workload.start" and (start is None or t < start):
+                start = t
+        end = s.last_invoke_t
+        windows = [(tp, a, b) for tp, a, b in s.gaps]
+        if start is not None and end is not None:
+            for tp in set(s.first_ok) | set(s.ends):
+                first, last = s.first_ok.get(tp), s.last_ok.get(tp)
+                if first is None:
+                    if end - start > gap_s:
+                        windows.append((tp, start, end))
+                    continue
+                if first - start > gap_s:
+                    windows.append((tp, start, first))
+                if end - last > gap_s:
+                    windows.append((tp, last, end))
+        windows.sort(key=lambda w: w[1] - w[2])
+        longest: dict[str, float] = {}
+        for tp, a, b in windows:
+            key = f"{tp[0]}/{tp[1]}"
+            longest[key] = max(longest.get(key, 0.0), round(b - a, 6))
+        lat = sorted(s.latencies)
+        out = {
+            "count": len(windows),
+            "threshold_s": gap_s,
+            "longest_s": round(windows[0][2] - windows[0][1], 6) if windows else 0.0,
+            "longest_by_partition": longest,
+            "latency_s": {"n": len(lat), "p50": _pct(lat, 0.50), "p99": _pct(lat, 0.99),
+                          "max": lat[-1] if lat else None},
+            "faults": s.faults,
+            "examples": [{"topic": tp[0], "partition": tp[1], "from_t": a, "to_t": b, "duration_s": round(b - a, 6)}
+                         for tp, a, b in windows[: self.k]],
+        }
+        limit = self.opts["availability_limit_s"]
+        if limit is not None and windows and windows[0][2] - windows[0][1] > limit:
+            out.update(verdict=FAIL, reason=f"a partition had no successful ack for {out['longest_s']} s "
+                                            f"(limit {limit} s)")
+        else:
+            out.update(verdict=PASS, reason=f"{len(windows)} windows without a successful ack longer than {gap_s} s"
+                                            " (informational)")
+        return out
+
+    # -- assembly ------------------------------------------------------------------------------
+    def _verdict(self, fail: list, allowed: list, what: str) -> dict:
+        if fail:
+            v, why = FAIL, f"{len(fail)} {what}"
+        elif allowed:
+            v, why = ALLOWED, f"{len(allowed)} {what}, as the configuration permits"
+        else:
+            v, why = PASS, f"no {what}"
+        return {"verdict": v, "count": len(fail) + len(allowed), "violations": len(fail), "allowed": len(allowed),
+                "reason": why, "examples": (fail + allowed)[: self.k]}
+
+    def result(self) -> dict:
+        lost, unseen = self.lost_and_unseen()  # first: fills lossy_tps used by the others
+        checks = {
+            "lost": lost,
+            "unseen": unseen,
+            "duplicates": self.duplicates(),
+            "inconsistent_offsets": self.inconsistent_offsets(),
+            "nonmonotonic_send": self.nonmonotonic_send(),
+            "nonmonotonic_poll": self.nonmonotonic_poll(),
+            "poll_skip": self.poll_skip(),
+            "acks_semantics": self.acks_semantics(),
+            "failed_visible": self.failed_visible(),
+            "unexpected_values": self.unexpected_values(),
+            "availability": self.availability(),
+        }
+        s = self.scan
+        stats = {"sends": s.n_invoke, "acked": s.n_ok, "failed": s.n_fail, "unknown": s.n_info,
+                 "unfinished": s.unfinished, "polled": s.n_poll, "drained": s.n_drain,
+                 "partitions_drained": len(s.ends), "errors": dict(sorted(s.errors.items())),
+                 "faults": len(s.faults)}
+        failed = [f"{n} ({c['count']})" for n, c in checks.items() if c["verdict"] == FAIL]
+        unknown = [n for n, c in checks.items() if c["verdict"] == UNKNOWN]
+        allowed = [f"{n} ({c['count']})" for n, c in checks.items() if c["verdict"] == ALLOWED]
+        if failed:
+            verdict, reason = FAIL, "failed checks: " + ", ".join(failed)
+        elif s.n_invoke == 0 and s.n_ok == 0:
+            verdict, reason = UNKNOWN, "no client sends in the history"
+        elif unknown:
+            verdict, reason = UNKNOWN, "undecided checks: " + ", ".join(
+                f"{n}: {checks[n]['reason']}" for n in unknown)
+        else:
+            verdict, reason = PASS, "all durability checks passed"
+            if allowed:
+                reason += "; allowed by configuration: " + ", ".join(allowed)
+        return {"verdict": verdict, "reason": reason, "checks": checks, "stats": stats}
+
+
+def _pct(sorted_values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of an already sorted list."""
+    if not sorted_values:
+        return None
+    i = max(0, math.ceil(q * len(sorted_values)) - 1)
+    return round(sorted_values[i], 6)

@@ -1,0 +1,349 @@
+"""One pass over a run's events, collecting what the durability checks need.
+
+Kept deliberately flat (plain dicts, lists and tuples, locals bound outside the loop) because
+it must digest a 1,000,000-operation history in a few seconds on one core
+(``benchmarks/durability_check.py``). The judgement itself lives in ``durability.py``.
+
+Keys: ``tp`` is ``(topic, partition)``; positions are ``(tp, offset)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .config import ACKS_ALL, ProducerFacts, RunFacts, producer_facts
+
+
+class IsrWindows:
+    """Intervals where an observed ISR was smaller than the effective min ISR, and the
+    ``acks=all`` acknowledgements that fall wholly inside one (controller-spec §5.12, H17).
+
+    The ISR is observed late (watch latency, metadata propagation), so a window is trusted
+    only from ``start + lag`` to ``end - lag``: an ack counts as a violation only if its
+    invoke is at or after ``start + lag`` and its completion at or before ``end - lag``.
+    """
+
+    def __init__(self, source: str, lag: float):
+        self.source = source
+        self.lag = lag
+        self.below: dict[tuple, tuple[float, int, int]] = {}  # tp -> (since, isr size, min isr)
+        self.candidates: dict[tuple, list] = {}
+        self.violations: list[dict] = []
+        self.windows: list[dict] = []
+        self.seen: set = set()  # partitions with at least one observation
+
+    def observe(self, tp: tuple, t: float, isr_size: int | None, min_isr: int) -> None:
+        self.seen.add(tp)
+        is_below = isr_size is not None and isr_size < min_isr
+        cur = self.below.get(tp)
+        if is_below and cur is None:
+            self.below[tp] = (t, isr_size, min_isr)
+        elif is_below and isr_size < cur[1]:
+            self.below[tp] = (cur[0], isr_size, min_isr)  # keep the start, record the smallest size
+        elif not is_below and cur is not None:
+            self._close(tp, t)
+
+    def ack(self, tp: tuple, t_inv: float, t_ok: float, value, offset, process) -> None:
+        """Called only while ``tp`` is in ``self.below``."""
+        since = self.below[tp][0]
+        if t_inv is not None and t_inv >= since + self.lag:
+            self.candidates.setdefault(tp, []).append((t_inv, t_ok, value, offset, process))
+
+    def _close(self, tp: tuple, end: float) -> None:
+        since, size, min_isr = self.below.pop(tp)
+        self.windows.append({"topic": tp[0], "partition": tp[1], "start": since,
+                             "end": None if math.isinf(end) else end, "isr_size": size, "min_isr": min_isr})
+        for t_inv, t_ok, value, offset, process in self.candidates.pop(tp, ()):
+            if t_ok <= end - self.lag:
+                self.violations.append({
+                    "value": value, "topic": tp[0], "partition": tp[1], "offset": offset,
+                    "process": process, "invoke_t": t_inv, "ok_t": t_ok,
+                    "window": [since, None if math.isinf(end) else end],
+                    "isr_size": size, "min_isr": min_isr, "source": self.source})
+
+    def finish(self) -> None:
+        """Windows still open at the end of the history close at +infinity."""
+        for tp in list(self.below):
+            self._close(tp, math.inf)
+
+
+class Scan:
+    """State gathered by :meth:`run`; read by the checks in ``durability.py``."""
+
+    def __init__(self, facts: RunFacts, *, isr_lag_s: float, gap_s: float):
+        self.facts = facts
+        self.gap_s = gap_s
+        self.producer_cfg: dict[str, dict] = {}
+        self.consumer_mode: dict[str, str] = {}
+        self._facts_cache: dict[str, ProducerFacts] = {}
+        # sends
+        self.sent_by: dict = {}  # value -> process (every invoked value)
+        self.acked: dict = {}  # value -> (tp, offset, t_inv, t_ok, process)
+        self.failed: dict = {}  # value -> (error, process)
+        self.n_invoke = self.n_ok = self.n_fail = self.n_info = 0
+        self.n_not_enough_replicas = 0
+        self.errors: dict[str, int] = {}
+        self.latencies: list[float] = []
+        self.send_order: dict[tuple, list] = {}  # (process, topic, partition) -> [(op_id, offset)]
+        self.first_invoke_t: float | None = None
+        self.last_invoke_t: float | None = None
+        # reads
+        self.n_poll = self.n_drain = 0
+        self.pos: dict[tuple, dict] = {}  # tp -> {offset: first value seen there}
+        self.conflicts: dict[tuple, list] = {}  # (tp, offset) -> [values ...]
+        self.read_at: dict = {}  # value -> (tp, offset) first read position
+        self.dups: dict = {}  # value -> [(tp, offset), ...] all distinct read positions
+        self.drained: set = set()
+        self.ends: dict[tuple, int] = {}  # tp -> end offset from partition.end
+        self.poll_last: dict[tuple, int] = {}
+        self.poll_back: list[tuple] = []  # (process, tp, prev, cur)
+        self.poll_gap: list[tuple] = []  # (process, tp, prev, cur) candidates for poll skip
+        self.phases: list[tuple[str, float]] = []
+        # availability
+        self.first_ok: dict[tuple, float] = {}
+        self.last_ok: dict[tuple, float] = {}
+        self.gaps: list[tuple] = []  # (tp, from, to)
+        self.faults: list[dict] = []
+        self._open_faults: list[list] = []  # [fault record, pending tps]
+        # cluster observations
+        self.zk_isr = IsrWindows("zk.partition_state", isr_lag_s)
+        self.admin_isr = IsrWindows("admin.metadata", isr_lag_s)
+        self.unclean_observed: set = set()
+
+    # -- configuration -------------------------------------------------------------------
+    def producer(self, process: str) -> ProducerFacts:
+        f = self._facts_cache.get(process)
+        if f is None:
+            f = producer_facts(self.producer_cfg.get(process, {}), self.facts.workload)
+            self._facts_cache[process] = f
+        return f
+
+    def _client_config(self, ev: dict) -> None:
+        proc = ev.get("process")
+        cfg = ev.get("config") or {}
+        if ev.get("role") == "consumer":
+            self.consumer_mode[proc] = str(cfg.get("mode") or "subscribe")
+        else:
+            self.producer_cfg[proc] = cfg
+            self._facts_cache.pop(proc, None)
+
+    # -- the pass ------------------------------------------------------------------------
+    def run(self, events) -> "Scan":
+        inv: dict = {}
+        sent_by = self.sent_by
+        acked = self.acked
+        pos = self.pos
+        read_at = self.read_at
+        drained = self.drained
+        latencies = self.latencies
+        send_order = self.send_order
+        poll_last = self.poll_last
+        first_ok = self.first_ok
+        last_ok = self.last_ok
+        gaps = self.gaps
+        gap_s = self.gap_s
+        zk_below = self.zk_isr.below
+        admin_below = self.admin_isr.below
+        open_faults = self._open_faults
+        producer = self.producer
+        n_invoke = n_ok = n_poll = n_drain = 0
+        first_invoke_t = last_invoke_t = None
+
+        ev: dict = {}
+        try:
+            for ev in events:
+                typ = ev["type"]
+                if typ == "client":
+                    f = ev["f"]
+                    phase = ev["phase"]
+                    t = ev["t"]
+                    if f == "send":
+                        proc = ev["process"]
+                        if phase == "invoke":
+                            n_invoke += 1
+                            value = ev["value"]
+                            inv[(proc, ev["op_id"])] = (t, value)
+                            sent_by[value] = proc
+                            if first_invoke_t is None:
+                                first_invoke_t = t
+                            last_invoke_t = t
+                            continue
+                        op_id = ev["op_id"]
+                        rec = inv.pop((proc, op_id), None)
+                        value = ev["value"]
+                        if value is None and rec is not None:
+                            value = rec[1]
+                        if phase == "ok":
+                            n_ok += 1
+                            t_inv = rec[0] if rec is not None else None
+                            topic = ev["topic"]
+                            part = ev["partition"]
+                            off = ev["offset"]
+                            tp = (topic, part)
+                            if off is not None and off < 0:
+                                off = None
+                            acked[value] = (tp, off, t_inv, t, proc)
+                            if t_inv is not None:
+                                latencies.append(t - t_inv)
+                            if off is not None:
+                                d = pos.get(tp)
+                                if d is None:
+                                    d = pos[tp] = {}
+                                old = d.setdefault(off, value)
+                                if old != value:
+                                    self._conflict(tp, off, old, value)
+                                k = (proc, topic, part)
+                                lst = send_order.get(k)
+                                if lst is None:
+                                    send_order[k] = [(op_id, off)]
+                                else:
+                                    lst.append((op_id, off))
+                            last = last_ok.get(tp)
+                            if last is None:
+                                first_ok[tp] = t
+                            elif t - last > gap_s:
+                                gaps.append((tp, last, t))
+                            last_ok[tp] = t
+                            if open_faults:
+                                self._fault_progress(tp, t)
+                            if (zk_below and tp in zk_below) or (admin_below and tp in admin_below):
+                                if producer(proc).acks == ACKS_ALL:
+                                    if tp in zk_below:
+                                        self.zk_isr.ack(tp, t_inv, t, value, off, proc)
+                                    if tp in admin_below:
+                                        self.admin_isr.ack(tp, t_inv, t, value, off, proc)
+                        elif phase == "fail":
+                            self.n_fail += 1
+                            err = ev.get("error") or "unknown"
+                            self.failed[value] = (err, proc)
+                            self.errors[err] = self.errors.get(err, 0) + 1
+                            if err == "NOT_ENOUGH_REPLICAS":
+                                self.n_not_enough_replicas += 1
+                        elif phase == "info":
+                            self.n_info += 1
+                            err = ev.get("error") or "unknown"
+                            self.errors[err] = self.errors.get(err, 0) + 1
+                        else:
+                            raise ValueError(f"event seq {ev.get('seq')}: send phase {phase!r} is not invoke/ok/fail/info")
+                    elif f == "poll" or f == "drain":
+                        if phase != "ok":
+                            continue
+                        value = ev["value"]
+                        topic = ev["topic"]
+                        part = ev["partition"]
+                        off = ev["offset"]
+                        tp = (topic, part)
+                        d = pos.get(tp)
+                        if d is None:
+                            d = pos[tp] = {}
+                        old = d.setdefault(off, value)
+                        if old != value:
+                            self._conflict(tp, off, old, value)
+                        prev = read_at.get(value)
+                        if prev is None:
+                            read_at[value] = (tp, off)
+                        elif prev[1] != off or prev[0] != tp:
+                            self._dup(value, prev, (tp, off))
+                        if f == "drain":
+                            n_drain += 1
+                            drained.add(value)
+                        else:
+                            n_poll += 1
+                            k = (ev["process"], topic, part)
+                            last = poll_last.get(k)
+                            if last is not None:
+                                if off <= last:
+                                    self.poll_back.append((k[0], tp, last, off))
+                                elif off > last + 1:
+                                    self.poll_gap.append((k[0], tp, last, off))
+                            poll_last[k] = off
+                    else:
+                        raise ValueError(f"event seq {ev.get('seq')}: client f {f!r} is not send/poll/drain")
+                elif typ == "zk.partition_state":
+                    self._zk_state(ev)
+                elif typ == "admin.metadata":
+                    self._admin_metadata(ev)
+                elif typ == "partition.end":
+                    self.ends[(ev.get("topic"), ev.get("partition"))] = int(ev["end_offset"])
+                elif typ == "client.config":
+                    self._client_config(ev)
+                elif typ == "fault.start":
+                    self._fault_start(ev)
+                elif typ == "zk.topic":
+                    self._zk_topic(ev)
+                elif typ == "phase":
+                    self.phases.append((ev.get("name"), ev["t"]))
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"malformed event (seq {ev.get('seq') if isinstance(ev, dict) else '?'}): "
+                             f"{type(e).__name__}: {e} in {ev!r:.300}") from None
+
+        self.n_invoke, self.n_ok, self.n_poll, self.n_drain = n_invoke, n_ok, n_poll, n_drain
+        self.first_invoke_t, self.last_invoke_t = first_invoke_t, last_invoke_t
+        self.unfinished = len(inv)
+        self.zk_isr.finish()
+        self.admin_isr.finish()
+        return self
+
+    # -- rarer events, kept out of the hot loop --------------------------------------------
+    def _conflict(self, tp, off, old, value) -> None:
+        vals = self.conflicts.get((tp, off))
+        if vals is None:
+            self.conflicts[(tp, off)] = [old, value]
+        elif value not in vals:
+            vals.append(value)
+
+    def _dup(self, value, first, again) -> None:
+        lst = self.dups.get(value)
+        if lst is None:
+            self.dups[value] = [first, again]
+        elif again not in lst:
+            lst.append(again)
+
+    def _zk_state(self, ev: dict) -> None:
+        tp = (ev.get("topic"), ev.get("partition"))
+        if ev.get("leader_recovery_state") == 1:
+            self.unclean_observed.add(tp)
+        if ev.get("deleted"):
+            if tp in self.zk_isr.below:
+                self.zk_isr._close(tp, ev["t"])
+            return
+        isr = ev.get("isr")
+        self.zk_isr.observe(tp, ev["t"], len(isr) if isr is not None else None,
+                            self.facts.effective_min_isr(*tp))
+
+    def _zk_topic(self, ev: dict) -> None:
+        topic = ev.get("topic")
+        for p, replicas in (ev.get("partitions") or {}).items():
+            if replicas:
+                self.facts.replicas[(topic, int(p))] = len(replicas)
+
+    def _admin_metadata(self, ev: dict) -> None:
+        t = ev["t"]
+        for p in ev.get("partitions") or []:
+            if p.get("error"):
+                continue
+            tp = (p.get("topic"), p.get("partition"))
+            if p.get("replicas") and tp not in self.facts.replicas:
+                self.facts.replicas[tp] = len(p["replicas"])
+            isr = p.get("isr")
+            self.admin_isr.observe(tp, t, len(isr) if isr is not None else None,
+                                   self.facts.effective_min_isr(*tp))
+
+    def _fault_start(self, ev: dict) -> None:
+        rec = {"fault_id": ev.get("fault_id"), "fault": ev.get("fault"), "target": ev.get("target"),
+               "t": ev["t"], "first_ok_s": None, "all_partitions_ok_s": None}
+        self.faults.append(rec)
+        self._open_faults.append([rec, set(self.last_ok)])
+
+    def _fault_progress(self, tp, t: float) -> None:
+        still = []
+        for entry in self._open_faults:
+            rec, pending = entry
+            if rec["first_ok_s"] is None:
+                rec["first_ok_s"] = round(t - rec["t"], 6)
+            pending.discard(tp)
+            if pending:
+                still.append(entry)
+            else:
+                rec["all_partitions_ok_s"] = round(t - rec["t"], 6)
+        self._open_faults[:] = still
