@@ -1,0 +1,27 @@
+"""Reference model of the ZooKeeper-mode Apache Kafka controller and a conformance checker.
+
+Everything here is pure Python: no I/O, no clock, no randomness (time and choices come in as
+event data). The behaviour follows ``shared/reference/controller-spec.md``; every rule in the
+code names the spec section (``§x.y``), hard invariant (``H1``..``H19``) or Apache determinism
+rule (``D1``..``D20``) it implements. Where to find a rule:
+
+* ``elections.py``   -- §4.1-§4.6 election strategies and the controller-side ISR removal
+* ``model.py``       -- §2, §5, §10: the controller event loop (broker/controller events)
+* ``reassignment.py``-- §7: KIP-455 and legacy (pre-2.4) reassignment
+* ``deletion.py``    -- §6.2: topic deletion
+* ``invariants.py``  -- §8.2: single-state and transition hard invariants
+* ``checker.py``     -- §8: conformance checking of observed run-record events
+* ``events.py``      -- adapter from run-record ``zk.*`` events to typed observations
+* ``profiles.py``    -- ``apache-zk-<version>`` / ``compatible`` profiles and version gates
+* ``render.py``      -- model writes rendered as run-record events
+"""
+
+from reference.profiles import Profile, profile_for
+from reference.state import Assignment, ClusterState, LeaderAndIsr, ModelConfig
+from reference.model import ControllerModel, Outcome
+from reference.checker import ConformanceResult, Divergence, check_conformance
+
+__all__ = [
+    "Assignment", "ClusterState", "ConformanceResult", "ControllerModel", "Divergence",
+    "LeaderAndIsr", "ModelConfig", "Outcome", "Profile", "check_conformance", "profile_for",
+]

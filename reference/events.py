@@ -1,0 +1,101 @@
+"""Adapter from run-record events (docs/run-record.md) to the checker's input.
+
+* validates the fields the checker needs and raises ``ValueError`` naming the offending ``seq``;
+* deduplicates ``watch``/``txnlog`` copies of the same ZooKeeper write;
+* orders ``zk.*`` events by ``zxid`` while keeping other events (faults, actions, admin samples)
+  at their place in the ``seq`` order;
+* parses ``zk.gap`` paths into what they refer to.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+ZK_TYPES = ("zk.controller", "zk.controller_epoch", "zk.broker", "zk.topic", "zk.partition_state",
+            "zk.reassign_partitions", "zk.delete_topics", "zk.gap")
+OTHER_TYPES = ("fault.start", "fault.end", "action", "admin.metadata")
+
+_REQUIRED = {
+    "zk.controller": ("broker_id",),
+    "zk.controller_epoch": ("epoch", "version"),
+    "zk.broker": ("broker_id", "registered"),
+    "zk.topic": ("topic", "partitions"),
+    "zk.partition_state": ("topic", "partition", "leader", "leader_epoch", "isr", "controller_epoch", "version"),
+    "zk.reassign_partitions": ("partitions",),
+    "zk.delete_topics": ("topics",),
+    "zk.gap": ("path",),
+}
+
+_STATE_PATH = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
+_TOPIC_PATH = re.compile(r"^/brokers/topics/([^/]+)$")
+_BROKER_PATH = re.compile(r"^/brokers/ids(?:/(\d+))?$")
+
+
+def parse_gap_path(path: str) -> tuple[str, object]:
+    """``/brokers/topics/t/partitions/0/state`` -> ``("partition", ("t", 0))`` etc."""
+    m = _STATE_PATH.match(path)
+    if m:
+        return "partition", (m.group(1), int(m.group(2)))
+    m = _TOPIC_PATH.match(path)
+    if m:
+        return "topic", m.group(1)
+    m = _BROKER_PATH.match(path)
+    if m:
+        return "broker", int(m.group(1)) if m.group(1) else None
+    if path in ("/controller", "/controller_epoch"):
+        return "controller", path
+    return "other", path
+
+
+def _key(ev: dict):
+    t = ev["type"]
+    if t == "zk.partition_state":
+        return (ev["topic"], ev["partition"], ev.get("version"), bool(ev.get("deleted")))
+    if t == "zk.topic":
+        return (ev["topic"], ev.get("version"), bool(ev.get("deleted")))
+    if t == "zk.broker":
+        return (ev["broker_id"], ev["registered"])
+    if t == "zk.controller_epoch":
+        return (ev["version"],)
+    return ()
+
+
+def validate(ev: dict) -> None:
+    t = ev.get("type")
+    if not isinstance(t, str):
+        raise ValueError(f"event seq={ev.get('seq')}: missing 'type'")
+    need = _REQUIRED.get(t)
+    if need:
+        missing = [f for f in need if f not in ev]
+        if missing:
+            raise ValueError(f"event seq={ev.get('seq')} type={t}: missing field(s) {missing} (docs/run-record.md)")
+        if "zxid" not in ev or not isinstance(ev["zxid"], int):
+            raise ValueError(f"event seq={ev.get('seq')} type={t}: zk.* events need an integer 'zxid'")
+
+
+def normalize(events: Iterable[dict]) -> list[dict]:
+    """Validated, deduplicated events: zk.* sorted by (zxid, seq) placed into the zk slots of the
+    seq order, other relevant events untouched. Unknown types are dropped."""
+    evs = sorted((e for e in events if e.get("type") in ZK_TYPES or e.get("type") in OTHER_TYPES),
+                 key=lambda e: e.get("seq", 0))
+    slots: list[int] = []
+    zk: list[dict] = []
+    seen: set = set()
+    out: list[dict | None] = []
+    for e in evs:
+        validate(e)
+        if e["type"] in ZK_TYPES:
+            k = (e["type"], e["zxid"], _key(e))
+            if k in seen:
+                continue
+            seen.add(k)
+            slots.append(len(out))
+            zk.append(e)
+            out.append(None)
+        else:
+            out.append(e)
+    zk.sort(key=lambda e: (e["zxid"], e.get("seq", 0)))
+    for i, e in zip(slots, zk):
+        out[i] = e
+    return out  # type: ignore[return-value]
