@@ -343,7 +343,7 @@ class _Judge:
             "longest_s": round(windows[0][2] - windows[0][1], 6) if windows else 0.0,
             "longest_by_partition": longest,
             "latency_s": {"n": len(lat), "p50": _pct(lat, 0.50), "p99": _pct(lat, 0.99),
-                          "max": lat[-1] if lat else None},
+                          "max": round(lat[-1], 6) if lat else None},
             "faults": s.faults,
             "examples": [{"topic": tp[0], "partition": tp[1], "from_t": a, "to_t": b, "duration_s": round(b - a, 6)}
                          for tp, a, b in windows[: self.k]],
