@@ -1,0 +1,651 @@
+"""A real ZooKeeper ensemble and Kafka brokers in Docker containers (testcontainers).
+
+Each cluster gets its own Docker network ``kc-<name>``; containers are named ``kc-<name>-zk<N>`` and
+``kc-<name>-b<ID>`` and reachable inside the network as ``zk<N>`` and ``broker<ID>``.
+
+Listeners: ``INTERNAL://broker<ID>:9093`` for inter-broker traffic (never published) and
+``EXTERNAL://127.0.0.1:<P>``: the broker listens on port P inside the container and P is published
+on 127.0.0.1:P on the host, so the advertised address is exactly what a host client dials (the
+advertised-listener trap). ZooKeeper's client port is published on 127.0.0.1 too.
+
+Everything carries the label ``kafka-chaos=1`` plus the cluster name; clusters whose owner process
+died are reaped by :func:`reap_orphans` (called whenever a cluster starts) and by ``kafka-chaos cleanup``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import sys
+import tarfile
+import io
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from . import docker_util, images
+from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST, LABEL_OWNER_PID,
+                          LABEL_PERSISTENT, LABEL_ROLE)
+from .errors import ClusterError, HarnessError, PortConflict
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk is an image we cannot pull
+
+INTERNAL_PORT = 9093
+ZK_CLIENT_PORT = 2181
+
+# Test-friendly defaults: failures are detected in seconds, not the production 18 s / 30 s.
+DEFAULT_BROKER_CONFIG: dict[str, str] = {
+    "zookeeper.session.timeout.ms": "6000",
+    "zookeeper.connection.timeout.ms": "10000",
+    "replica.lag.time.max.ms": "5000",
+    "controlled.shutdown.enable": "true",
+    "controlled.shutdown.max.retries": "3",
+    "controlled.shutdown.retry.backoff.ms": "1000",
+    "unclean.leader.election.enable": "false",
+    "min.insync.replicas": "1",
+    "auto.leader.rebalance.enable": "false",
+    "leader.imbalance.check.interval.seconds": "300",
+    "auto.create.topics.enable": "false",
+    "delete.topic.enable": "true",
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+    "num.network.threads": "2",
+    "num.io.threads": "4",
+    "num.replica.fetchers": "1",
+    "background.threads": "4",
+    "log.dirs": "/var/lib/kafka/data",
+    "num.partitions": "1",
+}
+
+DEFAULT_ZK_CONFIG: dict[str, str] = {
+    "tickTime": "500",          # min session timeout = 2 ticks = 1 s, max = 20 ticks = 10 s
+    "initLimit": "20",
+    "syncLimit": "10",
+    "dataDir": "/var/lib/zookeeper",
+    "clientPort": str(ZK_CLIENT_PORT),
+    "maxClientCnxns": "0",
+    "4lw.commands.whitelist": "*",
+    "admin.enableServer": "false",
+    "quorumListenOnAllIPs": "true",
+    "autopurge.purgeInterval": "0",  # keep every transaction log: it is the observer's ground truth
+}
+
+
+def _log(msg: str) -> None:
+    if os.environ.get("KAFKA_CHAOS_QUIET") != "1":
+        print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class ClusterSpec:
+    brokers: int = 3
+    zookeepers: int = 1
+    kafka_version: str | None = None
+    image: str | None = None            # any local image; overrides kafka_version
+    broker_config: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+    persistent: bool = False            # `cluster up`: survives the creating process
+    port_base: int | None = None        # fixed host ports: brokers port_base+id, ZooKeeper port_base+100+n
+    startup_timeout_s: float = 120.0
+    build_missing: bool = False
+
+    def validate(self) -> None:
+        if not 1 <= self.brokers <= 9:
+            raise HarnessError(f"--brokers must be between 1 and 9, not {self.brokers}")
+        if self.zookeepers not in (1, 3, 5):
+            raise HarnessError(f"--zookeepers must be 1, 3 or 5, not {self.zookeepers}")
+        if self.name is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", self.name):
+            raise HarnessError(f"cluster name {self.name!r}: use lower-case letters, digits and '-' (max 31)")
+        if self.port_base is not None and not 1024 <= self.port_base <= 65000:
+            raise HarnessError(f"--port-base must be between 1024 and 65000, not {self.port_base}")
+
+
+# -- nodes ---------------------------------------------------------------------------------------
+class Node:
+    """One container (a broker or a ZooKeeper server) with the process-level operations faults use."""
+
+    def __init__(self, cluster_name: str, role: str, node_id: int, container_name: str, alias: str,
+                 host_port: int):
+        self.cluster_name = cluster_name
+        self.role = role
+        self.node_id = node_id
+        self.name = container_name
+        self.alias = alias
+        self.host_port = host_port
+
+    def __repr__(self) -> str:
+        return f"Node({self.name})"
+
+    @property
+    def container(self):
+        return docker_util.client().containers.get(self.name)
+
+    def status(self) -> str:
+        """Docker status: running, paused, exited, ..."""
+        import docker.errors
+        try:
+            return self.container.status
+        except docker.errors.NotFound:
+            return "missing"
+
+    def ip(self) -> str | None:
+        nets = self.container.attrs["NetworkSettings"]["Networks"]
+        net = nets.get(f"kc-{self.cluster_name}")
+        return (net or {}).get("IPAddress") or None
+
+    def kill(self, signal: str = "SIGKILL") -> None:
+        self.container.kill(signal=signal)
+
+    def stop(self, timeout: int = 60) -> None:
+        """Clean stop: SIGTERM (a broker runs controlled shutdown), SIGKILL after ``timeout`` s."""
+        self.container.stop(timeout=timeout)
+
+    def start(self) -> None:
+        self.container.start()
+
+    def pause(self) -> None:
+        self.container.pause()
+
+    def unpause(self) -> None:
+        if self.status() == "paused":
+            self.container.unpause()
+
+    def exec(self, cmd: list[str] | str, check: bool = False) -> tuple[int, str]:
+        res = self.container.exec_run(cmd, demux=False)
+        out = (res.output or b"").decode(errors="replace")
+        if check and res.exit_code != 0:
+            raise ClusterError(f"{self.name}: `{cmd if isinstance(cmd, str) else ' '.join(cmd)}` failed: {out.strip()[:300]}")
+        return res.exit_code, out
+
+    def read_file(self, path: str) -> bytes:
+        """Read one file from the container (works while it is stopped)."""
+        stream, _ = self.container.get_archive(path)
+        buf = io.BytesIO(b"".join(stream))
+        with tarfile.open(fileobj=buf) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                raise ClusterError(f"{self.name}:{path} is not a regular file")
+            return tar.extractfile(member).read()
+
+    def list_dir(self, path: str) -> list[str]:
+        """Names of the entries of a directory in the container (works while it is stopped)."""
+        stream, _ = self.container.get_archive(path)
+        buf = io.BytesIO(b"".join(stream))
+        base = path.rstrip("/").rsplit("/", 1)[-1]
+        names = []
+        with tarfile.open(fileobj=buf) as tar:
+            for m in tar.getmembers():
+                parts = m.name.split("/")
+                if len(parts) == 2 and parts[0] == base:
+                    names.append(parts[1])
+        return sorted(names)
+
+    def logs(self, tail: int = 50) -> str:
+        return self.container.logs(tail=tail).decode(errors="replace")
+
+
+# -- ports ---------------------------------------------------------------------------------------
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pick_ports(n: int, base: int | None, what: str) -> list[int]:
+    if base is not None:
+        ports = [base + i for i in range(n)]
+        busy = [p for p in ports if not _port_free(p)]
+        if busy:
+            raise PortConflict(f"port conflict: 127.0.0.1:{busy[0]} ({what}) is already in use; "
+                               "choose another --port-base or stop what uses it")
+        return ports
+    ports: list[int] = []
+    while len(ports) < n:
+        p = _free_port()
+        if p not in ports:
+            ports.append(p)
+    return ports
+
+
+# -- the cluster --------------------------------------------------------------------------------
+class Cluster:
+    """A running (or attachable) cluster. Use as a context manager, or ``start()`` / ``remove()``."""
+
+    def __init__(self, spec: ClusterSpec | None = None):
+        self.spec = spec or ClusterSpec()
+        self.spec.validate()
+        self.name = self.spec.name or f"t{secrets.token_hex(3)}"
+        self.network_name = f"kc-{self.name}"
+        self.zookeepers: list[Node] = []
+        self.brokers: dict[int, Node] = {}
+        self.image: images.ImageInfo | None = None
+        self.broker_config: dict[str, str] = {}
+        self.started = False
+        self._zk = None
+        self._admin = None
+
+    # ---- addresses
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(self.brokers)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self.brokers[b].host_port}" for b in self.broker_ids)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return ",".join(f"127.0.0.1:{z.host_port}" for z in self.zookeepers)
+
+    @property
+    def internal_zookeeper_connect(self) -> str:
+        return ",".join(f"{z.alias}:{ZK_CLIENT_PORT}" for z in self.zookeepers)
+
+    @property
+    def internal_bootstrap(self) -> str:
+        return ",".join(f"{self.brokers[b].alias}:{INTERNAL_PORT}" for b in self.broker_ids)
+
+    def nodes(self) -> list[Node]:
+        return list(self.zookeepers) + [self.brokers[b] for b in self.broker_ids]
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes():
+            if name in (n.name, n.alias):
+                return n
+        raise KeyError(name)
+
+    # ---- lifecycle
+    def _labels(self, role: str | None = None, node_id: int | None = None) -> dict[str, str]:
+        labels = {LABEL: "1", LABEL_CLUSTER: self.name, LABEL_OWNER_PID: str(os.getpid()),
+                  LABEL_OWNER_HOST: socket.gethostname(),
+                  LABEL_PERSISTENT: "1" if self.spec.persistent else "0"}
+        if role:
+            labels[LABEL_ROLE] = role
+            labels[LABEL_NODE_ID] = str(node_id)
+        return labels
+
+    def start(self) -> "Cluster":
+        from testcontainers.core.container import DockerContainer
+        from testcontainers.core.network import Network
+        t0 = time.monotonic()
+        client = docker_util.client()
+        reap_orphans()
+        self.image = images.image_for(self.spec.kafka_version, self.spec.image, build_missing=self.spec.build_missing)
+        if self.image.distribution != "apache-zk":
+            raise HarnessError(f"image {self.image.tag} is not a kafka-chaos Apache Kafka image; "
+                               "foreign images need a distribution adapter (not available yet)")
+        if self.image.kafka_version and images._version_key(self.image.kafka_version) >= (4,):
+            raise HarnessError(f"Kafka {self.image.kafka_version} has no ZooKeeper mode; use 3.9 or older")
+        if client.networks.list(names=[self.network_name]) or client.containers.list(
+                all=True, filters={"label": f"{LABEL_CLUSTER}={self.name}"}):
+            raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
+        zk_ports = _pick_ports(self.spec.zookeepers, self.spec.port_base + 100 if self.spec.port_base else None,
+                               "ZooKeeper")
+        b_ports = _pick_ports(self.spec.brokers,
+                              self.spec.port_base + 1 if self.spec.port_base else None, "broker")
+        self.zookeepers = [Node(self.name, "zookeeper", i + 1, f"kc-{self.name}-zk{i + 1}", f"zk{i + 1}",
+                                zk_ports[i]) for i in range(self.spec.zookeepers)]
+        self.brokers = {i + 1: Node(self.name, "broker", i + 1, f"kc-{self.name}-b{i + 1}", f"broker{i + 1}",
+                                    b_ports[i]) for i in range(self.spec.brokers)}
+        try:
+            net = Network(docker_network_kw={"labels": self._labels(), "driver": "bridge"})
+            net.name = self.network_name
+            net.create()
+            _log(f"{self.name}: starting {len(self.zookeepers)} ZooKeeper + {len(self.brokers)} brokers "
+                 f"({self.image.tag})")
+            for z in self.zookeepers:
+                self._container(DockerContainer, net, z, "zookeeper", self._zk_config(z)).start()
+            self.broker_config = self._broker_config_common()
+            for b in self.broker_ids:
+                node = self.brokers[b]
+                self._container(DockerContainer, net, node, "broker", self._broker_config(node)).start()
+            self.started = True
+            self.wait_ready(self.spec.startup_timeout_s)
+        except BaseException:
+            self.remove()
+            raise
+        _log(f"{self.name}: ready in {time.monotonic() - t0:.1f} s")
+        return self
+
+    def _container(self, cls, net, node: Node, mode: str, config: dict[str, str]):
+        port = ZK_CLIENT_PORT if mode == "zookeeper" else node.host_port
+        env = {"KC_CONFIG": "\n".join(f"{k}={v}" for k, v in config.items())}
+        if mode == "zookeeper":
+            env["KC_ZK_MYID"] = str(node.node_id)
+        c = (cls(self.image.tag)
+             .with_name(node.name)
+             .with_command(mode)
+             .with_network(net)
+             .with_network_aliases(node.alias)
+             .with_kwargs(labels=self._labels(mode, node.node_id), hostname=node.alias,
+                          cap_add=["NET_ADMIN"], init=False, stop_signal="SIGTERM"))
+        # published on loopback only (docker-py accepts (host_ip, port); testcontainers' helper does not)
+        c.ports[f"{port}/tcp"] = ("127.0.0.1", node.host_port)
+        for k, v in env.items():
+            c.with_env(k, v)
+        return c
+
+    def _zk_config(self, z: Node) -> dict[str, str]:
+        cfg = dict(DEFAULT_ZK_CONFIG)
+        if len(self.zookeepers) > 1:
+            for other in self.zookeepers:
+                cfg[f"server.{other.node_id}"] = f"{other.alias}:2888:3888"
+        return cfg
+
+    def _broker_config_common(self) -> dict[str, str]:
+        rf = str(min(3, len(self.brokers)))
+        cfg = dict(DEFAULT_BROKER_CONFIG)
+        cfg.update({"offsets.topic.replication.factor": rf, "transaction.state.log.replication.factor": rf,
+                    "transaction.state.log.min.isr": "1", "default.replication.factor": rf})
+        cfg.update({k: str(v) for k, v in self.spec.broker_config.items()})
+        return cfg
+
+    def _broker_config(self, node: Node) -> dict[str, str]:
+        cfg = dict(self.broker_config)
+        cfg.update({
+            "broker.id": str(node.node_id),
+            "listeners": f"INTERNAL://0.0.0.0:{INTERNAL_PORT},EXTERNAL://0.0.0.0:{node.host_port}",
+            "advertised.listeners": f"INTERNAL://{node.alias}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{node.host_port}",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            "zookeeper.connect": self.internal_zookeeper_connect,
+        })
+        return cfg
+
+    # ---- readiness
+    def zk(self):
+        """A started kazoo client on the published ZooKeeper ports (shared; closed by remove())."""
+        if self._zk is None:
+            from kazoo.client import KazooClient
+            logging.getLogger("kazoo.client").setLevel(logging.ERROR)  # reconnect chatter during faults
+            zk = KazooClient(hosts=self.zookeeper_connect, timeout=10.0, connection_retry={"max_tries": 3})
+            try:
+                zk.start(timeout=15)
+            except Exception:
+                zk.stop()
+                zk.close()
+                raise
+            self._zk = zk
+        return self._zk
+
+    def registered_brokers(self) -> set[int]:
+        """Broker ids registered in ZooKeeper right now (children of /brokers/ids)."""
+        from kazoo.exceptions import NoNodeError
+        try:
+            return {int(c) for c in self.zk().get_children("/brokers/ids")}
+        except NoNodeError:
+            return set()
+
+    def _check_running(self, nodes: Iterable[Node]) -> None:
+        for n in nodes:
+            st = n.status()
+            if st not in ("running", "paused"):
+                raise ClusterError(f"{n.name} is {st}; last log lines:\n{n.logs(15)}")
+
+    def wait_ready(self, timeout_s: float = 120.0, brokers: Iterable[int] | None = None) -> None:
+        """Wait (bounded) until every broker is registered in ZooKeeper and visible in metadata."""
+        want = set(self.broker_ids if brokers is None else brokers)
+        deadline = time.monotonic() + timeout_s
+        last = "not checked"
+        while time.monotonic() < deadline:
+            self._check_running([n for n in self.nodes() if n.role == "zookeeper" or n.node_id in want])
+            try:
+                reg = self.registered_brokers()
+                if not want <= reg:
+                    last = f"registered in ZooKeeper: {sorted(reg)}, waiting for {sorted(want - reg)}"
+                else:
+                    md = self.admin().list_topics(timeout=5)
+                    seen = set(md.brokers)
+                    if want <= seen:
+                        return
+                    last = f"visible in metadata: {sorted(seen)}, waiting for {sorted(want - seen)}"
+            except Exception as e:  # ZooKeeper or brokers still starting
+                last = f"{type(e).__name__}: {e}"
+                if self._zk is not None and not self._zk.connected:
+                    self._close_zk()
+            time.sleep(0.5)
+        raise ClusterError(f"cluster {self.name} not ready after {timeout_s:.0f} s ({last})")
+
+    # ---- clients
+    def admin(self, **conf):
+        """A shared AdminClient (a fresh one when ``conf`` is given). Keep a reference while futures are pending."""
+        from confluent_kafka.admin import AdminClient
+        if conf:
+            return AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000, **conf})
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000})
+        return self._admin
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
+                     config: dict | None = None, assignment: dict[int, list[int]] | None = None,
+                     timeout_s: float = 30.0) -> None:
+        """Create a topic and wait until every partition has a leader."""
+        from confluent_kafka.admin import NewTopic
+        if assignment:
+            nt = NewTopic(name, replica_assignment=[assignment[p] for p in sorted(assignment)],
+                          config={k: str(v) for k, v in (config or {}).items()})
+            partitions = len(assignment)
+        else:
+            nt = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                          config={k: str(v) for k, v in (config or {}).items()})
+        fut = self.admin().create_topics([nt], operation_timeout=timeout_s)[name]
+        fut.result(timeout=timeout_s)
+        self.wait_leaders(name, partitions, timeout_s)
+
+    def wait_leaders(self, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            md = self.admin().list_topics(topic=topic, timeout=5)
+            t = md.topics.get(topic)
+            if t is not None and t.error is None and len(t.partitions) == partitions and all(
+                    p.leader >= 0 for p in t.partitions.values()):
+                return
+            time.sleep(0.2)
+        raise ClusterError(f"topic {topic}: not every partition has a leader after {timeout_s:.0f} s")
+
+    def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+        self.admin().delete_topics([name], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
+
+    # ---- single-node operations (faults build on these)
+    def kill_broker(self, broker_id: int) -> None:
+        self.brokers[broker_id].kill()
+
+    def stop_broker(self, broker_id: int, timeout: int = 60) -> None:
+        self.brokers[broker_id].stop(timeout=timeout)
+
+    def broker_epoch(self, broker_id: int) -> int | None:
+        """czxid of /brokers/ids/<id> (the broker epoch), None when not registered."""
+        st = self.zk().exists(f"/brokers/ids/{broker_id}")
+        return st.czxid if st else None
+
+    def start_broker(self, broker_id: int, wait: bool = True, timeout_s: float = 60.0) -> None:
+        """Start a stopped/killed broker; with ``wait``, until it registered anew (a new broker epoch)."""
+        old = self.broker_epoch(broker_id) if wait else None
+        self.brokers[broker_id].start()
+        if not wait:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:
+            epoch = self.broker_epoch(broker_id)
+            if epoch is not None and epoch != old:
+                break
+            if time.monotonic() > deadline:
+                raise ClusterError(f"broker {broker_id} did not register again within {timeout_s:.0f} s")
+            self._check_running([self.brokers[broker_id]])
+            time.sleep(0.2)
+        self.wait_ready(max(5.0, deadline - time.monotonic()), brokers=[broker_id])
+
+    def restart_broker(self, broker_id: int, wait: bool = True) -> None:
+        self.stop_broker(broker_id)
+        self.start_broker(broker_id, wait=wait)
+
+    # ---- teardown
+    def _close_zk(self) -> None:
+        if self._zk is not None:
+            try:
+                self._zk.stop()
+                self._zk.close()
+            except Exception:
+                pass
+            self._zk = None
+
+    def remove(self) -> None:
+        """Remove every container and the network of this cluster (idempotent)."""
+        self._close_zk()
+        self._admin = None
+        remove_cluster(self.name)
+        self.started = False
+
+    def __enter__(self) -> "Cluster":
+        return self.start() if not self.started else self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+    def describe(self) -> dict:
+        return {"name": self.name, "image": self.image.tag if self.image else None,
+                "kafka_version": self.image.kafka_version if self.image else None,
+                "brokers": len(self.brokers), "zookeepers": len(self.zookeepers),
+                "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
+                "broker_config": self.broker_config}
+
+    # ---- attach to an existing cluster (CLI status/down, other processes)
+    @classmethod
+    def attach(cls, name: str) -> "Cluster":
+        client = docker_util.client()
+        cs = client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={name}"})
+        if not cs:
+            raise HarnessError(f"no cluster named {name!r} (see `kafka-chaos cluster status`)")
+        c0 = cs[0]
+        spec = ClusterSpec(name=name, persistent=c0.labels.get(LABEL_PERSISTENT) == "1")
+        spec.brokers = max(1, sum(1 for c in cs if c.labels.get(LABEL_ROLE) == "broker"))
+        spec.zookeepers = sum(1 for c in cs if c.labels.get(LABEL_ROLE) == "zookeeper") or 1
+        cl = cls(spec)
+        for c in cs:
+            role, nid = c.labels.get(LABEL_ROLE), int(c.labels.get(LABEL_NODE_ID, "0"))
+            ports = c.attrs["HostConfig"].get("PortBindings") or {}
+            host_port = next((int(b[0]["HostPort"]) for b in ports.values() if b), 0)
+            if role == "zookeeper":
+                cl.zookeepers.append(Node(name, role, nid, c.name, f"zk{nid}", host_port))
+            elif role == "broker":
+                cl.brokers[nid] = Node(name, role, nid, c.name, f"broker{nid}", host_port)
+                env = dict(e.split("=", 1) for e in c.attrs["Config"].get("Env", []) if "=" in e)
+                cl.broker_config = dict(l.split("=", 1) for l in env.get("KC_CONFIG", "").splitlines() if "=" in l)
+        cl.zookeepers.sort(key=lambda n: n.node_id)
+        try:
+            cl.image = images.inspect(c0.image.tags[0] if c0.image.tags else c0.image.id)
+        except HarnessError:
+            cl.image = None
+        cl.started = True
+        return cl
+
+
+# -- cleanup -------------------------------------------------------------------------------------
+def list_clusters() -> dict[str, list]:
+    """Cluster name → containers, for everything carrying the harness label."""
+    out: dict[str, list] = {}
+    for c in docker_util.client().containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+        out.setdefault(c.labels.get(LABEL_CLUSTER, "?"), []).append(c)
+    return out
+
+
+def remove_cluster(name: str) -> int:
+    """Force-remove the containers, volumes and network of one cluster; returns containers removed."""
+    import docker.errors
+    client = docker_util.client()
+    n = 0
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={name}"}):
+        try:
+            c.remove(force=True, v=True)
+            n += 1
+        except docker.errors.NotFound:
+            pass
+    for net in client.networks.list(filters={"label": f"{LABEL_CLUSTER}={name}"}):
+        try:
+            net.remove()
+        except docker.errors.NotFound:
+            pass
+    return n
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def reap_orphans() -> list[str]:
+    """Remove non-persistent clusters whose owner process on this host is gone."""
+    client = docker_util.client()
+    host = socket.gethostname()
+    reaped = []
+    owners: dict[str, tuple[str, str, str]] = {}
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+        owners[c.labels.get(LABEL_CLUSTER, "")] = (c.labels.get(LABEL_OWNER_PID, "0"),
+                                                   c.labels.get(LABEL_OWNER_HOST, ""),
+                                                   c.labels.get(LABEL_PERSISTENT, "0"))
+    for net in client.networks.list(filters={"label": f"{LABEL}=1"}):
+        owners.setdefault(net.attrs.get("Labels", {}).get(LABEL_CLUSTER, ""),
+                          (net.attrs["Labels"].get(LABEL_OWNER_PID, "0"), net.attrs["Labels"].get(LABEL_OWNER_HOST, ""),
+                           net.attrs["Labels"].get(LABEL_PERSISTENT, "0")))
+    for name, (pid, h, persistent) in owners.items():
+        if persistent == "1" or h != host or not pid.isdigit():
+            continue
+        if not _pid_alive(int(pid)):
+            remove_cluster(name)
+            reaped.append(name)
+    return reaped
+
+
+def cleanup_all() -> dict[str, int]:
+    """Remove everything carrying the harness label: containers, networks, volumes."""
+    import docker.errors
+    client = docker_util.client()
+    counts = {"containers": 0, "networks": 0, "volumes": 0}
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+        try:
+            c.remove(force=True, v=True)
+            counts["containers"] += 1
+        except docker.errors.NotFound:
+            pass
+    for net in client.networks.list(filters={"label": f"{LABEL}=1"}):
+        try:
+            net.remove()
+            counts["networks"] += 1
+        except docker.errors.NotFound:
+            pass
+    for vol in client.volumes.list(filters={"label": f"{LABEL}=1"}):
+        try:
+            vol.remove(force=True)
+            counts["volumes"] += 1
+        except docker.errors.NotFound:
+            pass
+    return counts
+
+
+def leftovers() -> dict[str, list[str]]:
+    """Names of labelled containers, networks and volumes still present."""
+    client = docker_util.client()
+    return {
+        "containers": [c.name for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"})],
+        "networks": [n.name for n in client.networks.list(filters={"label": f"{LABEL}=1"})],
+        "volumes": [v.name for v in client.volumes.list(filters={"label": f"{LABEL}=1"})],
+    }

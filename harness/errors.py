@@ -1,0 +1,36 @@
+"""Errors the harness reports to users as one clear line (exit code 2 = usage/environment)."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """An error with a message meant for a person; ``exit_code`` follows the CLI convention.
+
+    0 pass, 1 a check failed, 2 usage or environment error.
+    """
+
+    exit_code = 2
+
+
+class DockerUnavailable(HarnessError):
+    pass
+
+
+class UnknownVersion(HarnessError):
+    pass
+
+
+class ImageMissing(HarnessError):
+    pass
+
+
+class PortConflict(HarnessError):
+    pass
+
+
+class ClusterError(HarnessError):
+    """The cluster did not start or stopped answering (an environment failure, verdict UNKNOWN)."""
+
+
+class ScenarioError(HarnessError):
+    """A scenario or schedule file is malformed."""

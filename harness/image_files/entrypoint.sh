@@ -1,0 +1,24 @@
+#!/bin/sh
+# kafka-chaos image entrypoint: runs a ZooKeeper server or a Kafka broker from the same jars.
+# The harness passes the whole properties file in $KC_CONFIG (newline separated).
+set -e
+JAVA_BASE_OPTS="-Djava.awt.headless=true -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError -Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
+mode="${1:-}"
+case "$mode" in
+  zookeeper)
+    mkdir -p /var/lib/zookeeper /etc/kafka-chaos
+    if [ -n "${KC_ZK_MYID:-}" ]; then echo "$KC_ZK_MYID" > /var/lib/zookeeper/myid; fi
+    printf '%s\n' "$KC_CONFIG" > /etc/kafka-chaos/zookeeper.properties
+    exec java ${KC_HEAP_OPTS:--Xms64m -Xmx256m} $JAVA_BASE_OPTS -Dzookeeper.admin.enableServer=false \
+      -cp '/opt/kafka/libs/*' org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/kafka-chaos/zookeeper.properties
+    ;;
+  broker)
+    mkdir -p /var/lib/kafka/data /etc/kafka-chaos
+    printf '%s\n' "$KC_CONFIG" > /etc/kafka-chaos/server.properties
+    exec java ${KC_HEAP_OPTS:--Xms128m -Xmx512m} $JAVA_BASE_OPTS \
+      -cp '/opt/kafka/libs/*' kafka.Kafka /etc/kafka-chaos/server.properties
+    ;;
+  *)
+    exec "$@"
+    ;;
+esac
