@@ -253,12 +253,15 @@ class ControllerModel:
         ctx.emit("broker", b, (False, None), "§1.3", zxid=z)
         z2 = ctx.zxid()
         ctx.emit("broker", b, (True, z2), "§1.3", zxid=z2)
-        s.registered[b] = z2
         if s.controller is not None:
             s.shutting_down.discard(b)
-            if s.at_least(GATE_FENCING):
+            if s.at_least(GATE_FENCING):     # KC processBrokerChange: removeLiveBrokers, onBrokerFailure, ...
+                del s.registered[b]
                 self._broker_failure(ctx, {b})
+            s.registered[b] = z2             # ... addLiveBrokers, onBrokerStartup
             self._broker_startup(ctx, {b})
+        else:
+            s.registered[b] = z2
         return None
 
     def _on_BrokerFailure(self, ctx: Ctx, ev: BrokerFailure):
