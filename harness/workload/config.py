@@ -1,0 +1,94 @@
+"""Workload settings: what the clients do, how fast, for how long."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class WorkloadConfig:
+    """Settings of one :class:`~harness.workload.Workload`.
+
+    Every loop is bounded twice: by time (``duration_s``) and by count (``max_sends`` per
+    producer, ``max_records`` per consumer).
+    """
+
+    topic: str
+    partitions: int | list[int] = 1  # a count (0..n-1) or explicit partition ids
+    producers: int = 1
+    acks: str | int = "all"  # 0, 1, all (-1)
+    enable_idempotence: bool = True
+    retries: int | None = None  # None: librdkafka default (retry until delivery.timeout.ms)
+    max_in_flight: int | None = None
+    linger_ms: int = 5
+    batch_size: int | None = None  # bytes
+    delivery_timeout_ms: int = 30_000
+    request_timeout_ms: int = 10_000
+    rate: float = 200.0  # sends per second per producer; 0 = as fast as the queue allows
+    duration_s: float = 10.0
+    max_sends: int = 1_000_000  # per producer
+    assign_consumers: int = 1  # consumers reading every partition by assignment (no group)
+    subscribe_consumers: int = 0  # consumers in one consumer group
+    group_id: str | None = None  # default: "<prefix>group-<topic>"
+    max_records: int = 10_000_000  # per consumer
+    consumer_max_s: float = 600.0  # consumers stop by themselves after this long
+    poll_timeout_s: float = 0.2
+    flush_timeout_s: float = 35.0  # at stop, how long to wait for outstanding deliveries
+    process_prefix: str = ""  # makes process names (and so values) unique across workloads
+    producer_config: dict = field(default_factory=dict)  # extra librdkafka settings
+    consumer_config: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.topic:
+            raise ValueError("WorkloadConfig.topic is required")
+        if str(self.acks).lower() not in ("0", "1", "all", "-1"):
+            raise ValueError(f"acks must be 0, 1, all or -1, not {self.acks!r}")
+        if self.enable_idempotence and str(self.acks).lower() not in ("all", "-1"):
+            raise ValueError("enable_idempotence requires acks=all (librdkafka refuses otherwise)")
+        if self.enable_idempotence and self.retries == 0:
+            raise ValueError("enable_idempotence requires retries > 0")
+        for name in ("producers", "assign_consumers", "subscribe_consumers"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if self.rate < 0 or self.duration_s <= 0 or self.max_sends <= 0:
+            raise ValueError("rate must be >= 0, duration_s and max_sends > 0")
+        if not self.partition_ids:
+            raise ValueError("partitions must name at least one partition")
+
+    @property
+    def partition_ids(self) -> list[int]:
+        if isinstance(self.partitions, int):
+            return list(range(self.partitions))
+        return [int(p) for p in self.partitions]
+
+    @property
+    def acks_setting(self) -> str:
+        return "all" if str(self.acks).lower() in ("all", "-1") else str(self.acks)
+
+    def producer_settings(self, bootstrap: str, client_id: str) -> dict:
+        """The librdkafka configuration of one producer."""
+        conf = {
+            "bootstrap.servers": bootstrap,
+            "client.id": client_id,
+            "acks": self.acks_setting,
+            "enable.idempotence": self.enable_idempotence,
+            "linger.ms": self.linger_ms,
+            "delivery.timeout.ms": self.delivery_timeout_ms,
+            "request.timeout.ms": self.request_timeout_ms,
+            "partitioner": "consistent_random",
+        }
+        if self.retries is not None:
+            conf["retries"] = self.retries
+        if self.max_in_flight is not None:
+            conf["max.in.flight.requests.per.connection"] = self.max_in_flight
+        if self.batch_size is not None:
+            conf["batch.size"] = self.batch_size
+        conf.update(self.producer_config)
+        return conf
+
+    def to_metadata(self) -> dict:
+        """For metadata.json ``workload``."""
+        d = asdict(self)
+        d["acks"] = self.acks_setting
+        d["partitions"] = self.partition_ids
+        return d

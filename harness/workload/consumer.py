@@ -1,0 +1,93 @@
+"""Consumer processes that record every record they read as a ``client`` ``poll`` ``ok`` event.
+
+``assign`` mode reads every partition from the beginning by manual assignment (no group, no
+rebalances), so the checker can demand monotonic, gap-free offsets per partition.
+``subscribe`` mode joins a consumer group and reads what the group hands it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Callable
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from .config import WorkloadConfig
+from .outcomes import error_name, msg_leader_epoch
+
+Emit = Callable[..., object]
+
+
+def consumer_settings(bootstrap: str, group_id: str, client_id: str, extra: dict | None = None,
+                      auto_commit: bool = False) -> dict:
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group_id,
+        "client.id": client_id,
+        "enable.auto.commit": auto_commit,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": False,
+        "isolation.level": "read_uncommitted",
+    }
+    conf.update(extra or {})
+    return conf
+
+
+class ConsumerProcess:
+    """One consumer thread in ``assign`` or ``subscribe`` mode."""
+
+    def __init__(self, name: str, mode: str, bootstrap: str, config: WorkloadConfig, emit: Emit,
+                 stop: threading.Event):
+        if mode not in ("assign", "subscribe"):
+            raise ValueError(f"consumer mode must be 'assign' or 'subscribe', not {mode!r}")
+        self.name = name
+        self.mode = mode
+        self.cfg = config
+        self.emit = emit
+        self.stop_event = stop
+        group = (config.group_id or f"{config.process_prefix}group-{config.topic}") if mode == "subscribe" \
+            else f"kafka-chaos-assign-{uuid.uuid4().hex[:12]}"  # required by librdkafka, never used
+        self.settings = consumer_settings(bootstrap, group, f"kafka-chaos-{name}", config.consumer_config,
+                                          auto_commit=(mode == "subscribe"))
+        self.records = 0
+        self.errors: dict[str, int] = {}
+        self.error: str | None = None
+        self.thread = threading.Thread(target=self._main, name=f"consumer-{name}", daemon=True)
+
+    def _main(self) -> None:
+        try:
+            self._run()
+        except Exception as e:
+            self.error = f"{type(e).__name__}: {e}"
+
+    def _run(self) -> None:
+        cfg = self.cfg
+        self.emit("client.config", process=self.name, role="consumer",
+                  config={"mode": self.mode, **{k: v for k, v in self.settings.items() if k != "bootstrap.servers"}})
+        consumer = Consumer(self.settings)
+        try:
+            if self.mode == "assign":
+                consumer.assign([TopicPartition(cfg.topic, p, OFFSET_BEGINNING) for p in cfg.partition_ids])
+            else:
+                consumer.subscribe([cfg.topic])
+            deadline = time.monotonic() + cfg.consumer_max_s
+            emit, name, topic = self.emit, self.name, cfg.topic
+            while not self.stop_event.is_set() and self.records < cfg.max_records and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=500, timeout=cfg.poll_timeout_s):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() != KafkaError._PARTITION_EOF:
+                            n = error_name(err)
+                            self.errors[n] = self.errors.get(n, 0) + 1
+                        continue
+                    self.records += 1
+                    raw = msg.value()
+                    emit("client", process=name, f="poll", phase="ok", op_id=None, topic=topic,
+                         partition=msg.partition(), offset=msg.offset(),
+                         value=raw.decode("utf-8", "replace") if raw is not None else None,
+                         error=None, leader_epoch=msg_leader_epoch(msg))
+        finally:
+            consumer.close()
+

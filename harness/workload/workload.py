@@ -1,0 +1,92 @@
+"""The Jepsen-style client side of a run: producers and consumers in background threads.
+
+A scenario builds a :class:`Workload`, calls :meth:`Workload.start`, injects faults, calls
+:meth:`Workload.stop` (bounded), heals, then :meth:`Workload.drain`. Every client operation is
+recorded through ``emit(type_, **fields)`` (the signature of ``RunRecorder.emit``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from .config import WorkloadConfig
+from .consumer import ConsumerProcess
+from .drain import drain
+from .producer import ProducerProcess
+
+Emit = Callable[..., object]
+
+
+class Workload:
+    """Producers (``<prefix>p<i>``), assign-mode consumers (``<prefix>c<i>``) and group consumers
+    (``<prefix>g<i>``) against one topic."""
+
+    def __init__(self, bootstrap: str, config: WorkloadConfig, emit: Emit):
+        if not bootstrap:
+            raise ValueError("bootstrap servers are required")
+        if not callable(emit):
+            raise TypeError("emit must be callable like RunRecorder.emit(type_, **fields)")
+        self.bootstrap = bootstrap
+        self.config = config
+        self.emit = emit
+        self._stop_producers = threading.Event()
+        self._stop_consumers = threading.Event()
+        pre = config.process_prefix
+        self.producers = [ProducerProcess(f"{pre}p{i}", bootstrap, config, emit, self._stop_producers)
+                          for i in range(config.producers)]
+        self.consumers = [ConsumerProcess(f"{pre}c{i}", "assign", bootstrap, config, emit, self._stop_consumers)
+                          for i in range(config.assign_consumers)]
+        self.consumers += [ConsumerProcess(f"{pre}g{i}", "subscribe", bootstrap, config, emit, self._stop_consumers)
+                           for i in range(config.subscribe_consumers)]
+        self.started = False
+
+    def start(self) -> "Workload":
+        if self.started:
+            raise RuntimeError("workload already started")
+        self.started = True
+        self.emit("phase", name="workload.start", topic=self.config.topic)
+        for proc in self.consumers + self.producers:
+            proc.thread.start()
+        return self
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the producers to finish on their own (duration or count reached); True if they did."""
+        end = None if timeout is None else time.monotonic() + timeout
+        for p in self.producers:
+            p.thread.join(None if end is None else max(0.0, end - time.monotonic()))
+        return not any(p.thread.is_alive() for p in self.producers)
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop producing (waiting up to the flush timeout for outstanding acks), then stop the
+        consumers. Returns True if every thread ended within ``timeout`` (default: flush
+        timeout + 10 s)."""
+        timeout = self.config.flush_timeout_s + 10.0 if timeout is None else timeout
+        end = time.monotonic() + timeout
+        self._stop_producers.set()
+        for p in self.producers:
+            p.thread.join(max(0.0, end - time.monotonic()))
+        self._stop_consumers.set()
+        for c in self.consumers:
+            c.thread.join(max(0.0, end - time.monotonic()))
+        alive = [t.name for t in self._threads() if t.is_alive()]
+        self.emit("phase", name="workload.stop", topic=self.config.topic, still_running=alive)
+        return not alive
+
+    def drain(self, timeout_s: float = 60.0) -> dict:
+        """The final read of every partition to its end (see :func:`harness.workload.drain`)."""
+        return drain(self.bootstrap, self.config.topic, self.config.partition_ids, self.emit,
+                     timeout_s=timeout_s, process=f"{self.config.process_prefix}drain",
+                     consumer_config=self.config.consumer_config)
+
+    def _threads(self) -> list[threading.Thread]:
+        return [p.thread for p in self.producers] + [c.thread for c in self.consumers]
+
+    def stats(self) -> dict:
+        """Per-process counts and any exception that ended a thread (for logs and verdict stats)."""
+        return {
+            "producers": {p.name: {**p.counts, "error": p.error} for p in self.producers},
+            "consumers": {c.name: {"mode": c.mode, "records": c.records, "errors": dict(c.errors),
+                                   "error": c.error} for c in self.consumers},
+        }
