@@ -664,7 +664,12 @@ class Checker:
             return
         if c is not None and c.deleting and t is not None and (x == NO_LEADER or len(new.isr) < len(prev.isr)):
             t.deletion_processed = True
-        if not self.apache or c is None:
+        if c is None:
+            return
+        if not self.apache:
+            # Compatible profile: no D-rule is reported, but the Apache explanation of the write (if
+            # any) still advances the controller's view frontier, which H19 relies on.
+            self._match_outcomes(subject, prev, new, c, ce, report=False)
             return
         if new.leader_epoch != prev.leader_epoch + 1:
             self._report("D7", subject, f"leader epoch went {prev.leader_epoch} -> {new.leader_epoch} in one "
@@ -672,11 +677,11 @@ class Checker:
                          new.to_dict(), [f"leader_epoch={prev.leader_epoch + 1}"])
         self._match_outcomes(subject, prev, new, c, ce)
 
-    def _match_outcomes(self, subject, prev: Obs, new: Obs, c: _WriteCtx, ce: int):
+    def _match_outcomes(self, subject, prev: Obs, new: Obs, c: _WriteCtx, ce: int, report: bool = True):
         lo, hi = self._views(ce)
         extra = frozenset(r for r in itertools.chain(c.rs, prev.isr) if r not in self.seen_brokers)
         key = (new.leader, new.isr_set)
-        first = None
+        seen: set = set()
         for k in range(lo, hi + 1):
             reg = self.snaps[k] | extra if extra else self.snaps[k]
             for sd in self._sd_subsets:
@@ -684,13 +689,15 @@ class Checker:
                     continue
                 self.stats["views_scanned"] += 1
                 outs = self._outcomes(prev, c, reg, sd)
-                if first is None:
-                    first = outs
+                if report:
+                    seen.update(outs)
                 for o in outs:
                     if (o[0], o[1]) == key and (not self.rec_supported or o[2] == new.recovery):
                         self.lo[ce] = k
                         return
-        allowed = sorted({_summ(o) for o in (first or [])})[:8]
+        if not report:
+            return
+        allowed = sorted({_summ(o) for o in seen})[:10]
         rule, why = self._attribute(prev, new, c, ce)
         self._report(rule, subject, why, prev.to_dict(), new.to_dict(), allowed or ["no write"])
 
