@@ -290,8 +290,7 @@ class Cluster:
                                "foreign images need a distribution adapter (not available yet)")
         if self.image.kafka_version and images._version_key(self.image.kafka_version) >= (4,):
             raise HarnessError(f"Kafka {self.image.kafka_version} has no ZooKeeper mode; use 3.9 or older")
-        if client.networks.list(names=[self.network_name]) or client.containers.list(
-                all=True, filters={"label": f"{LABEL_CLUSTER}={self.name}"}):
+        if client.networks.list(names=[self.network_name]) or _containers(f"{LABEL_CLUSTER}={self.name}"):
             raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
         zk_ports = _pick_ports(self.spec.zookeepers, self.spec.port_base + 100 if self.spec.port_base else None,
                                "ZooKeeper")
@@ -555,11 +554,20 @@ class Cluster:
 
 
 # -- cleanup -------------------------------------------------------------------------------------
-def list_clusters() -> dict[str, list]:
-    """Cluster name → containers, for everything carrying the harness label."""
-    out: dict[str, list] = {}
-    for c in docker_util.client().containers.list(all=True, filters={"label": f"{LABEL}=1"}):
-        out.setdefault(c.labels.get(LABEL_CLUSTER, "?"), []).append(c)
+def _containers(label: str) -> list[dict]:
+    """Containers with ``label`` as summary dicts (Id, Names, Labels, State) from one API call.
+
+    Unlike ``containers.list()`` this does not inspect each container, so it cannot race with a
+    concurrent removal.
+    """
+    return docker_util.client().api.containers(all=True, filters={"label": label})
+
+
+def list_clusters() -> dict[str, list[str]]:
+    """Cluster name → container names, for everything carrying the harness label."""
+    out: dict[str, list[str]] = {}
+    for c in _containers(f"{LABEL}=1"):
+        out.setdefault(c["Labels"].get(LABEL_CLUSTER, "?"), []).append(c["Names"][0].lstrip("/"))
     return out
 
 
@@ -568,9 +576,9 @@ def remove_cluster(name: str) -> int:
     import docker.errors
     client = docker_util.client()
     n = 0
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={name}"}):
+    for c in _containers(f"{LABEL_CLUSTER}={name}"):
         try:
-            c.remove(force=True, v=True)
+            client.api.remove_container(c["Id"], force=True, v=True)
             n += 1
         except docker.errors.NotFound:
             pass
@@ -598,10 +606,10 @@ def reap_orphans() -> list[str]:
     host = socket.gethostname()
     reaped = []
     owners: dict[str, tuple[str, str, str]] = {}
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
-        owners[c.labels.get(LABEL_CLUSTER, "")] = (c.labels.get(LABEL_OWNER_PID, "0"),
-                                                   c.labels.get(LABEL_OWNER_HOST, ""),
-                                                   c.labels.get(LABEL_PERSISTENT, "0"))
+    for c in _containers(f"{LABEL}=1"):
+        lb = c["Labels"]
+        owners[lb.get(LABEL_CLUSTER, "")] = (lb.get(LABEL_OWNER_PID, "0"), lb.get(LABEL_OWNER_HOST, ""),
+                                             lb.get(LABEL_PERSISTENT, "0"))
     for net in client.networks.list(filters={"label": f"{LABEL}=1"}):
         owners.setdefault(net.attrs.get("Labels", {}).get(LABEL_CLUSTER, ""),
                           (net.attrs["Labels"].get(LABEL_OWNER_PID, "0"), net.attrs["Labels"].get(LABEL_OWNER_HOST, ""),
@@ -620,9 +628,9 @@ def cleanup_all() -> dict[str, int]:
     import docker.errors
     client = docker_util.client()
     counts = {"containers": 0, "networks": 0, "volumes": 0}
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+    for c in _containers(f"{LABEL}=1"):
         try:
-            c.remove(force=True, v=True)
+            client.api.remove_container(c["Id"], force=True, v=True)
             counts["containers"] += 1
         except docker.errors.NotFound:
             pass
@@ -645,7 +653,7 @@ def leftovers() -> dict[str, list[str]]:
     """Names of labelled containers, networks and volumes still present."""
     client = docker_util.client()
     return {
-        "containers": [c.name for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"})],
+        "containers": [c["Names"][0].lstrip("/") for c in _containers(f"{LABEL}=1")],
         "networks": [n.name for n in client.networks.list(filters={"label": f"{LABEL}=1"})],
         "volumes": [v.name for v in client.volumes.list(filters={"label": f"{LABEL}=1"})],
     }

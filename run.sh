@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# One entry point for people and CI.
+#   ./run.sh setup   install what is missing (Debian packages, Docker engine, Python deps) and build the default image
+#   ./run.sh demo    setup, then a local cluster runs the smoke chaos suite and a report is written to ./report
+#   ./run.sh test    setup, then the whole test suite (unit, integration on real clusters, smoke scenarios)
+# Extra arguments after `test` go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")"
+export TESTCONTAINERS_RYUK_DISABLED=true
+PY="${PYTHON:-python3}"
+log() { echo "[run.sh] $*" >&2; }
+
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" != 0 ]; then
+    log "missing Debian packages: ${missing[*]}; install them (as root) and retry"; exit 2
+  fi
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/tmp/kafka-chaos-apt.log 2>&1 \
+    || { log "apt-get install failed; see /tmp/kafka-chaos-apt.log"; tail -n 20 /tmp/kafka-chaos-apt.log >&2; exit 2; }
+}
+
+setup() {
+  if [ -f /etc/debian_version ]; then
+    apt_install docker.io iptables mmdebstrap maven openjdk-17-jre-headless chromium
+  fi
+  scripts/ensure-docker.sh
+  if ! "$PY" -c "import harness, confluent_kafka, kazoo, testcontainers, pyspark, hypothesis" 2>/dev/null \
+     || [ pyproject.toml -nt .setup-done ]; then
+    log "installing Python dependencies"
+    "$PY" -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "Running pip as the 'root' user" || true
+    "$PY" -c "import harness, confluent_kafka, kazoo, testcontainers, pyspark, hypothesis" \
+      || { log "Python dependencies did not install"; exit 2; }
+    touch .setup-done
+  fi
+  log "building the default broker image (cached after the first time)"
+  "$PY" -m harness.cli images build
+}
+
+cmd="${1:-}"; shift || true
+case "$cmd" in
+  setup) setup ;;
+  demo)
+    setup
+    runs="${KAFKA_CHAOS_RUNS_DIR:-runs}"
+    set +e
+    "$PY" -m harness.cli run smoke --runs-dir "$runs"; run_rc=$?
+    "$PY" -m harness.cli report "$runs" -o report; report_rc=$?
+    set -e
+    log "run records in ./$runs, report in ./report/index.html (smoke exit $run_rc, report gate exit $report_rc)"
+    [ $run_rc -eq 0 ] && [ $report_rc -eq 0 ]
+    ;;
+  test)
+    setup
+    set +e
+    "$PY" -m pytest -p no:cacheprovider "$@"; rc=$?
+    set -e
+    if [ $rc -eq 5 ]; then log "pytest collected no tests: that is a failure"; exit 1; fi
+    exit $rc
+    ;;
+  *)
+    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

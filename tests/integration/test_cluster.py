@@ -1,0 +1,111 @@
+"""Foundation: a real ZooKeeper + Kafka cluster in containers (issue 2)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from harness.cluster import LABEL_CLUSTER, leftovers
+
+pytestmark = pytest.mark.docker
+
+
+def _produce_consume(cluster, topic: str, n: int) -> list[str]:
+    from confluent_kafka import Consumer, Producer
+    values = [f"v-{i}-{uuid.uuid4().hex[:6]}" for i in range(n)]
+    acked: list[str] = []
+    errors: list = []
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+
+    def cb(err, msg):
+        (errors.append(err) if err else acked.append(msg.value().decode()))
+
+    for v in values:
+        p.produce(topic, v.encode(), on_delivery=cb)
+    assert p.flush(30) == 0
+    assert not errors, errors
+    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while len(seen) < n and time.monotonic() < deadline:
+        m = c.poll(1.0)
+        if m is not None and not m.error():
+            seen.append(m.value().decode())
+    c.close()
+    assert sorted(acked) == sorted(values)
+    return seen
+
+
+def test_rf3_topic_acks_all_roundtrip_and_full_isr(cluster_factory, docker_engine):
+    cluster = cluster_factory(brokers=3, zookeepers=1)
+    name = cluster.name
+    assert cluster.broker_ids == [1, 2, 3]
+    assert all(hp.startswith("127.0.0.1:") for hp in cluster.bootstrap_servers.split(","))
+    cluster.create_topic("roundtrip", partitions=3, replication_factor=3)
+    seen = _produce_consume(cluster, "roundtrip", 300)
+    assert len(seen) == 300 and len(set(seen)) == 300
+
+    # describe: every partition has a leader and ISR = all three brokers
+    md = cluster.admin().list_topics(topic="roundtrip", timeout=10).topics["roundtrip"]
+    assert len(md.partitions) == 3
+    for p in md.partitions.values():
+        assert p.leader in (1, 2, 3)
+        assert sorted(p.replicas) == [1, 2, 3]
+        assert sorted(p.isrs) == [1, 2, 3]
+    # the same seen from ZooKeeper (the controller's writes)
+    import json
+    state = json.loads(cluster.zk().get("/brokers/topics/roundtrip/partitions/0/state")[0])
+    assert sorted(state["isr"]) == [1, 2, 3]
+
+    # ports are published on loopback only
+    for node in cluster.nodes():
+        for bindings in node.container.attrs["HostConfig"]["PortBindings"].values():
+            assert all(b["HostIp"] == "127.0.0.1" for b in bindings)
+
+    cluster.remove()
+    left = leftovers()
+    assert not [c for c in left["containers"] if c.startswith(f"kc-{name}-")]
+    assert f"kc-{name}" not in left["networks"]
+    assert not docker_engine.volumes.list(filters={"label": f"{LABEL_CLUSTER}={name}"})
+
+
+def test_three_node_zookeeper_ensemble_and_broker_restart(cluster_factory):
+    cluster = cluster_factory(brokers=3, zookeepers=3,
+                              broker_config={"min.insync.replicas": "2"})
+    assert len(cluster.zookeepers) == 3
+    assert cluster.zookeeper_connect.count("127.0.0.1:") == 3
+    # broker config overrides reach the broker
+    assert cluster.broker_config["min.insync.replicas"] == "2"
+    cfg = cluster.brokers[1].exec(["cat", "/etc/kafka-chaos/server.properties"], check=True)[1]
+    assert "min.insync.replicas=2" in cfg and "advertised.listeners=INTERNAL://broker1:9093,EXTERNAL://127.0.0.1:" in cfg
+
+    # kill a broker: its registration disappears after the (short) session timeout; restart: a new broker epoch
+    epoch_before = cluster.broker_epoch(2)
+    cluster.kill_broker(2)
+    deadline = time.monotonic() + 30
+    while 2 in cluster.registered_brokers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert 2 not in cluster.registered_brokers()
+    cluster.start_broker(2)
+    assert cluster.registered_brokers() == {1, 2, 3}
+    assert cluster.broker_epoch(2) not in (None, epoch_before)
+
+    # clean stop: deregisters immediately (controlled shutdown)
+    cluster.stop_broker(3)
+    assert 3 not in cluster.registered_brokers()
+    cluster.start_broker(3)
+    assert cluster.registered_brokers() == {1, 2, 3}
+
+
+def test_files_of_a_stopped_zookeeper_can_be_read(cluster_factory):
+    cluster = cluster_factory(brokers=1, zookeepers=1)
+    zk = cluster.zookeepers[0]
+    logs = [n for n in zk.list_dir("/var/lib/zookeeper/version-2") if n.startswith("log.")]
+    assert logs, "ZooKeeper transaction log missing"
+    zk.stop(timeout=10)
+    data = zk.read_file(f"/var/lib/zookeeper/version-2/{logs[0]}")
+    assert data[:4] == b"ZKLG"
