@@ -3,8 +3,8 @@
 The transaction log is the ground truth. The result is
 
 * ``history`` — the complete, zxid-ordered ``zk.*`` history (the txn-log events);
-* ``missed`` — per partition-state znode, every data version the watcher never saw (expected: watches
-  are one-shot), now filled from the log; plus counts of other missed events by type;
+* ``missed`` — per partition-state znode (and per topic znode), every data version the watcher never
+  saw (expected: watches are one-shot), now filled from the log; plus counts of missed events by type;
 * ``unexplained`` — watch events that the txn log does not contain (same key, different content, or
   no such transaction): a harness bug, never a broker verdict;
 * ``before_log`` / ``after_log`` — watch events outside the log's zxid range (the log was purged or
@@ -80,7 +80,7 @@ def _freeze(v):
 @dataclass
 class Reconciliation:
     history: list[dict]
-    missed: list[dict]                      # [{"path", "topic", "partition", "missing_versions"}]
+    missed: list[dict]      # [{"path", "kind": "partition_state"|"topic", "topic", "partition", "missing_versions"}]
     missed_by_type: dict[str, int]          # txn-log events of each type the watcher never saw
     unexplained: list[dict]                 # watch events the txn log lacks (harness bug)
     before_log: list[dict]
@@ -105,7 +105,10 @@ class Reconciliation:
             "last_zxid": self.last_zxid,
             "history_events": len(self.history),
             "watch_events": self.watch_events,
-            "missed_partition_state_versions": sum(len(m["missing_versions"]) for m in self.missed),
+            "missed_partition_state_versions": sum(len(m["missing_versions"]) for m in self.missed
+                                                   if m["kind"] == "partition_state"),
+            "missed_topic_versions": sum(len(m["missing_versions"]) for m in self.missed
+                                         if m["kind"] == "topic"),
             "missed": self.missed,
             "missed_by_type": self.missed_by_type,
             "unexplained": self.unexplained,
@@ -159,10 +162,12 @@ def reconcile(watch_events: Iterable[dict], txn: TxnHistory) -> Reconciliation:
         if _is_deletion(ev) or id(ev) in seen:
             continue
         missed_by_type[ev["type"]] = missed_by_type.get(ev["type"], 0) + 1
-        if ev["type"] == "zk.partition_state":
-            p = state_path(ev["topic"], ev["partition"])
-            m = missed_by_path.setdefault(p, {"path": p, "topic": ev["topic"], "partition": ev["partition"],
-                                              "missing_versions": []})
+        if ev["type"] in ("zk.partition_state", "zk.topic"):
+            kind = ev["type"][3:]
+            part = ev.get("partition") if kind == "partition_state" else None
+            p = state_path(ev["topic"], part) if kind == "partition_state" else f"/brokers/topics/{ev['topic']}"
+            m = missed_by_path.setdefault(p, {"path": p, "kind": kind, "topic": ev["topic"],
+                                              "partition": part, "missing_versions": []})
             m["missing_versions"].append(ev["version"])
     return Reconciliation(
         history=hist, missed=list(missed_by_path.values()), missed_by_type=missed_by_type,
@@ -203,7 +208,7 @@ def contiguity_problems(history: list[dict]) -> list[str]:
 
 def emit_reconciled(emit: Callable[..., dict], rec: Reconciliation) -> None:
     """Write the reconciled history into a run record: every txn-log event (``source: "txnlog"``),
-    then one ``zk.gap`` per partition-state znode listing the versions the watcher missed."""
+    then one ``zk.gap`` per partition-state or topic znode listing the versions the watcher missed."""
     for ev in rec.history:
         emit(ev["type"], **{k: v for k, v in ev.items() if k != "type"})
     for m in rec.missed:
