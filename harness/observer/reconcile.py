@@ -145,8 +145,10 @@ def reconcile(watch_events: Iterable[dict], txn: TxnHistory) -> Reconciliation:
         if _is_deletion(w):
             node = _znode(w) if w["type"] != "zk.broker" else _znode(w) + (w.get("broker_epoch"),)
             cands = [d for d in deletions.get(node, []) if z is None or d <= z]
-            if not cands and w["type"] == "zk.broker" and w.get("broker_epoch") is None:
-                cands = [d for n, ds in deletions.items() if n[:2] == node[:2] for d in ds
+            if not cands and w["type"] == "zk.broker":
+                # an epoch unknown on either side (registration older than the log) matches any
+                cands = [d for n, ds in deletions.items() if n[:2] == node[:2]
+                         and (w.get("broker_epoch") is None or n[2] is None) for d in ds
                          if z is None or d <= z]
             if not cands:
                 unexplained.append(dict(w, why="no such deletion in the txn log"))
