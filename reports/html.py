@@ -1,0 +1,237 @@
+"""The self-contained HTML report: inline CSS and SVG only (no scripts, no external resources).
+
+Stable element ids (used by tests and by anyone scraping the report): ``gate-status``,
+``total-runs``, ``count-pass``, ``count-fail``, ``count-unknown``, ``total-acked``, ``total-lost``,
+``total-duplicates``, ``total-inconsistent``, ``total-divergences``, ``skipped-count``; tables
+``pass-fail-matrix``, ``durability``, ``availability``, ``conformance``, ``flakiness``,
+``trends``, ``regressions``, ``skipped-records``, ``gate-rules``; timelines ``timeline-<run_id>``.
+Table rows carry ``data-key`` attributes naming their group.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from html import escape
+
+from reports import svg
+from reports.svg import fmt
+
+CSS = """
+body{font-family:system-ui,Segoe UI,Helvetica,Arial,sans-serif;margin:0;color:#1d1d1f;background:#f6f7f9}
+header{background:#1f2937;color:#fff;padding:18px 28px}
+header h1{margin:0 0 4px;font-size:22px} header .sub{color:#cbd5e1;font-size:13px}
+main{padding:8px 28px 40px;max-width:1400px}
+section{background:#fff;border:1px solid #e2e5ea;border-radius:8px;padding:14px 18px;margin:16px 0}
+h2{font-size:18px;margin:2px 0 10px} h3{font-size:15px;margin:12px 0 6px}
+.cards{display:flex;flex-wrap:wrap;gap:12px;margin:14px 0}
+.card{background:#fff;border:1px solid #e2e5ea;border-radius:8px;padding:10px 16px;min-width:120px}
+.card .v{font-size:26px;font-weight:700} .card .k{font-size:12px;color:#555;text-transform:uppercase}
+.gate{display:inline-block;padding:4px 12px;border-radius:6px;font-weight:700;color:#fff}
+.passed{background:#2e7d32} .failed{background:#c62828}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}
+th,td{border:1px solid #e2e5ea;padding:4px 8px;text-align:right;white-space:nowrap}
+th{background:#f0f2f5;position:sticky;top:0} td.l,th.l{text-align:left}
+tr:nth-child(even) td{background:#fafbfc}
+.cell{font-weight:600} .muted{color:#777;font-size:13px}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;font-weight:600}
+.PASS{background:#2e7d32} .FAIL{background:#c62828} .UNKNOWN{background:#8d8d8d}
+.yes{color:#c62828;font-weight:700}
+.scroll{overflow-x:auto}
+nav a{color:#93c5fd;margin-right:14px;font-size:13px;text-decoration:none}
+"""
+
+
+def _e(s) -> str:
+    return escape("" if s is None else str(s), quote=True)
+
+
+def table(tid: str, rows: list[dict], cols: list[tuple[str, str]], key: list[str] | None = None,
+          left: tuple[str, ...] = (), empty: str = "No rows.") -> str:
+    """An HTML table with id ``tid``; ``cols`` = [(field, header)]; rows get ``data-key``."""
+    if not rows:
+        return f'<p class="muted" id="{tid}">{_e(empty)}</p>'
+    head = "".join(f'<th class="{"l" if c in left else ""}">{_e(h)}</th>' for c, h in cols)
+    body = []
+    for r in rows:
+        dk = "|".join("" if r.get(k) is None else str(r.get(k)) for k in (key or []))
+        tds = []
+        for c, _ in cols:
+            v = r.get(c)
+            cls = "l" if c in left else ""
+            if isinstance(v, bool) and v:
+                cls += " yes"
+            if isinstance(v, list):
+                v = ", ".join(map(str, v))
+            tds.append(f'<td class="{cls}" data-col="{c}">{_e(fmt(v))}</td>')
+        body.append(f'<tr data-key="{_e(dk)}">{"".join(tds)}</tr>')
+    return (f'<div class="scroll"><table id="{tid}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _rate_colour(rate) -> str:
+    if rate is None:
+        return "#eeeeee"
+    # red (0) -> amber -> green (1)
+    r = int(198 + (46 - 198) * rate)
+    g = int(40 + (125 - 40) * rate)
+    b = int(40 + (50 - 40) * rate)
+    return f"rgb({r},{g},{b})"
+
+
+def matrix_pivot(rows: list[dict]) -> str:
+    """Pass/fail matrix as a heat map: rows suite/scenario/fault, columns broker versions."""
+    if not rows:
+        return '<p class="muted" id="pass-fail-matrix">No runs.</p>'
+    brokers = sorted({r["broker"] for r in rows}, key=lambda b: tuple(
+        (0, int(p)) if p.isdigit() else (1, p) for p in str(b).replace("-", ".").split(".")))
+    cells = defaultdict(dict)
+    for r in rows:
+        cells[(r["suite"], r["scenario"], r["fault_kind"])][r["broker"]] = r
+    head = '<th class="l">suite</th><th class="l">scenario</th><th class="l">fault</th>' + "".join(
+        f"<th>{_e(b)}</th>" for b in brokers)
+    body = []
+    for key in sorted(cells):
+        tds = [f'<td class="l">{_e(k)}</td>' for k in key]
+        for b in brokers:
+            r = cells[key].get(b)
+            if r is None:
+                tds.append('<td style="background:#fafafa"></td>')
+                continue
+            decided = r["pass"] + r["fail"]
+            txt = f'{r["pass"]}/{decided}' + (f' +{r["unknown"]}?' if r["unknown"] else "")
+            title = (f'{r["runs"]} runs: {r["pass"]} PASS, {r["fail"]} FAIL, {r["unknown"]} UNKNOWN; '
+                     f'fail rate {fmt(r["fail_rate"])} [{fmt(r["fail_ci_low"])}, {fmt(r["fail_ci_high"])}]')
+            dk = "|".join(str(x) for x in (*key, b))
+            tds.append(f'<td class="cell" data-key="{_e(dk)}" title="{_e(title)}" '
+                       f'style="background:{_rate_colour(r["pass_rate"])};color:#fff">{_e(txt)}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    return (f'<div class="scroll"><table id="pass-fail-matrix"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>'
+            '<p class="muted">Cell: PASS / decided runs (+N? = UNKNOWN runs); colour: pass rate, red 0 → green 1. '
+            'A run with several fault kinds counts under each.</p>')
+
+
+def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, dict]], skipped: list[dict]) -> str:
+    """The whole report as one HTML string."""
+    tot = summary["totals"]
+    gate = summary["gate"]
+    g_cls = "passed" if gate["passed"] else "failed"
+    cards = [("total-runs", "runs", tot["runs"]), ("count-pass", "PASS", tot["pass"]),
+             ("count-fail", "FAIL", tot["fail"]), ("count-unknown", "UNKNOWN", tot["unknown"]),
+             ("total-acked", "acknowledged writes", tot["acknowledged_writes"]),
+             ("total-lost", "lost", tot["lost"]), ("total-duplicates", "duplicated", tot["duplicates"]),
+             ("total-inconsistent", "inconsistent offsets", tot["inconsistent_offsets"]),
+             ("total-divergences", "divergences", tot["conformance_divergences"]),
+             ("skipped-count", "skipped records", tot["skipped_records"])]
+    card_html = "".join(f'<div class="card"><div class="v" id="{i}">{_e(fmt(v))}</div><div class="k">{_e(k)}</div>'
+                        f'</div>' for i, k, v in cards)
+    h = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kafka-chaos report</title>'
+         f'<style>{CSS}</style></head><body>',
+         f'<header><h1>kafka-chaos report</h1><div class="sub">{_e(summary["runs_path"])} · generated '
+         f'{_e(summary["generated_at"])} · {tot["runs"]} runs · gate '
+         f'<span class="gate {g_cls}" id="gate-status">{"PASSED" if gate["passed"] else "FAILED"}</span></div>'
+         '<nav><a href="#s-matrix">matrix</a><a href="#s-durability">durability</a><a href="#s-availability">'
+         'availability</a><a href="#s-conformance">conformance</a><a href="#s-flaky">flakiness</a>'
+         '<a href="#s-trends">trends</a><a href="#s-regressions">regressions</a><a href="#s-timelines">timelines</a>'
+         '<a href="#s-skipped">skipped</a></nav></header><main>',
+         f'<div class="cards">{card_html}</div>',
+         '<section id="s-verdicts"><h2>Verdicts</h2>',
+         svg.stacked_bar([("PASS", tot["pass"], svg.PASS), ("FAIL", tot["fail"], svg.FAIL),
+                          ("UNKNOWN", tot["unknown"], svg.UNKNOWN)], width=900),
+         '<h3>Gate</h3>',
+         table("gate-rules", [r for r in gate["rules"] if r["enabled"]],
+               [("rule", "rule"), ("description", "what"), ("value", "total"), ("threshold", "fails at ≥"),
+                ("failed", "failed")], key=["rule"], left=("rule", "description")),
+         '</section>']
+
+    h += ['<section id="s-matrix"><h2>Pass / fail matrix</h2>', matrix_pivot(t["pass_fail_matrix"]),
+          '<h3>Detail</h3>',
+          table("pass-fail-detail", t["pass_fail_matrix"],
+                [("suite", "suite"), ("scenario", "scenario"), ("fault_kind", "fault"), ("broker", "broker"),
+                 ("broker_image", "image"), ("runs", "runs"), ("pass", "PASS"), ("fail", "FAIL"),
+                 ("unknown", "UNKNOWN"), ("pass_rate", "pass rate"), ("fail_ci_low", "fail CI low"),
+                 ("fail_ci_high", "fail CI high")],
+                key=["suite", "scenario", "fault_kind", "broker"], left=("suite", "scenario", "fault_kind", "broker",
+                                                                         "broker_image")),
+          '</section>']
+
+    dur = t["durability"]
+    h += ['<section id="s-durability"><h2>Durability per configuration</h2>',
+          svg.interval_chart([(r["configuration"], r["lost_run_rate"], r["lost_ci_low"], r["lost_ci_high"])
+                              for r in dur], width=900,
+                             title="Share of runs with lost acknowledged writes (Wilson 95 % interval)"),
+          table("durability", dur,
+                [("configuration", "configuration"), ("runs", "runs"), ("acknowledged_writes", "acked"),
+                 ("lost", "lost"), ("runs_with_lost", "runs w/ loss"), ("runs_checked_lost", "checked"),
+                 ("lost_run_rate", "loss rate"), ("lost_ci_low", "CI low"), ("lost_ci_high", "CI high"),
+                 ("duplicates", "duplicated"), ("duplicates_ci_high", "dup CI high"),
+                 ("inconsistent_offsets", "inconsistent"), ("inconsistent_offsets_ci_high", "incons. CI high")],
+                key=["configuration"], left=("configuration",)),
+          '</section>']
+
+    av = t["availability"]
+    h += ['<section id="s-availability"><h2>Availability per fault kind and broker</h2>',
+          svg.range_chart([(f'{r["fault"]} · {r["broker"]}', r["new_leader_s_p50"], r["new_leader_s_p95"],
+                            r["new_leader_s_max"]) for r in av], width=900, title="Time to new leader"),
+          svg.range_chart([(f'{r["fault"]} · {r["broker"]}', r["isr_restored_s_p50"], r["isr_restored_s_p95"],
+                            r["isr_restored_s_max"]) for r in av], width=900, title="Time to ISR restored"),
+          table("availability", av,
+                [("fault", "fault"), ("broker", "broker"), ("faults", "faults"), ("new_leader_s_n", "leader chg"),
+                 ("new_leader_s_p50", "leader p50 s"), ("new_leader_s_p95", "p95"), ("new_leader_s_max", "max"),
+                 ("isr_restored_s_n", "ISR shrunk+back"), ("isr_restored_s_p50", "ISR p50 s"),
+                 ("isr_restored_s_p95", "p95"), ("isr_restored_s_max", "max"),
+                 ("isr_unrestored_faults", "ISR not back"), ("unavailable_windows", "leaderless windows"),
+                 ("unavailable_total_s", "leaderless s"), ("unavailable_s_max", "longest s")],
+                key=["fault", "broker"], left=("fault", "broker")),
+          '</section>']
+
+    h += ['<section id="s-conformance"><h2>Conformance divergences</h2>',
+          table("conformance", t["conformance"],
+                [("rule", "rule"), ("broker", "broker"), ("profile", "profile"), ("divergences", "divergences"),
+                 ("runs_affected", "runs affected"), ("runs_checked", "runs checked"), ("run_rate", "share"),
+                 ("run_ci_low", "CI low"), ("run_ci_high", "CI high")],
+                key=["rule", "broker", "profile"], left=("rule", "broker", "profile"), empty="No divergences."),
+          '</section>',
+          '<section id="s-flaky"><h2>Flakiness (same scenario and seed, different verdicts)</h2>',
+          table("flakiness", t["flakiness"],
+                [("scenario", "scenario"), ("seed", "seed"), ("broker", "broker"), ("runs", "runs"),
+                 ("pass", "PASS"), ("fail", "FAIL"), ("unknown", "UNKNOWN"), ("flaky", "PASS+FAIL"),
+                 ("run_ids", "runs")], key=["scenario", "seed", "broker"], left=("scenario", "broker", "run_ids"),
+                empty="No scenario+seed with differing verdicts."),
+          '</section>',
+          '<section id="s-trends"><h2>Nightly trend</h2>',
+          svg.trend_chart([(r["date"], r["pass_rate"], r["fail"], r["runs"]) for r in t["trends"]], width=900),
+          table("trends", t["trends"],
+                [("date", "date"), ("runs", "runs"), ("pass", "PASS"), ("fail", "FAIL"), ("unknown", "UNKNOWN"),
+                 ("pass_rate", "pass rate"), ("lost", "lost"), ("acknowledged_writes", "acked")],
+                key=["date"], left=("date",), empty="No nightly runs."),
+          '</section>',
+          '<section id="s-regressions"><h2>Regressions</h2>',
+          table("regressions", t["regressions"],
+                [("dimension", "between"), ("baseline", "baseline"), ("candidate", "candidate"),
+                 ("suite", "suite"), ("scenario", "scenario"), ("fault_kind", "fault"),
+                 ("base_runs", "base runs"), ("base_fail_rate", "base fail rate"), ("cand_runs", "cand runs"),
+                 ("cand_fail_rate", "cand fail rate"), ("base_lost", "base lost"), ("cand_lost", "cand lost"),
+                 ("regressed", "regressed")],
+                key=["dimension", "suite", "scenario", "fault_kind"],
+                left=("dimension", "baseline", "candidate", "suite", "scenario", "fault_kind"),
+                empty="Fewer than two broker or harness versions: nothing to compare."),
+          '</section>']
+
+    h.append(f'<section id="s-timelines"><h2>Run timelines ({len(timelines)} shown of {tot["runs"]}; '
+             'FAIL first, then UNKNOWN, then PASS)</h2>'
+             '<p class="muted">Shaded: fault from start to heal. Per partition: leader (colour = broker, '
+             'label = broker and leader epoch) and ISR members (green full, amber shrunk, red below half). '
+             'Bottom: acknowledged writes per second.</p>')
+    for run, tl in timelines:
+        h.append(f'<div id="timeline-{_e(run["run_id"])}"><h3><span class="badge {_e(run["verdict"])}">'
+                 f'{_e(run["verdict"])}</span> {_e(run["run_id"])}</h3><div class="muted">{_e(run["suite"])} · '
+                 f'{_e(run["scenario"])} · broker {_e(run["broker"])} · seed {_e(fmt(run.get("seed")))} · '
+                 f'acked {_e(fmt(run.get("acknowledged_writes")))} · lost {_e(fmt(run.get("lost")))} · '
+                 f'{_e(run.get("reason"))}</div>{svg.timeline(tl)}</div>')
+    h.append('</section>')
+    h += ['<section id="s-skipped"><h2>Skipped records</h2>',
+          table("skipped-records", skipped, [("path", "record"), ("reason", "reason")], key=["path"],
+                left=("path", "reason"), empty="None: every record was usable."),
+          '</section></main></body></html>']
+    return "\n".join(h)

@@ -1,0 +1,283 @@
+"""``kafka-chaos report RUNS_PATH -o OUT``: aggregate run records with Spark into reports.
+
+:func:`main` is what the CLI calls; its return value is the exit code: 0 the gate passed,
+1 the gate failed, 2 a usage or environment error (bad arguments, unreadable path, no records,
+bad gate config). :func:`run_report` does the work on a given SparkSession (tests reuse one).
+
+Outputs under OUT (a local directory): ``tables/<name>/`` Parquet, ``report.html``,
+``junit.xml``, ``summary.json``. See docs/reports.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("reports.job")
+
+TIMELINE_PRIORITY = {"FAIL": 0, "UNKNOWN": 1, "PASS": 2}
+
+
+@dataclass
+class Options:
+    runs_path: str
+    out: str
+    master: str = "local[*]"
+    gate_config: str | None = None
+    gate_overrides: dict = field(default_factory=dict)
+    nightly_suite: str = "nightly"
+    max_timelines: int = 50
+    baseline_version: str | None = None
+    candidate_version: str | None = None
+    baseline_harness: str | None = None
+    candidate_harness: str | None = None
+    write_parquet: bool = True
+
+
+class UsageError(Exception):
+    """A problem with the arguments or inputs; exit code 2."""
+
+
+def parse_args(argv: list[str]) -> Options:
+    from reports.gate import RULES
+
+    p = argparse.ArgumentParser(prog="kafka-chaos report",
+                                description="Aggregate run records into Parquet tables, an HTML report, JUnit XML, "
+                                            "summary.json and a gating exit code (0 pass, 1 gate failed, 2 error).")
+    p.add_argument("runs_path", metavar="RUNS_PATH", help="directory (or any Spark-readable path) of run records")
+    p.add_argument("-o", "--out", required=True, help="output directory (local)")
+    p.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
+    p.add_argument("--gate-config", help="JSON file of gate thresholds, e.g. {\"fail_on_lost\": 1}")
+    for rule, (_, default, what) in RULES.items():
+        p.add_argument("--" + rule.replace("_", "-"), type=int, metavar="N", dest=rule,
+                       help=f"fail the gate when {what} reach N (0 disables; default {default})")
+    p.add_argument("--min-runs", type=int, metavar="N", dest="min_runs",
+                   help="fail the gate with fewer than N usable runs (default 1)")
+    p.add_argument("--nightly-suite", default="nightly", help="suite whose runs make the date trend")
+    p.add_argument("--max-timelines", type=int, default=50, help="per-run timelines in the HTML (default 50)")
+    p.add_argument("--baseline-version", help="broker version to compare from (default: second highest)")
+    p.add_argument("--candidate-version", help="broker version to compare to (default: highest)")
+    p.add_argument("--baseline-harness", help="harness version to compare from (default: second highest)")
+    p.add_argument("--candidate-harness", help="harness version to compare to (default: highest)")
+    p.add_argument("--no-parquet", action="store_true", help="skip the Parquet tables")
+    a = p.parse_args(argv)
+    overrides = {r: getattr(a, r) for r in [*RULES, "min_runs"]}
+    for k, v in overrides.items():
+        if v is not None and v < 0:
+            p.error(f"--{k.replace('_', '-')} must be >= 0")
+    if a.max_timelines < 0:
+        p.error("--max-timelines must be >= 0")
+    return Options(runs_path=a.runs_path, out=a.out, master=a.master, gate_config=a.gate_config,
+                   gate_overrides=overrides, nightly_suite=a.nightly_suite, max_timelines=a.max_timelines,
+                   baseline_version=a.baseline_version, candidate_version=a.candidate_version,
+                   baseline_harness=a.baseline_harness, candidate_harness=a.candidate_harness,
+                   write_parquet=not a.no_parquet)
+
+
+def _rows(df) -> list[dict]:
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
+    """Timeline data for at most ``limit`` runs: FAIL first, then UNKNOWN, then PASS (newest first)."""
+    from pyspark.sql import functions as F
+
+    if limit <= 0:
+        return []
+    prio = F.when(F.col("verdict") == "FAIL", 0).when(F.col("verdict") == "UNKNOWN", 1).otherwise(2)
+    chosen = _rows(runs.orderBy(prio, F.desc("run_id")).limit(limit)
+                   .select("run_dir", "run_id", "suite", "scenario", "broker", "verdict", "reason", "seed",
+                           "acknowledged_writes", "lost", "last_t"))
+    if not chosen:
+        return []
+    ids = [r["run_dir"] for r in chosen]
+    sel = events.filter(F.col("run_dir").isin(ids))
+    ps = _rows(sel.filter(F.col("type") == "zk.partition_state")
+               .select("run_dir", "t", "seq", "topic", "partition", "leader", "leader_epoch", "isr")
+               .orderBy("run_dir", "t", "seq"))
+    faults = _rows(sel.filter(F.col("type").isin("fault.start", "fault.end"))
+                   .select("run_dir", "t", "type", "fault_id", "fault").orderBy("run_dir", "t"))
+    acks = _rows(sel.filter((F.col("type") == "client") & (F.col("f") == "send") & (F.col("phase") == "ok"))
+                 .groupBy("run_dir", F.floor("t").alias("sec")).count())
+    data = {d: {"end": 0.0, "faults": [], "partitions": {}, "acks": {}} for d in ids}
+    for r in ps:
+        data[r["run_dir"]]["partitions"].setdefault(f'{r["topic"]}-{r["partition"]}', []).append(r)
+    open_faults: dict = {}
+    for r in faults:
+        d = data[r["run_dir"]]
+        if r["type"] == "fault.start":
+            f = {"fault": r["fault"], "start": r["t"], "end": None}
+            d["faults"].append(f)
+            open_faults[(r["run_dir"], r["fault_id"])] = f
+        else:
+            f = open_faults.pop((r["run_dir"], r["fault_id"]), None)
+            if f is not None:
+                f["end"] = r["t"]
+    for r in acks:
+        data[r["run_dir"]]["acks"][int(r["sec"])] = r["count"]
+    out = []
+    for run in chosen:
+        d = data[run["run_dir"]]
+        d["end"] = float(run.get("last_t") or 0.0)
+        out.append((run, d))
+    return out
+
+
+def run_report(spark, opts: Options) -> dict:
+    """Build every output for ``opts`` on ``spark``; return the summary (with ``exit_code``)."""
+    from pyspark.sql import functions as F
+
+    from reports import availability, gate, html, junit, tables
+    from reports.load import load
+
+    t_start = time.time()
+    file_cfg = gate.load_config(opts.gate_config)
+    th = gate.thresholds(file_cfg, opts.gate_overrides)
+
+    loaded = load(spark, opts.runs_path)
+    runs, events = loaded.runs, loaded.events
+    for s in loaded.skipped:
+        log.warning("skipped run record %s: %s", s["path"], s["reason"])
+
+    out = Path(opts.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+
+    derived = availability.derive(events, runs).cache()
+    recovery = availability.fault_recovery(derived, runs).cache()
+    windows = availability.unavailability_windows(derived, runs).cache()
+    dfs = {
+        "pass_fail_matrix": tables.pass_fail_matrix(runs),
+        "durability": tables.durability(runs),
+        "availability": tables.availability(recovery, windows),
+        "conformance": tables.conformance(runs),
+        "flakiness": tables.flakiness(runs),
+        "trends": tables.trends(runs, opts.nightly_suite),
+    }
+    regs, compared = [], []
+    for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
+                      ("harness_version", opts.baseline_harness, opts.candidate_harness)):
+        values = [r[0] for r in runs.select(dim).distinct().collect()]
+        pair = tables.pick_pair(values, b, c)
+        if pair:
+            compared.append({"dimension": dim, "baseline": pair[0], "candidate": pair[1]})
+            regs.append(tables.regressions(runs, dim, *pair))
+    if regs:
+        reg = regs[0]
+        for r in regs[1:]:
+            reg = reg.unionByName(r, allowMissingColumns=True)
+        dfs["regressions"] = reg
+    collected = {name: _rows(df) for name, df in dfs.items()}
+    collected.setdefault("regressions", [])
+
+    totals_row = runs.agg(
+        F.count(F.lit(1)).alias("runs"),
+        F.sum((F.col("verdict") == "PASS").cast("long")).alias("pass"),
+        F.sum((F.col("verdict") == "FAIL").cast("long")).alias("fail"),
+        F.sum((F.col("verdict") == "UNKNOWN").cast("long")).alias("unknown"),
+        F.sum("acknowledged_writes").alias("acknowledged_writes"),
+        F.sum("lost").alias("lost"), F.sum("duplicates").alias("duplicates"),
+        F.sum("inconsistent_offsets").alias("inconsistent_offsets"),
+        F.sum(F.size("divergence_rules")).alias("conformance_divergences"),
+        F.sum(F.col("lost").isNull().cast("long")).alias("runs_without_durability_checks"),
+        F.sum("n_events").alias("events"),
+    ).collect()[0].asDict()
+    totals = {k: int(v or 0) for k, v in totals_row.items()}
+    totals["skipped_records"] = len(loaded.skipped)
+    totals["flaky"] = sum(1 for r in collected["flakiness"] if r["flaky"])
+    totals["regressions"] = sum(1 for r in collected["regressions"] if r["regressed"])
+    if totals["runs"] == 0 and not loaded.skipped:
+        raise UsageError(f"no run records under {opts.runs_path}")
+
+    result = gate.evaluate(totals, th)
+    reasons: dict[str, int] = {}
+    for s in loaded.skipped:
+        for part in s["reason"].split("; "):
+            key = part.split(":", 1)[0] + ": " + part.split(":", 1)[1].split("(")[0].strip() if ":" in part else part
+            reasons[key] = reasons.get(key, 0) + 1
+    summary = {
+        "runs_path": opts.runs_path, "out": str(out),
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "spark": {"master": spark.sparkContext.master, "version": spark.version},
+        "totals": totals, "thresholds": th, "gate": result, "exit_code": 0 if result["passed"] else 1,
+        "skipped_records": loaded.skipped, "skipped_reasons": reasons, "regressions_compared": compared,
+        "tables": {name: len(rows) for name, rows in collected.items()},
+        "outputs": {"html": str(out / "report.html"), "junit": str(out / "junit.xml"),
+                    "summary": str(out / "summary.json"), "tables": str(out / "tables")},
+    }
+
+    if opts.write_parquet:
+        tdir = out / "tables"
+        for name, df in [*dfs.items(), ("runs", runs),
+                         ("fault_recovery", recovery), ("unavailability_windows", windows)]:
+            df.coalesce(1).write.mode("overwrite").parquet((tdir / name).as_uri())
+        skipped_df = spark.createDataFrame([(s["path"], s["reason"]) for s in loaded.skipped] or [],
+                                           "path string, reason string")
+        skipped_df.coalesce(1).write.mode("overwrite").parquet((tdir / "skipped_records").as_uri())
+
+    timelines = _timelines(events, runs, opts.max_timelines)
+    (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped), encoding="utf-8")
+    junit_runs = (r.asDict() for r in runs.select(
+        "run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr", "unclean",
+        "path", "verdict", "reason", "failed_checks", "lost", "duplicates", "inconsistent_offsets", "last_t")
+        .toLocalIterator())
+    junit.write(out / "junit.xml", list(junit_runs), loaded.skipped)
+    summary["seconds"] = round(time.time() - t_start, 3)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
+    for df in (recovery, windows, derived, runs, events):
+        df.unpersist()
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry: returns 0 (gate passed), 1 (gate failed) or 2 (usage/environment error)."""
+    from reports.gate import GateConfigError
+    from reports.load import ReportInputError
+
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
+    try:
+        opts = parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+        return int(e.code or 0)
+    try:
+        from reports.gate import load_config
+        load_config(opts.gate_config)  # fail fast before starting Spark
+    except GateConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from pyspark.sql import SparkSession
+
+    from reports.spark import build_session
+    existing = SparkSession.getActiveSession()
+    try:
+        spark = existing or build_session(opts.master)
+    except Exception as e:  # noqa: BLE001 - no Java, bad master URL, ...
+        print(f"error: cannot start Spark ({opts.master}): {str(e).splitlines()[0] if str(e) else e!r}",
+              file=sys.stderr)
+        return 2
+    try:
+        summary = run_report(spark, opts)
+    except (ReportInputError, UsageError, GateConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        if existing is None:
+            spark.stop()
+    t = summary["totals"]
+    g = summary["gate"]
+    print(f"report: {t['runs']} runs ({t['pass']} PASS, {t['fail']} FAIL, {t['unknown']} UNKNOWN), "
+          f"{t['skipped_records']} skipped records; acknowledged {t['acknowledged_writes']}, lost {t['lost']}")
+    print(f"gate: {'PASSED' if g['passed'] else 'FAILED'}"
+          + (f" ({', '.join(g['failed_rules'])})" if g["failed_rules"] else ""))
+    print(f"html: {summary['outputs']['html']}")
+    return summary["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
