@@ -16,7 +16,6 @@ Usage: KAFKA_CHAOS_ZK_CLASSPATH='/tmp/zkjars/*' python tests/observer/make_fixtu
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
