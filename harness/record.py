@@ -89,6 +89,14 @@ class RunRecorder:
     def phase(self, name: str, **fields: Any) -> dict:
         return self.emit("phase", name=name, **fields)
 
+    def read_events(self) -> list[dict]:
+        """Every event emitted so far, read back from the (unpublished) events file."""
+        with self._lock:
+            if not self._finished:
+                self._events.flush()
+            path = (self.final_dir if self._finished else self.tmp_dir) / "events.jsonl"
+        return list(iter_events(path))
+
     def update_metadata(self, **fields: Any) -> None:
         with self._lock:
             self.metadata.update(fields)

@@ -1,0 +1,277 @@
+"""Execute scenarios and write one run record each; the ``kafka-chaos run`` command.
+
+Verdicts: PASS when every check the scenario names passes; FAIL when a check found the broker
+misbehaving; UNKNOWN when the environment failed (cluster did not start, Docker died, Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__, docker_util, images
+from .cluster import Cluster, ClusterSpec
+from .errors import HarnessError
+from .record import RunRecorder
+from .scenario import ExpectationFailed, RunContext, Scenario
+
+ZK_LOG_DIR = "/var/lib/zookeeper/version-2"
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _git_sha() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=Path(__file__).resolve().parent.parent).stdout.strip() or None
+    except Exception:
+        return None
+
+
+def host_facts() -> dict:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "python": platform.python_version(), "docker_version": docker_util.engine_version()}
+
+
+@dataclass
+class RunOutcome:
+    scenario: str
+    path: Path
+    verdict: str
+    reason: str
+    seconds: float
+
+
+# -- the ZooKeeper transaction log: ground truth of every controller write ---------------------
+def read_zk_history(cluster):
+    """The most complete transaction-log history among the ZooKeeper nodes (None if unreadable)."""
+    from .observer.txn_events import history_from_txnlog
+    from .observer.txnlog import read_txnlog_blobs
+    best = None
+    for zk in cluster.zookeepers:
+        try:
+            names = [n for n in zk.list_dir(ZK_LOG_DIR) if n.startswith("log.")]
+            if not names:
+                continue
+            hist = history_from_txnlog(read_txnlog_blobs({n: zk.read_file(f"{ZK_LOG_DIR}/{n}") for n in names}))
+        except Exception as e:  # a node's log may be unreadable after a fault; try the others
+            _say(f"  (txn log of {zk.name} unreadable: {e})")
+            continue
+        key = (hist.complete, len(hist.events))
+        if best is None or key > best[0]:
+            best = (key, hist)
+    return best[1] if best else None
+
+
+def _conformance_input(events: list[dict]) -> list[dict]:
+    """Ground-truth zk.* events (from the txn log) when present, else the watcher's; plus non-zk events."""
+    has_txn = any(e.get("source") == "txnlog" for e in events if e["type"].startswith("zk."))
+    want = "txnlog" if has_txn else "watch"
+    return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == want
+            or e["type"] == "zk.gap"]
+
+
+def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: list[dict],
+          script_error: str | None) -> tuple[str, str, dict]:
+    """Run the checks on a finished run's events → (verdict, reason, checks)."""
+    from reference import check_conformance
+
+    from .checkers import check_durability
+    checks: dict = {}
+    failed: list[str] = []
+    if "conformance" in scenario.checks:
+        res = check_conformance(_conformance_input(events), metadata, metadata.get("profile"))
+        checks["conformance"] = res.to_dict()
+        if res.verdict != "PASS":
+            first = (res.invariant_violations or res.divergences)
+            failed.append("conformance: " + (f"{first[0].rule} {first[0].explanation}" if first else res.verdict))
+    if "durability" in scenario.checks and metadata.get("workload"):
+        d = check_durability(events, metadata)
+        checks["durability"] = d
+        if d["verdict"] == "FAIL":
+            bad = [k for k, v in d["checks"].items() if v.get("verdict") == "FAIL"]
+            failed.append(f"durability: {', '.join(bad)}")
+        elif d["verdict"] == "UNKNOWN":
+            failed.append("durability: UNKNOWN (" + d.get("reason", "") + ")")
+    if "expectations" in scenario.checks:
+        bad = [e for e in expectations if not e["ok"]]
+        checks["expectations"] = {"verdict": "FAIL" if (bad or script_error) else "PASS",
+                                  "items": expectations, "error": script_error}
+        if bad or script_error:
+            failed.append("expectation: " + (script_error or bad[0]["what"]))
+    if failed:
+        return "FAIL", "; ".join(failed), checks
+    return "PASS", "all checks passed", checks
+
+
+def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | None = None,
+            kafka_version: str | None = None, suite: str = "adhoc", seed: int = 0,
+            profile: str | None = None, broker_config: dict | None = None) -> RunOutcome:
+    """Run one scenario on a fresh cluster and publish its run record."""
+    from .nemesis import Nemesis
+    from .observer.admin_sampler import AdminSampler
+    from .observer.reconcile import emit_reconciled, reconcile
+    from .observer.zk_watcher import ZkWatcher
+    from .workload import Workload, WorkloadConfig
+
+    t0 = time.monotonic()
+    info = images.image_for(kafka_version, image)
+    cfg = dict(scenario.broker_config, **(broker_config or {}))
+    rec = RunRecorder(runs_dir, scenario.name, metadata={
+        "suite": suite, "harness_version": __version__, "git_sha": _git_sha(),
+        "kafka_version": info.kafka_version, "broker_image": info.tag, "image_id": info.image_id,
+        "distribution": info.distribution,
+        "profile": profile or (f"apache-zk-{'.'.join(info.kafka_version.split('.')[:2])}"
+                               if info.kafka_version else "compatible"),
+        "cluster": {"brokers": scenario.brokers, "zookeepers": scenario.zookeepers},
+        "topics": [t.to_dict() for t in scenario.topics], "workload": None, "seed": seed, "schedule": [],
+        "host": host_facts(), "replay_of": None, "description": scenario.description,
+        "tags": list(scenario.tags)})
+    cluster = watcher = sampler = nemesis = workload = None
+    script_error = None
+    env_error = None
+    interrupted = False
+    ctx = None
+    try:
+        cluster = Cluster(ClusterSpec(brokers=scenario.brokers, zookeepers=scenario.zookeepers, image=info.tag,
+                                      broker_config=cfg, name=f"r{rec.run_id[-6:]}"))
+        cluster.start()
+        rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name)
+        rec.phase("cluster.ready")
+        watcher = ZkWatcher(cluster.zookeeper_connect, emit=rec.emit).start()
+        sampler = AdminSampler(cluster.bootstrap_servers, emit=rec.emit, interval=1.0,
+                               duration=scenario.max_duration_s + 180,
+                               topics=[t.name for t in scenario.topics]).start()
+        nemesis = Nemesis(cluster, rec, watcher, random.Random(seed))
+        ctx = RunContext(cluster, rec, watcher, nemesis, scenario, seed)
+        for t in scenario.topics:
+            ctx.action("create_topic", lambda t=t: cluster.create_topic(
+                t.name, t.partitions, t.replication_factor, t.config, assignment=t.assignment), **t.to_dict())
+        for t in scenario.topics:
+            ctx.wait_until(f"{t.name}: full ISR after creation", lambda t=t: all(
+                len(watcher.isr(t.name, p, fresh=True)) == t.replication_factor for p in range(t.partitions)), 60)
+        if scenario.workload:
+            wcfg = WorkloadConfig(**{"duration_s": scenario.max_duration_s, **scenario.workload})
+            rec.update_metadata(workload=wcfg.to_metadata())
+            workload = Workload(cluster.bootstrap_servers, wcfg, rec.emit).start()
+            time.sleep(1.0)  # some acknowledged writes before the first fault
+        rec.phase("faults.start")
+        try:
+            scenario.script(ctx)
+        except ExpectationFailed as e:
+            script_error = str(e)
+        finally:
+            nemesis.heal_all()
+            rec.phase("faults.healed")
+        if workload is not None:
+            workload.stop()
+        # after healing every partition must get its full ISR back (progress, spec §8.4 P1/P2)
+        for t in scenario.topics:
+            if watcher.topics() and t.name not in watcher.topics():
+                continue  # deleted by the scenario
+            try:
+                ctx.wait_until(f"{t.name}: full ISR after healing", lambda t=t: all(
+                    len(watcher.isr(t.name, p, fresh=True)) == t.replication_factor
+                    for p in range(t.partitions)), 60)
+            except ExpectationFailed as e:
+                script_error = script_error or str(e)
+        if workload is not None:
+            rec.phase("drain.start")
+            workload.drain(timeout_s=60)
+            rec.phase("drain.end")
+    except KeyboardInterrupt:
+        interrupted = True
+        env_error = "aborted (Ctrl-C)"
+    except HarnessError as e:
+        env_error = str(e)
+    except Exception as e:  # docker / kazoo / client failures of the environment
+        env_error = f"{type(e).__name__}: {e}"
+        traceback.print_exc()
+    finally:
+        for closer in (lambda: nemesis and nemesis.heal_all(), lambda: sampler and sampler.stop(),
+                       lambda: watcher and watcher.stop()):
+            try:
+                closer()
+            except Exception:
+                pass
+        try:
+            if cluster is not None and cluster.started and watcher is not None:
+                hist = read_zk_history(cluster)
+                if hist is not None:
+                    r = reconcile(list(watcher.events), hist)
+                    emit_reconciled(rec.emit, r)
+                    rec.update_metadata(observer=r.report())
+        except Exception as e:
+            rec.emit("phase", name="observer.error", error=f"{type(e).__name__}: {e}")
+        if cluster is not None:
+            cluster.remove()
+    expectations = ctx.expectations if ctx else []
+    if env_error:
+        rec.emit("phase", name="aborted" if interrupted else "environment.error", error=env_error)
+        path = rec.finish("UNKNOWN", env_error, {"expectations": {"verdict": "UNKNOWN", "items": expectations}})
+        if interrupted:
+            raise KeyboardInterrupt
+        return RunOutcome(scenario.name, path, "UNKNOWN", env_error, time.monotonic() - t0)
+    events = rec.read_events()
+    verdict, reason, checks = judge(events, rec.metadata, scenario, expectations, script_error)
+    stats = {"seconds": round(time.monotonic() - t0, 1), "events": len(events)}
+    if workload is not None:
+        stats["workload"] = workload.stats()
+    path = rec.finish(verdict, reason, checks, stats)
+    return RunOutcome(scenario.name, path, verdict, reason, time.monotonic() - t0)
+
+
+# -- command line ------------------------------------------------------------------------------
+def add_parser(sub) -> None:
+    r = sub.add_parser("run", help="run a suite or scenario on fresh clusters, one run record each")
+    r.add_argument("target", metavar="SUITE_OR_SCENARIO",
+                   help="a suite (smoke, conformance, chaos, nightly) or a scenario name; `list` lists them")
+    r.add_argument("--runs-dir", default="runs", help="where run records go (default ./runs)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--repeat", type=int, default=1)
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("--kafka-version", metavar="V")
+    g.add_argument("--broker-image", metavar="IMG")
+    r.add_argument("--profile", help="conformance profile (default: apache-zk-<version> or compatible)")
+    r.set_defaults(func=cmd_run)
+
+
+def cmd_run(args) -> int:
+    from suites.catalog import scenarios_for
+    if args.target == "list":
+        for s in scenarios_for("all"):
+            print(f"{s.name:45} {','.join(s.tags):28} {s.description}")
+        return 0
+    chosen = scenarios_for(args.target)
+    if not chosen:
+        raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
+    if args.repeat < 1:
+        raise HarnessError("--repeat must be at least 1")
+    info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
+                            and args.broker_image is None)
+    suite = args.target if args.target in ("smoke", "conformance", "chaos", "nightly") else "adhoc"
+    outcomes: list[RunOutcome] = []
+    total = len(chosen) * args.repeat
+    for i in range(args.repeat):
+        for s in chosen:
+            n = len(outcomes) + 1
+            _say(f"[{n}/{total}] {s.name}: running ...")
+            o = execute(s, runs_dir=args.runs_dir, image=info.tag, suite=suite, seed=args.seed + i,
+                        profile=args.profile)
+            outcomes.append(o)
+            _say(f"[{n}/{total}] {s.name}: {o.verdict} in {o.seconds:.0f} s — {o.reason}  ({o.path})")
+    passed = sum(o.verdict == "PASS" for o in outcomes)
+    _say(f"{passed}/{len(outcomes)} PASS; run records under {args.runs_dir}/")
+    if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):
+        return 2
+    return 0 if passed == len(outcomes) else 1

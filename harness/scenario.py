@@ -1,0 +1,136 @@
+"""Scenarios: what a run does (cluster shape, topics, workload, a fault script) and what it expects.
+
+A scenario is data plus one ``script(ctx)`` function; :mod:`harness.runner` executes it:
+
+    cluster -> observer -> topics -> workload -> script (faults, actions, waits) -> heal
+      -> drain -> ZooKeeper txn log -> run record -> conformance + durability + expectations -> verdict
+
+The script talks to the cluster only through :class:`RunContext`, which records every fault and
+action in the run's event log.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .errors import HarnessError
+
+
+class ExpectationFailed(AssertionError):
+    """A scenario's own expectation about the broker was not met (a broker verdict: FAIL)."""
+
+
+class StepTimeout(ExpectationFailed):
+    """The cluster did not reach an expected state in the bounded time (progress rule, spec §8.4)."""
+
+
+@dataclass
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 3
+    config: dict[str, str] = field(default_factory=dict)
+    assignment: dict[int, list[int]] | None = None  # explicit replica assignment, partition -> brokers
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "partitions": self.partitions, "replication_factor": self.replication_factor,
+                "config": dict(self.config), "assignment": self.assignment}
+
+
+@dataclass
+class Scenario:
+    name: str                                   # family.variant, e.g. broker_failover.kill_leader
+    description: str
+    script: Callable[["RunContext"], None]
+    tags: tuple[str, ...] = ("conformance",)    # smoke / conformance / chaos / nightly
+    brokers: int = 3
+    zookeepers: int = 1
+    broker_config: dict[str, str] = field(default_factory=dict)
+    topics: list[TopicSpec] = field(default_factory=lambda: [TopicSpec("chaos", 3, 3)])
+    workload: dict[str, Any] | None = field(default_factory=lambda: {"topic": "chaos", "partitions": 3})
+    # the run passes only if these checks pass; "conformance" and "durability" unless a scenario says otherwise
+    checks: tuple[str, ...] = ("conformance", "durability", "expectations")
+    min_version: str | None = None              # skip on older Kafka versions (e.g. a 2.4+ feature)
+    max_duration_s: float = 180.0               # hard bound on the script
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+
+class RunContext:
+    """What a scenario script can use. Every fault and action lands in the event log."""
+
+    def __init__(self, cluster, recorder, view, nemesis, scenario: Scenario, seed: int):
+        self.cluster = cluster
+        self.recorder = recorder
+        self.view = view
+        self.nemesis = nemesis
+        self.scenario = scenario
+        self.seed = seed
+        self.expectations: list[dict] = []
+        self._deadline = time.monotonic() + scenario.max_duration_s
+
+    # ---- faults
+    def fault(self, fault: str, target: str | None = None, **params):
+        """Apply a fault now (target resolved now, from the observer's view); returns a handle for heal()."""
+        return self.nemesis.apply(fault, target, **params)
+
+    def heal(self, handle) -> None:
+        self.nemesis.heal(handle)
+
+    # ---- actions (administrative acts, not faults)
+    def action(self, name: str, fn: Callable[[], Any], **params) -> Any:
+        try:
+            out = fn()
+        except Exception as e:
+            self.recorder.emit("action", action=name, params=params, ok=False, error=f"{type(e).__name__}: {e}")
+            raise
+        self.recorder.emit("action", action=name, params=params, ok=True, error=None)
+        return out
+
+    # ---- waiting and expectations
+    def wait_until(self, what: str, predicate: Callable[[], bool], timeout_s: float = 30.0,
+                   interval_s: float = 0.2) -> float:
+        """Wait (bounded) for ``predicate``; returns seconds waited; raises StepTimeout with ``what``."""
+        t0 = time.monotonic()
+        deadline = min(t0 + timeout_s, self._deadline)
+        while True:
+            try:
+                if predicate():
+                    waited = time.monotonic() - t0
+                    self.recorder.emit("expect", what=what, ok=True, waited_s=round(waited, 3))
+                    self.expectations.append({"what": what, "ok": True, "waited_s": round(waited, 3)})
+                    return waited
+            except HarnessError:
+                raise
+            except Exception:  # the cluster is mid-fault; keep asking until the deadline
+                pass
+            if time.monotonic() >= deadline:
+                self.recorder.emit("expect", what=what, ok=False, waited_s=round(time.monotonic() - t0, 3))
+                self.expectations.append({"what": what, "ok": False, "waited_s": round(time.monotonic() - t0, 3)})
+                raise StepTimeout(f"{what}: not reached within {timeout_s:.0f} s")
+            time.sleep(interval_s)
+
+    def expect(self, what: str, ok: bool, detail: Any = None) -> None:
+        """Record a scenario expectation; a failed one fails the run (after the run is recorded)."""
+        self.recorder.emit("expect", what=what, ok=bool(ok), detail=detail)
+        self.expectations.append({"what": what, "ok": bool(ok), "detail": detail})
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, min(seconds, self._deadline - time.monotonic())))
+
+    # ---- convenience views
+    def leader(self, topic: str, partition: int) -> int | None:
+        return self.view.leader(topic, partition, fresh=True)
+
+    def isr(self, topic: str, partition: int) -> list[int]:
+        return sorted(self.view.isr(topic, partition, fresh=True))
+
+    def controller(self) -> int | None:
+        return self.view.controller_id(fresh=True)
+
+    def live_brokers(self) -> list[int]:
+        return sorted(self.view.live_brokers(fresh=True))

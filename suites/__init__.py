@@ -1,0 +1,1 @@
+"""Scenario suites: the catalog of scenarios (``catalog.py``) and the pytest entry points."""
