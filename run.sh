@@ -56,6 +56,11 @@ case "$cmd" in
     ;;
   test)
     setup
+    # ZooKeeper jars of the default image, for the observer's loopback ZooKeeper tests
+    if [ -z "${KAFKA_CHAOS_ZK_CLASSPATH:-}" ]; then
+      KAFKA_CHAOS_ZK_CLASSPATH="$("$PY" -c 'from harness import images; print(images.ensure_jars(images.resolve_version(None)))')/*"
+      export KAFKA_CHAOS_ZK_CLASSPATH
+    fi
     set +e
     "$PY" -m pytest -p no:cacheprovider "$@"; rc=$?
     set -e

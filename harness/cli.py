@@ -118,12 +118,22 @@ def cmd_cleanup(args) -> int:
 
 
 # -- report ----------------------------------------------------------------------------------------
-def cmd_report(args) -> int:
+def run_report(argv: list[str]) -> int:
+    """`kafka-chaos report ...`: handed whole to the Spark job's own parser (reports/job.py)."""
     try:
         from reports import job
     except ImportError as e:
-        raise HarnessError(f"the report job is not available: {e}") from None
-    return job.main(args.rest)
+        print(f"kafka-chaos: error: the report job is not available: {e}", file=sys.stderr)
+        return EXIT_ENV
+    try:
+        return job.main(argv)
+    except KeyboardInterrupt:
+        print("kafka-chaos: interrupted", file=sys.stderr)
+        return EXIT_ENV
+
+
+def cmd_report(args) -> int:
+    return run_report(args.rest)
 
 
 # -- parser ----------------------------------------------------------------------------------------
@@ -192,13 +202,16 @@ def _sigterm_as_interrupt(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["report"]:
+        return run_report(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         # no command, or a group without an action: say what is missing
         what = args.command or "a command"
-        print(f"kafka-chaos: error: {what} needs an action (see `kafka-chaos {args.command or ''} --help`)".replace("  ", " "),
-              file=sys.stderr)
+        print(f"kafka-chaos: error: {what} needs an action (see `kafka-chaos {args.command or ''} --help`)"
+              .replace(" `kafka-chaos  --help`", " `kafka-chaos --help`"), file=sys.stderr)
         return EXIT_ENV
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
