@@ -9,6 +9,7 @@ drive the real librdkafka client against a closed local port.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -116,13 +117,16 @@ def test_bad_workload_settings_are_rejected():
 
 # -- real cluster ----------------------------------------------------------------------------------
 def run_scenario(cluster, tmp_path, scenario: str, cfg: WorkloadConfig, topic_config: dict,
-                 replication_factor: int = 3, fault=None):
+                 replication_factor: int = 3, fault=None, assignment: dict | None = None):
     """Create the topic, run the workload (and ``fault(cluster, recorder)`` in the foreground),
     stop, drain, check; publish a run record and return ``(result, record)``."""
     from harness.observer.zk_watcher import ZkWatcher
 
-    cluster.create_topic(cfg.topic, partitions=len(cfg.partition_ids), replication_factor=replication_factor,
-                         config=topic_config)
+    if assignment:
+        _create_topic_with_assignment(cluster, cfg.topic, assignment, topic_config)
+    else:
+        cluster.create_topic(cfg.topic, partitions=len(cfg.partition_ids), replication_factor=replication_factor,
+                             config=topic_config)
     metadata = {"kafka_version": cluster.image.kafka_version if cluster.image else None,
                 "broker_config": dict(getattr(cluster, "broker_config", {}) or {}),
                 "topics": [{"name": cfg.topic, "partitions": len(cfg.partition_ids),
@@ -189,10 +193,52 @@ def isolate_then_kill_leader(topic: str, pause_s: float = 2.5, down_s: float = 9
     return fault
 
 
+def _create_topic_with_assignment(cluster, name: str, assignment: dict, config: dict) -> None:
+    """confluent-kafka 2.16 wants ``num_partitions == len(replica_assignment)`` (not -1 as its
+    docstring says), which ``Cluster.create_topic(assignment=...)`` does not pass yet."""
+    from confluent_kafka.admin import NewTopic
+    nt = NewTopic(name, num_partitions=len(assignment), replica_assignment=[assignment[p] for p in sorted(assignment)],
+                  config={k: str(v) for k, v in config.items()})
+    cluster.admin().create_topics([nt], operation_timeout=30)[name].result(timeout=30)
+    cluster.wait_leaders(name, len(assignment))
+
+
 def _zk_leader(cluster, topic: str) -> int:
-    import json
     data, _ = cluster.zk().get(f"/brokers/topics/{topic}/partitions/0/state")
     return json.loads(data)["leader"]
+
+
+def _zk_controller(cluster) -> int:
+    data, _ = cluster.zk().get("/controller")
+    return json.loads(data)["brokerid"]
+
+
+def shrink_isr_then_kill_leader(topic: str, leader: int, follower: int, pause_s: float = 8.0,
+                                down_s: float = 9.0, start_after: float = 3.0):
+    """Pause the only follower until the ISR shrinks to the leader alone (replica.lag.time.max.ms
+    5 s, ZooKeeper session 6 s); with min.insync.replicas=1 the leader then acknowledges acks=all
+    writes alone. Kill it, resume the stale follower: with unclean election enabled the
+    controller makes it leader (leader_recovery_state 1); the old leader returns and truncates."""
+
+    def fault(cluster, emit):
+        time.sleep(start_after)
+        emit("fault.start", fault_id=1, fault="pause", target=f"follower({topic},0)",
+             nodes=[cluster.brokers[follower].name], broker_ids=[follower], params={"pause_s": pause_s})
+        cluster.brokers[follower].pause()
+        try:
+            time.sleep(pause_s)
+            emit("fault.start", fault_id=2, fault="kill", target=f"leader({topic},0)",
+                 nodes=[cluster.brokers[leader].name], broker_ids=[leader], params={})
+            cluster.kill_broker(leader)
+        finally:
+            cluster.brokers[follower].unpause()
+            emit("fault.end", fault_id=1, fault="pause", nodes=[cluster.brokers[follower].name], ok=True,
+                 error=None)
+        time.sleep(down_s)
+        cluster.start_broker(leader)
+        emit("fault.end", fault_id=2, fault="kill", nodes=[cluster.brokers[leader].name], ok=True, error=None)
+
+    return fault
 
 
 @pytest.mark.docker
@@ -256,3 +302,26 @@ def test_leader_isolated_then_killed_under_acks_1_loses_acknowledged_writes(clus
         assert acked[ex["value"]] == ex["offset"]
         assert drained.get(ex["offset"]) != ex["value"]
         assert ex["value"] not in drained.values()
+
+
+@pytest.mark.docker
+def test_unclean_election_after_isr_shrink_loses_acknowledged_acks_all_writes(cluster_factory, tmp_path):
+    cluster = cluster_factory(brokers=3, zookeepers=1)
+    controller = _zk_controller(cluster)
+    leader, follower = [b for b in cluster.broker_ids if b != controller][:2]  # the controller stays up
+    topic_config = {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
+    cfg = WorkloadConfig(topic="unclean", partitions=1, producers=1, acks="all", enable_idempotence=False,
+                         rate=200, duration_s=26.0, delivery_timeout_ms=60_000, request_timeout_ms=5000,
+                         flush_timeout_s=60.0)
+    result, record = run_scenario(cluster, tmp_path, "workload.unclean_election", cfg, topic_config,
+                                  replication_factor=2, assignment={0: [leader, follower]},
+                                  fault=shrink_isr_then_kill_leader("unclean", leader, follower))
+    states = [e for e in record.events if e["type"] == "zk.partition_state" and e["topic"] == "unclean"]
+    assert any(e["isr"] == [leader] for e in states), "the ISR never shrank to the leader alone"
+    assert any(e["leader"] == follower for e in states), "the stale follower was never elected"
+    lost = result["checks"]["lost"]
+    assert lost["verdict"] == ALLOWED and lost["count"] > 0 and lost["violations"] == 0, lost
+    assert all(ex["allowed_by"].startswith("unclean") and isinstance(ex["offset"], int)
+               for ex in lost["examples"])
+    assert result["checks"]["acks_semantics"]["verdict"] == PASS  # min ISR 1: acks with ISR [leader] are fine
+    assert result["verdict"] == PASS  # the loss is what unclean.leader.election.enable=true permits
