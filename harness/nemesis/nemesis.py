@@ -1,0 +1,231 @@
+"""The nemesis: applies faults by name and role target, records them, and heals everything.
+
+    with Nemesis(cluster, recorder, seed=7) as nem:      # heal_all() on every exit path
+        h = nem.apply("pause", "follower(t,0)")
+        ...
+        nem.heal(h)
+
+Every applied fault gets a ``fault_id`` and exactly one ``fault.start`` and one ``fault.end`` event
+(docs/run-record.md). ``heal_all()`` heals the active faults, then sweeps every container of the
+cluster (unpause, flush the KAFKA_CHAOS_* chains, delete a netem/tbf qdisc, start stopped nodes when
+asked) and reports what, if anything, could not be restored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import signal
+import threading
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.nemesis import netrules
+from harness.nemesis.catalog import FaultSpecError, fault_info, validate_params
+from harness.nemesis.faults import FAULT_CLASSES, Context, Fault, FaultError, start_node
+from harness.nemesis.targets import TargetUnresolved, parse_target, resolve
+from harness.nemesis.view import ZkView
+
+
+class FaultSkipped(FaultError):
+    """The target named nothing at fault time (e.g. no controller); recorded, nothing applied."""
+
+
+class _NullRecorder:
+    def emit(self, type_: str, **fields: Any) -> dict:
+        return {}
+
+
+_RESIDUE_SCRIPT = (netrules.list_script() + "\necho '--qdisc--'\ntc qdisc show dev eth0 2>/dev/null || true")
+_SWEEP_SCRIPT = (netrules.flush_script()
+                 + "\nif tc qdisc show dev eth0 | grep -Eq ' (netem|tbf) '; then tc qdisc del dev eth0 root; fi\ntrue")
+
+
+@contextlib.contextmanager
+def defer_sigint():
+    """Hold Ctrl-C back while healing (main thread only); re-raised as KeyboardInterrupt afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, lambda sig, frame: pending.append(sig))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if pending:
+        raise KeyboardInterrupt
+
+
+def _spec_fields(spec, target, params) -> tuple[str, str | None, dict | None]:
+    if isinstance(spec, str):
+        return spec, target, params
+    if isinstance(spec, dict):
+        return spec.get("fault"), target or spec.get("target"), params if params is not None else spec.get("params")
+    if hasattr(spec, "fault"):   # ScheduleItem, FaultSpec
+        return spec.fault, target or getattr(spec, "target", None), (
+            params if params is not None else getattr(spec, "params", None))
+    raise FaultSpecError(f"cannot apply {spec!r}: expected a fault name, a dict or a schedule item")
+
+
+class Nemesis:
+    """Applies and heals faults on one cluster. Thread-safe.
+
+    ``view``: anything with the :class:`~harness.nemesis.view.View` methods (default: a
+    :class:`ZkView` reading ZooKeeper directly). ``rng`` (or ``seed``): the RNG ``random-*`` and
+    ``follower(...)`` targets draw from; seed it with the run seed so replays choose alike.
+    """
+
+    def __init__(self, cluster, recorder=None, view=None, rng: random.Random | None = None,
+                 seed: int | None = None):
+        self.cluster = cluster
+        self.recorder = recorder or _NullRecorder()
+        self.view = view or ZkView(cluster)
+        self.rng = rng or random.Random(seed)
+        self.ctx = Context(cluster, self.view, self.rng)
+        self._lock = threading.RLock()
+        self._next_id = 1
+        self.active: list[Fault] = []
+        self.history: list[Fault] = []
+
+    # -- one fault ------------------------------------------------------------------------------------
+    def apply(self, spec, target: str | None = None, params: dict | None = None) -> Fault:
+        """Resolve the target now, record ``fault.start`` and apply; returns the handle for :meth:`heal`.
+
+        Raises FaultSpecError (bad input), FaultSkipped (target names nothing now) or FaultError; in
+        every failure case whatever was partially applied is undone and ``fault.end`` recorded.
+        """
+        name, target, params = _spec_fields(spec, target, params)
+        info = fault_info(name)
+        params = validate_params(name, params)
+        target = target or info.default_target
+        parse_target(target)
+        with self._lock:
+            fid = self._next_id
+            self._next_id += 1
+        try:
+            nodes = resolve(target, self.cluster, self.view, self.rng)
+        except TargetUnresolved as e:
+            self._emit_start(fid, name, target, [], [], params)
+            self.recorder.emit("fault.end", fault_id=fid, fault=name, nodes=[], ok=False, error=f"skipped: {e}")
+            raise FaultSkipped(str(e)) from None
+        bad = [n.alias for n in nodes if n.role not in info.roles]
+        if bad:
+            raise FaultSpecError(f"{name}: target {target!r} resolved to {bad}, but {name} acts on "
+                                 f"{' or '.join(info.roles)} nodes only")
+        fault = FAULT_CLASSES[name](self.ctx, fid, target, nodes, params)
+        self._emit_start(fid, name, target, [n.name for n in nodes], fault.broker_ids, params)
+        with self._lock:
+            self.active.append(fault)
+            self.history.append(fault)
+        try:
+            fault.apply()
+        except BaseException as e:
+            err = e if isinstance(e, HarnessError) else None
+            with contextlib.suppress(Exception):
+                fault.heal()
+            self._finish(fault, ok=False, error=f"apply failed: {e}")
+            if isinstance(e, TargetUnresolved):
+                raise FaultSkipped(str(e)) from None
+            if err is None and isinstance(e, Exception):
+                raise FaultError(f"{name} on {target}: {type(e).__name__}: {e}") from e
+            raise
+        return fault
+
+    def _emit_start(self, fid, name, target, nodes, broker_ids, params) -> None:
+        self.recorder.emit("fault.start", fault_id=fid, fault=name, target=target, nodes=nodes,
+                           broker_ids=broker_ids, params=params)
+
+    def _finish(self, fault: Fault, ok: bool, error: str | None) -> None:
+        with self._lock:
+            if fault.healed:
+                return
+            fault.healed = True
+            if fault in self.active:
+                self.active.remove(fault)
+        self.recorder.emit("fault.end", fault_id=fault.fault_id, fault=fault.name,
+                           nodes=[n.name for n in fault.nodes], ok=ok, error=error)
+
+    def heal(self, fault: Fault) -> bool:
+        """Heal one fault (idempotent: a healed fault is left alone). True when it healed cleanly."""
+        if fault.healed:
+            return True
+        try:
+            fault.heal()
+        except Exception as e:  # noqa: BLE001 - recorded; heal_all sweeps what is left
+            self._finish(fault, ok=False, error=f"heal failed: {e}")
+            return False
+        self._finish(fault, ok=True, error=None)
+        return True
+
+    # -- everything -----------------------------------------------------------------------------------
+    def heal_all(self, start_stopped: bool = True, timeout_s: float = 60.0) -> list[str]:
+        """Restore the whole cluster; never raises (Ctrl-C is held back until it is done).
+
+        Heals the active faults (newest first), then every container: unpause, empty the
+        KAFKA_CHAOS_* chains, delete a netem/tbf root qdisc and, with ``start_stopped``, start
+        exited nodes (ZooKeeper first). Returns :meth:`residue` (empty when all is restored).
+        """
+        with defer_sigint():
+            errors: list[str] = []
+            with self._lock:
+                active = list(reversed(self.active))
+            for f in active:
+                if not self.heal(f):
+                    errors.append(f"{f!r} did not heal cleanly")
+            zk_first = sorted(self.cluster.nodes(), key=lambda n: n.role != "zookeeper")
+            for n in zk_first:
+                try:
+                    st = n.status()
+                    if st == "paused":
+                        n.unpause()
+                        st = "running"
+                    if st == "running":
+                        n.exec(["sh", "-c", _SWEEP_SCRIPT])
+                    elif start_stopped and st in ("exited", "created"):
+                        start_node(self.ctx, n, wait=True, timeout_s=timeout_s)
+                except Exception as e:  # noqa: BLE001 - keep restoring the others
+                    errors.append(f"{n.name}: {e}")
+            left = self.residue(include_stopped=start_stopped)
+            self.recorder.emit("phase", name="faults.healed", residue=left, errors=errors)
+            return left + [e for e in errors if e not in left]
+
+    def residue(self, include_stopped: bool = True) -> list[str]:
+        """What is still applied: paused nodes, KAFKA_CHAOS_* rules, netem/tbf qdiscs, stopped nodes."""
+        out: list[str] = []
+        for n in self.cluster.nodes():
+            st = n.status()
+            if st == "paused":
+                out.append(f"{n.name}: paused")
+                continue
+            if st != "running":
+                if include_stopped:
+                    out.append(f"{n.name}: {st}")
+                continue
+            try:
+                code, text = n.exec(["sh", "-c", _RESIDUE_SCRIPT])
+            except Exception as e:  # noqa: BLE001
+                out.append(f"{n.name}: cannot inspect ({e})")
+                continue
+            rules_part, _, qdisc = text.partition("--qdisc--")
+            out += [f"{n.name}: iptables {r}" for r in netrules.parse_listing(rules_part)]
+            out += [f"{n.name}: qdisc {q.strip()}" for q in qdisc.splitlines()
+                    if " netem " in q or " tbf " in q]
+        return out
+
+    def __enter__(self) -> "Nemesis":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.heal_all()
+
+
+@contextlib.contextmanager
+def nemesis_guard(cluster, recorder=None, view=None, rng=None, seed=None, start_stopped: bool = True):
+    """``with nemesis_guard(cluster, recorder, seed=s) as nem:`` — heal_all on any exit, Ctrl-C included."""
+    nem = Nemesis(cluster, recorder, view, rng, seed)
+    try:
+        yield nem
+    finally:
+        nem.heal_all(start_stopped=start_stopped)

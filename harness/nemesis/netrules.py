@@ -1,0 +1,178 @@
+"""iptables rules for network faults, computed as pure data and run inside the containers.
+
+Every rule lives in two dedicated chains of the *container's* network namespace (never the host's):
+``KAFKA_CHAOS_IN`` (jumped to from ``INPUT``) and ``KAFKA_CHAOS_OUT`` (from ``OUTPUT``). A fault
+removes exactly the rules it added (``iptables -D`` with the same spec, so two faults that add the
+same rule do not heal each other); :func:`flush_script` empties both chains for ``heal_all``.
+
+Link classes (see :mod:`harness.nemesis.catalog`):
+
+- ``broker-broker``, ``broker-zk``, ``zk-zk``: all IP traffic between the two nodes' addresses on
+  the cluster network (inter-broker replication uses the INTERNAL listener, port 9093; brokers reach
+  ZooKeeper on 2181; ZooKeeper servers talk on 2888/3888);
+- ``client``: host clients. They reach a container through docker-proxy, i.e. from the network
+  gateway, on the node's client port (a broker's EXTERNAL listener port, which only host clients
+  use; ZooKeeper's 2181, where the rule also matches the gateway address so brokers keep their
+  sessions). Inter-broker replication is untouched by a ``client`` cut.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+CHAIN_IN = "KAFKA_CHAOS_IN"
+CHAIN_OUT = "KAFKA_CHAOS_OUT"
+CHAINS = ((CHAIN_IN, "INPUT"), (CHAIN_OUT, "OUTPUT"))
+
+Rule = tuple[str, tuple[str, ...]]   # (chain, iptables match + target arguments)
+
+
+@dataclass(frozen=True)
+class NetNode:
+    """A container as seen by the rule generator."""
+    name: str               # container name (unique)
+    alias: str              # broker<id> / zk<n>
+    role: str               # broker | zookeeper
+    ip: str                 # address on the cluster network
+    client_port: int        # port host clients connect to inside the container
+    gateway: str | None = None   # the network gateway: source of host-client traffic
+
+
+def link_kind(a: NetNode, b: NetNode) -> str:
+    roles = {a.role, b.role}
+    if roles == {"broker"}:
+        return "broker-broker"
+    if roles == {"zookeeper"}:
+        return "zk-zk"
+    return "broker-zk"
+
+
+def _drop(chain: str, match: list[str], tag: str) -> Rule:
+    return chain, tuple(match + ["-m", "comment", "--comment", tag, "-j", "DROP"])
+
+
+def peer_rules(local: NetNode, peers: list[NetNode], links, direction: str, tag: str) -> list[Rule]:
+    """Rules in ``local`` dropping traffic with each peer whose link class is selected.
+
+    ``direction``: ``in`` drops what the peers send to ``local``, ``out`` what ``local`` sends to
+    them, ``both`` everything.
+    """
+    rules: list[Rule] = []
+    for p in peers:
+        if p.name == local.name or link_kind(local, p) not in links:
+            continue
+        if direction in ("in", "both"):
+            rules.append(_drop(CHAIN_IN, ["-s", f"{p.ip}/32"], tag))
+        if direction in ("out", "both"):
+            rules.append(_drop(CHAIN_OUT, ["-d", f"{p.ip}/32"], tag))
+    return rules
+
+
+def client_rules(local: NetNode, direction: str, tag: str) -> list[Rule]:
+    """Rules in ``local`` dropping host-client traffic on its client port."""
+    src = ["-s", f"{local.gateway}/32"] if local.role == "zookeeper" and local.gateway else []
+    dst = ["-d", f"{local.gateway}/32"] if local.role == "zookeeper" and local.gateway else []
+    rules: list[Rule] = []
+    if direction in ("in", "both"):
+        rules.append(_drop(CHAIN_IN, src + ["-p", "tcp", "--dport", str(local.client_port)], tag))
+    if direction in ("out", "both"):
+        rules.append(_drop(CHAIN_OUT, dst + ["-p", "tcp", "--sport", str(local.client_port)], tag))
+    return rules
+
+
+def _add(out: dict[str, list[Rule]], node: NetNode, rules: list[Rule]) -> None:
+    if rules:
+        out.setdefault(node.name, []).extend(rules)
+
+
+def isolate_rules(targets: list[NetNode], everyone: list[NetNode], links, tag: str) -> dict[str, list[Rule]]:
+    """Each target cut (both directions, selected links) from every other node; rules only in targets.
+
+    With ``client`` among the links the targets are also cut from host clients.
+    """
+    out: dict[str, list[Rule]] = {}
+    for t in targets:
+        _add(out, t, peer_rules(t, everyone, links, "both", tag))
+        if "client" in links:
+            _add(out, t, client_rules(t, "both", tag))
+    return out
+
+
+def partition_rules(groups: list[list[NetNode]], links, tag: str) -> dict[str, list[Rule]]:
+    """Every node drops traffic with every node of the other groups (symmetric, rules on both sides)."""
+    names = [n.name for g in groups for n in g]
+    if len(names) != len(set(names)):
+        raise ValueError("partition groups overlap")
+    out: dict[str, list[Rule]] = {}
+    for i, g in enumerate(groups):
+        others = [n for j, h in enumerate(groups) if j != i for n in h]
+        for n in g:
+            _add(out, n, peer_rules(n, others, links, "both", tag))
+    return out
+
+
+def one_way_rules(targets: list[NetNode], peers: list[NetNode], direction: str, links,
+                  tag: str) -> dict[str, list[Rule]]:
+    """Asymmetric loss in the targets: ``out`` they cannot send to the peers, ``in`` they cannot receive."""
+    out: dict[str, list[Rule]] = {}
+    for t in targets:
+        _add(out, t, peer_rules(t, peers, links, direction, tag))
+        if "client" in links:
+            _add(out, t, client_rules(t, direction, tag))
+    return out
+
+
+def bridge_rules(half_a: list[NetNode], half_b: list[NetNode], links, tag: str) -> dict[str, list[Rule]]:
+    """The two halves cannot talk to each other; the bridge node(s), in neither half, reach both."""
+    return partition_rules([half_a, half_b], links, tag)
+
+
+def loss_rules(local: NetNode, pct: float, direction: str, tag: str) -> dict[str, list[Rule]]:
+    """Random loss of ``pct`` % of eth0 packets (iptables ``statistic``), loopback untouched."""
+    p = f"{max(0.0, min(100.0, float(pct))) / 100.0:.6f}"
+    stat = ["-m", "statistic", "--mode", "random", "--probability", p]
+    rules: list[Rule] = []
+    if direction in ("in", "both"):
+        rules.append(_drop(CHAIN_IN, ["-i", "eth0"] + stat, tag))
+    if direction in ("out", "both"):
+        rules.append(_drop(CHAIN_OUT, ["-o", "eth0"] + stat, tag))
+    return {local.name: rules}
+
+
+# -- shell scripts run with `docker exec <container> sh -c <script>` ----------------------------------
+def _ensure_chains() -> list[str]:
+    lines = []
+    for chain, hook in CHAINS:
+        lines.append(f"iptables -w 5 -N {chain} 2>/dev/null || true")
+        lines.append(f"iptables -w 5 -C {hook} -j {chain} 2>/dev/null || iptables -w 5 -I {hook} 1 -j {chain}")
+    return lines
+
+
+def apply_script(rules: list[Rule]) -> str:
+    """Create the chains and hooks if needed, then append the rules; fails on the first bad rule."""
+    lines = ["set -e"] + _ensure_chains()
+    lines += [f"iptables -w 5 -A {chain} " + " ".join(shlex.quote(a) for a in args) for chain, args in rules]
+    return "\n".join(lines)
+
+
+def remove_script(rules: list[Rule]) -> str:
+    """Delete exactly these rules (one instance each); a rule already gone is not an error."""
+    lines = [f"iptables -w 5 -D {chain} " + " ".join(shlex.quote(a) for a in args) + " 2>/dev/null || true"
+             for chain, args in rules]
+    return "\n".join(lines + ["true"])
+
+
+def flush_script() -> str:
+    """Empty both chains (the hooks stay; an empty chain is a no-op)."""
+    return "\n".join(f"iptables -w 5 -F {chain} 2>/dev/null || true" for chain, _ in CHAINS) + "\ntrue"
+
+
+def list_script() -> str:
+    """Print the rules of both chains (``-A ...`` lines), nothing if the chains do not exist."""
+    return "\n".join(f"iptables -w 5 -S {chain} 2>/dev/null || true" for chain, _ in CHAINS)
+
+
+def parse_listing(out: str) -> list[str]:
+    """The rule lines (``-A KAFKA_CHAOS_* ...``) of a :func:`list_script` output."""
+    return [ln.strip() for ln in out.splitlines() if ln.strip().startswith("-A ")]

@@ -1,0 +1,192 @@
+"""Fault targets: a small grammar of roles, parsed without a cluster and resolved at fault time.
+
+Grammar (docs/faults.md "Targets")::
+
+    target   := item ("," item)*          commas inside parentheses belong to the item
+    item     := controller | random-broker | random-zk | random-minority | zookeeper-leader
+              | all-brokers | all-zk | broker:<id> | zk:<myid>
+              | leader(<topic>,<partition>) | follower(<topic>,<partition>)
+
+Parsing (:func:`parse_target`) is pure and used to validate schedules; resolution
+(:func:`resolve`) asks the view (current controller, partition state) and, for ``random-*`` and
+``follower``, draws from the nemesis's seeded RNG so a replay with the same seed picks the same nodes
+when the cluster is in the same state.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from harness.nemesis.catalog import FaultSpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import random
+
+    from harness.cluster import Cluster, Node
+    from harness.nemesis.view import View
+
+SIMPLE = ("controller", "random-broker", "random-zk", "random-minority", "zookeeper-leader",
+          "all-brokers", "all-zk")
+_ID = re.compile(r"^(broker|zk):(\d+)$")
+_PART = re.compile(r"^(leader|follower)\(\s*([A-Za-z0-9._-]+)\s*,\s*(\d+)\s*\)$")
+
+
+class TargetError(FaultSpecError):
+    """A target string is malformed."""
+
+
+class TargetUnresolved(Exception):
+    """A well-formed target names nothing right now (no controller, no follower, node missing)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One parsed target item; ``str(t)`` gives its canonical spelling."""
+    kind: str                  # one of SIMPLE, "broker", "zk", "leader", "follower"
+    node_id: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind in ("broker", "zk"):
+            return f"{self.kind}:{self.node_id}"
+        if self.kind in ("leader", "follower"):
+            return f"{self.kind}({self.topic},{self.partition})"
+        return self.kind
+
+
+def _split_top(s: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in s:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise TargetError(f"target {s!r}: unbalanced ')'")
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if depth != 0:
+        raise TargetError(f"target {s!r}: unbalanced '('")
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def parse_target(spec: str) -> list[Target]:
+    """Parse a target string into its items; raises TargetError with the offending item."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise TargetError(f"target must be a non-empty string, got {spec!r}")
+    out: list[Target] = []
+    for item in _split_top(spec.strip()):
+        low = item.lower()
+        if not item:
+            raise TargetError(f"target {spec!r}: empty item")
+        if low in SIMPLE:
+            t = Target(low)
+        elif m := _ID.match(low):
+            t = Target(m.group(1), node_id=int(m.group(2)))
+        elif m := _PART.match(item):
+            t = Target(m.group(1), topic=m.group(2), partition=int(m.group(3)))
+        else:
+            raise TargetError(
+                f"target {spec!r}: cannot parse {item!r}; expected one of {', '.join(SIMPLE)}, "
+                "broker:<id>, zk:<id>, leader(<topic>,<partition>), follower(<topic>,<partition>)")
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def format_target(items: list[Target]) -> str:
+    return ",".join(str(t) for t in items)
+
+
+# -- resolution -----------------------------------------------------------------------------------
+def zookeeper_mode(node: "Node") -> str | None:
+    """``leader`` / ``follower`` / ``standalone`` from the ``srvr`` four-letter word (None if silent)."""
+    try:
+        code, out = node.exec(["sh", "-c", "echo srvr | nc -w 2 127.0.0.1 2181"])
+    except Exception:  # noqa: BLE001 - paused or stopped container
+        return None
+    m = re.search(r"^Mode:\s*(\w+)", out, re.M)
+    return m.group(1) if code == 0 and m else None
+
+
+def _call(fn, *args):
+    """Call a view method asking for a fresh read when it supports it (ZkWatcher does)."""
+    try:
+        takes_fresh = "fresh" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        takes_fresh = False
+    return fn(*args, fresh=True) if takes_fresh else fn(*args)
+
+
+def _broker(cluster: "Cluster", bid, what: str) -> "Node":
+    if bid is None or bid not in cluster.brokers:
+        raise TargetUnresolved(f"{what}: broker {bid!r} is not part of cluster {cluster.name}")
+    return cluster.brokers[bid]
+
+
+def resolve_one(t: Target, cluster: "Cluster", view: "View", rng: "random.Random") -> list["Node"]:
+    """Nodes one target item names right now."""
+    if t.kind == "broker":
+        return [_broker(cluster, t.node_id, str(t))]
+    if t.kind == "zk":
+        for z in cluster.zookeepers:
+            if z.node_id == t.node_id:
+                return [z]
+        raise TargetUnresolved(f"{t}: no ZooKeeper node {t.node_id} in cluster {cluster.name}")
+    if t.kind == "all-brokers":
+        return [cluster.brokers[b] for b in cluster.broker_ids]
+    if t.kind == "all-zk":
+        return list(cluster.zookeepers)
+    if t.kind == "controller":
+        cid = _call(view.controller_id)
+        if cid is None:
+            raise TargetUnresolved("controller: /controller is empty (no controller elected)")
+        return [_broker(cluster, cid, "controller")]
+    if t.kind == "random-broker":
+        return [cluster.brokers[rng.choice(cluster.broker_ids)]]
+    if t.kind == "random-zk":
+        return [rng.choice(list(cluster.zookeepers))]
+    if t.kind == "random-minority":
+        ids = list(cluster.broker_ids)
+        k = max(1, (len(ids) - 1) // 2)
+        return [cluster.brokers[b] for b in sorted(rng.sample(ids, k))]
+    if t.kind == "zookeeper-leader":
+        modes = {z.node_id: zookeeper_mode(z) for z in cluster.zookeepers}
+        for z in cluster.zookeepers:
+            if modes[z.node_id] in ("leader", "standalone"):
+                return [z]
+        raise TargetUnresolved(f"zookeeper-leader: no ZooKeeper node reports leader/standalone ({modes})")
+    if t.kind in ("leader", "follower"):
+        st = _call(view.partition_state, t.topic, t.partition)
+        if st is None:
+            raise TargetUnresolved(f"{t}: partition has no state znode")
+        leader = st.get("leader", -1)
+        if t.kind == "leader":
+            if leader is None or leader < 0:
+                raise TargetUnresolved(f"{t}: partition has no leader (leader={leader})")
+            return [_broker(cluster, leader, str(t))]
+        followers = sorted(r for r in view.replicas(t.topic, t.partition) if r != leader)
+        in_isr = [r for r in followers if r in st.get("isr", [])]
+        pool = in_isr or followers
+        if not pool:
+            raise TargetUnresolved(f"{t}: partition has no follower (replicas without leader {leader})")
+        return [_broker(cluster, rng.choice(pool), str(t))]
+    raise TargetError(f"unsupported target kind {t.kind!r}")  # pragma: no cover - parse_target guards
+
+
+def resolve(spec: str, cluster: "Cluster", view: "View", rng: "random.Random") -> list["Node"]:
+    """All nodes a target string names right now (in item order, without duplicates)."""
+    nodes: list = []
+    for t in parse_target(spec):
+        for n in resolve_one(t, cluster, view, rng):
+            if n not in nodes:
+                nodes.append(n)
+    return nodes
