@@ -224,7 +224,8 @@ class Scan:
                             err = ev.get("error") or "unknown"
                             self.errors[err] = self.errors.get(err, 0) + 1
                         else:
-                            raise ValueError(f"event seq {ev.get('seq')}: send phase {phase!r} is not invoke/ok/fail/info")
+                            raise ValueError(f"event seq {ev.get('seq')}: send phase {phase!r} "
+                                             "is not invoke/ok/fail/info")
                     elif f == "poll" or f == "drain":
                         if phase != "ok":
                             continue
