@@ -1,0 +1,93 @@
+"""The schedule executor: order of applies and heals, skipped faults, stop, heal on every exit.
+
+Uses a recording stand-in for the nemesis (no cluster involved; the real nemesis is exercised by
+tests/integration/test_faults.py).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from harness.nemesis.faults import FaultError
+from harness.schedule import Schedule, ScheduleItem, run_schedule
+
+
+class _Handle:
+    def __init__(self, fid, item):
+        self.fault_id, self.item = fid, item
+
+
+class _Nemesis:
+    def __init__(self, fail=(), interrupt_on=None):
+        self.log: list[tuple[str, int]] = []
+        self.fail, self.interrupt_on = set(fail), interrupt_on
+        self.n = 0
+        self.lock = threading.Lock()
+
+    def apply(self, item):
+        self.n += 1
+        if self.n == self.interrupt_on:
+            raise KeyboardInterrupt
+        if self.n in self.fail:
+            self.log.append(("fail", self.n))
+            raise FaultError(f"fault {self.n} failed")
+        self.log.append(("apply", self.n))
+        return _Handle(self.n, item)
+
+    def heal(self, h):
+        self.log.append(("heal", h.fault_id))
+        return True
+
+
+def _sched(*spec):
+    return Schedule(1, [ScheduleItem(at, "pause", "random-broker", d, {}) for at, d in spec])
+
+
+def test_applies_in_time_order_and_heals_after_duration():
+    nem = _Nemesis()
+    # fault 1 from 0.00 to 0.30 overlaps fault 2 (0.05 - 0.10); fault 3 is instant
+    res = run_schedule(nem, _sched((0.0, 0.3), (0.05, 0.05), (0.15, 0.0)))
+    assert nem.log == [("apply", 1), ("apply", 2), ("heal", 2), ("apply", 3), ("heal", 3), ("heal", 1)]
+    assert [r.ok for r in res] == [True, True, True]
+    assert all(r.healed_at >= r.applied_at for r in res)
+
+
+def test_a_failed_fault_is_recorded_and_the_run_goes_on():
+    nem = _Nemesis(fail={2})
+    res = run_schedule(nem, _sched((0.0, 0.01), (0.02, 0.01), (0.04, 0.01)))
+    assert [r.ok for r in res] == [True, False, True]
+    assert "fault 2 failed" in res[1].error
+    assert ("heal", 2) not in nem.log and ("heal", 3) in nem.log
+
+
+def test_stop_event_stops_applying_but_heals_what_is_active():
+    nem = _Nemesis()
+    stop = threading.Event()
+    timer = threading.Timer(0.2, stop.set)
+    timer.start()
+    res = run_schedule(nem, _sched((0.0, 60.0), (30.0, 1.0)), stop)
+    timer.cancel()
+    assert nem.log == [("apply", 1), ("heal", 1)]
+    assert len(res) == 1
+
+
+def test_interrupt_still_heals_active_faults():
+    nem = _Nemesis(interrupt_on=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_schedule(nem, _sched((0.0, 60.0), (0.05, 1.0)))
+    assert nem.log == [("apply", 1), ("heal", 1)]
+
+
+def test_bounded_by_schedule_end_plus_overrun():
+    t = [0.0]
+
+    class _Slow(_Nemesis):
+        def apply(self, item):        # an apply that takes 100 s of (fake) time
+            t[0] += 100.0
+            return super().apply(item)
+    nem = _Slow()
+    res = run_schedule(nem, _sched((0.0, 1.0), (2.0, 1.0)), clock=lambda: t[0], max_overrun_s=5.0)
+    assert [r.item.at for r in res] == [0.0]          # the second item would start past end + overrun
+    assert nem.log == [("apply", 1), ("heal", 1)]
