@@ -171,8 +171,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         except ExpectationFailed as e:
             script_error = str(e)
         finally:
-            nemesis.heal_all()
-            rec.phase("faults.healed")
+            nemesis.heal_all()  # records phase faults.healed with any residue
         if workload is not None:
             workload.stop()
         # after healing every partition must get its full ISR back (progress, spec §8.4 P1/P2)

@@ -76,19 +76,20 @@ class RunContext:
     # ---- faults
     def fault(self, fault: str, target: str | None = None, **params):
         """Apply a fault now (target resolved now, from the observer's view); returns a handle for heal()."""
-        return self.nemesis.apply(fault, target, **params)
+        return self.nemesis.apply(fault, target, params or None)
 
     def heal(self, handle) -> None:
         self.nemesis.heal(handle)
 
     # ---- actions (administrative acts, not faults)
-    def action(self, name: str, fn: Callable[[], Any], **params) -> Any:
+    def action(self, action_name: str, fn: Callable[[], Any], **params) -> Any:
         try:
             out = fn()
         except Exception as e:
-            self.recorder.emit("action", action=name, params=params, ok=False, error=f"{type(e).__name__}: {e}")
+            self.recorder.emit("action", action=action_name, params=params, ok=False,
+                               error=f"{type(e).__name__}: {e}")
             raise
-        self.recorder.emit("action", action=name, params=params, ok=True, error=None)
+        self.recorder.emit("action", action=action_name, params=params, ok=True, error=None)
         return out
 
     # ---- waiting and expectations
