@@ -73,6 +73,15 @@ def _pos(tp, offset) -> dict:
     return {"topic": tp[0], "partition": tp[1], "offset": offset}
 
 
+def _file(example: dict, allowed_by: str | None, fail: list, allowed: list) -> None:
+    """Put an anomaly among the violations, or among the allowed ones with the reason why."""
+    if allowed_by:
+        example["allowed_by"] = allowed_by
+        allowed.append(example)
+    else:
+        fail.append(example)
+
+
 class _Judge:
     """Turns a finished :class:`Scan` into per-check verdicts."""
 
@@ -137,11 +146,7 @@ class _Judge:
             for value, tp, off, proc, t_ok in entries:
                 why = self.loss_allowance(cache[proc], tp)
                 d = {"value": value, **_pos(tp, off), "process": proc, "acked_t": t_ok}
-                if why:
-                    d["allowed_by"] = why
-                    out_allowed.append(d)
-                else:
-                    out_fail.append(d)
+                _file(d, why, out_fail, out_allowed)
             for lst in (out_fail, out_allowed):
                 lst.sort(key=lambda d: (str(d["topic"]), d["partition"] if d["partition"] is not None else -1,
                                         d["offset"] if d["offset"] is not None else -1))
@@ -189,11 +194,7 @@ class _Judge:
             else:
                 why = next((self.tp_allowance(tp) for tp, _ in positions if self.tp_allowance(tp)), None)
             d = {"value": value, "process": proc, "positions": [_pos(tp, o) for tp, o in positions]}
-            if why:
-                d["allowed_by"] = why
-                allowed.append(d)
-            else:
-                fail.append(d)
+            _file(d, why, fail, allowed)
         return self._verdict(fail, allowed, "values read at more than one offset")
 
     def inconsistent_offsets(self) -> dict:
@@ -201,11 +202,7 @@ class _Judge:
         for (tp, off), values in self.scan.conflicts.items():
             d = {**_pos(tp, off), "values": values}
             why = self.tp_allowance(tp)
-            if why:
-                d["allowed_by"] = why
-                allowed.append(d)
-            else:
-                fail.append(d)
+            _file(d, why, fail, allowed)
         return self._verdict(fail, allowed, "offsets seen with more than one value (sends, polls, drain)")
 
     def nonmonotonic_send(self) -> dict:
@@ -223,11 +220,7 @@ class _Judge:
             for (op0, o0), (op1, o1) in zip(lst, lst[1:]):
                 if o1 <= o0:
                     d = {"process": proc, **_pos(tp, o1), "op_id": op1, "previous_op_id": op0, "previous_offset": o0}
-                    if why:
-                        d["allowed_by"] = why
-                        allowed.append(d)
-                    else:
-                        fail.append(d)
+                    _file(d, why, fail, allowed)
         return self._verdict(fail, allowed, "acknowledged offsets not increasing in send order")
 
     def _assign(self, proc) -> bool:
@@ -240,11 +233,7 @@ class _Judge:
                 continue
             d = {"process": proc, **_pos(tp, cur), "previous_offset": prev}
             why = self.tp_allowance(tp)
-            if why:
-                d["allowed_by"] = why
-                allowed.append(d)
-            else:
-                fail.append(d)
+            _file(d, why, fail, allowed)
         return self._verdict(fail, allowed, "assign-mode consumer read an offset not after its previous one")
 
     def poll_skip(self) -> dict:
@@ -267,11 +256,7 @@ class _Judge:
             d = {"process": proc, **_pos(tp, cur), "previous_offset": prev, "skipped": len(skipped),
                  "skipped_offsets": skipped[:10]}
             why = self.tp_allowance(tp)
-            if why:
-                d["allowed_by"] = why
-                allowed.append(d)
-            else:
-                fail.append(d)
+            _file(d, why, fail, allowed)
         return self._verdict(fail, allowed, "assign-mode consumer jumped over offsets holding known values")
 
     def acks_semantics(self) -> dict:

@@ -163,32 +163,36 @@ def run_scenario(cluster, tmp_path, scenario: str, cfg: WorkloadConfig, topic_co
     return result, record
 
 
-def isolate_then_kill_leader(topic: str, pause_s: float = 2.5, down_s: float = 9.0, start_after: float = 3.0):
-    """Pause the leader's followers (it keeps acknowledging what acks allows, alone), kill the
-    leader, resume the followers (a follower is elected cleanly: the ISR did not shrink within
-    replica.lag.time.max.ms), then restart the old leader, which truncates its unreplicated tail."""
+def pause_then_kill_leader(topic: str, pause_s: float, down_s: float = 9.0, start_after: float = 3.0,
+                           leader: int | None = None, paused: list[int] | None = None):
+    """Pause ``paused`` (default: every other broker, i.e. the followers) for ``pause_s``, kill the
+    leader (default: the current one), resume the paused brokers, and restart the old leader
+    ``down_s`` later, which then truncates what it alone had written.
+
+    What the leader acknowledges while alone depends on acks and on whether the pause outlasts
+    replica.lag.time.max.ms (5 s; ZooKeeper session 6 s) so that the ISR shrinks to it."""
 
     def fault(cluster, emit):
         time.sleep(start_after)
-        leader = _zk_leader(cluster, topic)
-        followers = [b for b in cluster.broker_ids if b != leader]
-        emit("fault.start", fault_id=1, fault="pause", target=f"followers({topic},0)",
-             nodes=[cluster.brokers[b].name for b in followers], broker_ids=followers, params={"pause_s": pause_s})
-        for b in followers:
+        victim = leader if leader is not None else _zk_leader(cluster, topic)
+        frozen = paused if paused is not None else [b for b in cluster.broker_ids if b != victim]
+        names = [cluster.brokers[b].name for b in frozen]
+        emit("fault.start", fault_id=1, fault="pause", target=f"followers({topic},0)", nodes=names,
+             broker_ids=frozen, params={"pause_s": pause_s})
+        for b in frozen:
             cluster.brokers[b].pause()
         try:
             time.sleep(pause_s)
             emit("fault.start", fault_id=2, fault="kill", target=f"leader({topic},0)",
-                 nodes=[cluster.brokers[leader].name], broker_ids=[leader], params={})
-            cluster.kill_broker(leader)
+                 nodes=[cluster.brokers[victim].name], broker_ids=[victim], params={})
+            cluster.kill_broker(victim)
         finally:
-            for b in followers:
+            for b in frozen:
                 cluster.brokers[b].unpause()
-            emit("fault.end", fault_id=1, fault="pause", nodes=[cluster.brokers[b].name for b in followers],
-                 ok=True, error=None)
+            emit("fault.end", fault_id=1, fault="pause", nodes=names, ok=True, error=None)
         time.sleep(down_s)
-        cluster.start_broker(leader)
-        emit("fault.end", fault_id=2, fault="kill", nodes=[cluster.brokers[leader].name], ok=True, error=None)
+        cluster.start_broker(victim)
+        emit("fault.end", fault_id=2, fault="kill", nodes=[cluster.brokers[victim].name], ok=True, error=None)
 
     return fault
 
@@ -211,34 +215,6 @@ def _zk_leader(cluster, topic: str) -> int:
 def _zk_controller(cluster) -> int:
     data, _ = cluster.zk().get("/controller")
     return json.loads(data)["brokerid"]
-
-
-def shrink_isr_then_kill_leader(topic: str, leader: int, follower: int, pause_s: float = 8.0,
-                                down_s: float = 9.0, start_after: float = 3.0):
-    """Pause the only follower until the ISR shrinks to the leader alone (replica.lag.time.max.ms
-    5 s, ZooKeeper session 6 s); with min.insync.replicas=1 the leader then acknowledges acks=all
-    writes alone. Kill it, resume the stale follower: with unclean election enabled the
-    controller makes it leader (leader_recovery_state 1); the old leader returns and truncates."""
-
-    def fault(cluster, emit):
-        time.sleep(start_after)
-        emit("fault.start", fault_id=1, fault="pause", target=f"follower({topic},0)",
-             nodes=[cluster.brokers[follower].name], broker_ids=[follower], params={"pause_s": pause_s})
-        cluster.brokers[follower].pause()
-        try:
-            time.sleep(pause_s)
-            emit("fault.start", fault_id=2, fault="kill", target=f"leader({topic},0)",
-                 nodes=[cluster.brokers[leader].name], broker_ids=[leader], params={})
-            cluster.kill_broker(leader)
-        finally:
-            cluster.brokers[follower].unpause()
-            emit("fault.end", fault_id=1, fault="pause", nodes=[cluster.brokers[follower].name], ok=True,
-                 error=None)
-        time.sleep(down_s)
-        cluster.start_broker(leader)
-        emit("fault.end", fault_id=2, fault="kill", nodes=[cluster.brokers[leader].name], ok=True, error=None)
-
-    return fault
 
 
 @pytest.mark.docker
@@ -265,7 +241,7 @@ def test_leader_isolated_then_killed_under_acks_all_loses_nothing(cluster_factor
                          rate=200, duration_s=20.0, delivery_timeout_ms=60_000, request_timeout_ms=5000,
                          flush_timeout_s=60.0)
     result, record = run_scenario(cluster, tmp_path, "workload.kill_leader_acks_all", cfg,
-                                  {"min.insync.replicas": "2"}, fault=isolate_then_kill_leader("safe"))
+                                  {"min.insync.replicas": "2"}, fault=pause_then_kill_leader("safe", pause_s=2.5))
     c = result["checks"]
     for name in ("lost", "unseen", "inconsistent_offsets", "duplicates", "nonmonotonic_send",
                  "nonmonotonic_poll", "poll_skip", "acks_semantics", "failed_visible"):
@@ -287,7 +263,7 @@ def test_leader_isolated_then_killed_under_acks_1_loses_acknowledged_writes(clus
                          rate=300, duration_s=20.0, delivery_timeout_ms=60_000, request_timeout_ms=5000,
                          flush_timeout_s=60.0)
     result, record = run_scenario(cluster, tmp_path, "workload.kill_leader_acks_1", cfg,
-                                  {"min.insync.replicas": "1"}, fault=isolate_then_kill_leader("lossy"))
+                                  {"min.insync.replicas": "1"}, fault=pause_then_kill_leader("lossy", pause_s=2.5))
     lost = result["checks"]["lost"]
     assert lost["verdict"] == ALLOWED, lost
     assert lost["count"] > 0 and lost["violations"] == 0
@@ -315,7 +291,8 @@ def test_unclean_election_after_isr_shrink_loses_acknowledged_acks_all_writes(cl
                          flush_timeout_s=60.0)
     result, record = run_scenario(cluster, tmp_path, "workload.unclean_election", cfg, topic_config,
                                   replication_factor=2, assignment={0: [leader, follower]},
-                                  fault=shrink_isr_then_kill_leader("unclean", leader, follower))
+                                  fault=pause_then_kill_leader("unclean", pause_s=8.0, leader=leader,
+                                                                     paused=[follower]))
     states = [e for e in record.events if e["type"] == "zk.partition_state" and e["topic"] == "unclean"]
     assert any(e["isr"] == [leader] for e in states), "the ISR never shrank to the leader alone"
     assert any(e["leader"] == follower for e in states), "the stale follower was never elected"
