@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -128,6 +129,11 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
     return out
 
 
+def reason_category(reason: str) -> str:
+    """A skip reason without its specifics, for counting: numbers -> N, details in () dropped."""
+    return re.sub(r"\b\d+\b", "N", reason.strip().split(" (", 1)[0])
+
+
 def run_report(spark, opts: Options) -> dict:
     """Build every output for ``opts`` on ``spark``; return the summary (with ``exit_code``)."""
     from pyspark.sql import functions as F
@@ -197,7 +203,7 @@ def run_report(spark, opts: Options) -> dict:
     reasons: dict[str, int] = {}
     for s in loaded.skipped:
         for part in s["reason"].split("; "):
-            key = part.split(":", 1)[0] + ": " + part.split(":", 1)[1].split("(")[0].strip() if ":" in part else part
+            key = reason_category(part)
             reasons[key] = reasons.get(key, 0) + 1
     summary = {
         "runs_path": opts.runs_path, "out": str(out),
