@@ -74,11 +74,16 @@ def read_zk_history(cluster):
 
 
 def _conformance_input(events: list[dict]) -> list[dict]:
-    """Ground-truth zk.* events (from the txn log) when present, else the watcher's; plus non-zk events."""
+    """Ground-truth zk.* events (from the txn log) when present, else the watcher's; plus non-zk events.
+
+    With the txn log the history is complete, so the watcher's gap markers (and the reconciliation's
+    "filled" markers) are left out; without it, the watcher's gaps tell the checker what was skipped.
+    """
     has_txn = any(e.get("source") == "txnlog" for e in events if e["type"].startswith("zk."))
-    want = "txnlog" if has_txn else "watch"
-    return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == want
-            or e["type"] == "zk.gap"]
+    if has_txn:
+        return [e for e in events if not e["type"].startswith("zk.")
+                or (e.get("source") == "txnlog" and e["type"] != "zk.gap")]
+    return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == "watch"]
 
 
 def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: list[dict],
@@ -222,7 +227,12 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             raise KeyboardInterrupt
         return RunOutcome(scenario.name, path, "UNKNOWN", env_error, time.monotonic() - t0)
     events = rec.read_events()
-    verdict, reason, checks = judge(events, rec.metadata, scenario, expectations, script_error)
+    try:
+        verdict, reason, checks = judge(events, rec.metadata, scenario, expectations, script_error)
+    except Exception as e:  # a checker bug must not lose the record: publish it as UNKNOWN
+        traceback.print_exc()
+        verdict, reason = "UNKNOWN", f"checker error: {type(e).__name__}: {e}"
+        checks = {"expectations": {"verdict": "UNKNOWN", "items": expectations}}
     stats = {"seconds": round(time.monotonic() - t0, 1), "events": len(events)}
     if workload is not None:
         stats["workload"] = workload.stats()
