@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import docker_util, images
+from .clientlog import with_logger
 from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST, LABEL_OWNER_PID,
                           LABEL_PERSISTENT, LABEL_ROLE)
 from .errors import ClusterError, HarnessError, PortConflict
@@ -424,9 +425,10 @@ class Cluster:
         """A shared AdminClient (a fresh one when ``conf`` is given). Keep a reference while futures are pending."""
         from confluent_kafka.admin import AdminClient
         if conf:
-            return AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000, **conf})
+            return AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000, **conf}))
         if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000})
+            self._admin = AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers,
+                                                 "socket.timeout.ms": 10000}))
         return self._admin
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,

@@ -21,6 +21,8 @@ The thread is bounded: it stops after ``max_samples`` samples, after ``duration`
 
 from __future__ import annotations
 
+from harness.clientlog import with_logger
+
 import logging
 import threading
 import time
@@ -80,7 +82,7 @@ class AdminSampler:
         conf = {"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": int(request_timeout * 1000),
                 "client.id": "kafka-chaos-admin-sampler"}
         conf.update(client_config or {})
-        self.admin = AdminClient(conf)
+        self.admin = AdminClient(with_logger(conf))
         self._emit_fn = emit
         self.interval, self.max_samples, self.duration = interval, max_samples, duration
         self.topics, self.request_timeout = topics, request_timeout
