@@ -437,7 +437,9 @@ class Cluster:
         """Create a topic and wait until every partition has a leader."""
         from confluent_kafka.admin import NewTopic
         if assignment:
-            nt = NewTopic(name, replica_assignment=[assignment[p] for p in sorted(assignment)],
+            # confluent-kafka 2.16 wants num_partitions = the number of assignments (not -1)
+            nt = NewTopic(name, num_partitions=len(assignment),
+                          replica_assignment=[assignment[p] for p in sorted(assignment)],
                           config={k: str(v) for k, v in (config or {}).items()})
             partitions = len(assignment)
         else:

@@ -7,6 +7,8 @@ rebalances), so the checker can demand monotonic, gap-free offsets per partition
 
 from __future__ import annotations
 
+from harness.clientlog import with_logger
+
 import threading
 import time
 import uuid
@@ -66,7 +68,7 @@ class ConsumerProcess:
         cfg = self.cfg
         self.emit("client.config", process=self.name, role="consumer",
                   config={"mode": self.mode, **{k: v for k, v in self.settings.items() if k != "bootstrap.servers"}})
-        consumer = Consumer(self.settings)
+        consumer = Consumer(with_logger(self.settings))
         try:
             if self.mode == "assign":
                 consumer.assign([TopicPartition(cfg.topic, p, OFFSET_BEGINNING) for p in cfg.partition_ids])

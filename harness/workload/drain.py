@@ -6,6 +6,8 @@ high watermark, recording each record (``client`` ``drain`` ``ok``) and each par
 
 from __future__ import annotations
 
+from harness.clientlog import with_logger
+
 import time
 import uuid
 from typing import Callable, Iterable
@@ -44,7 +46,7 @@ def drain(bootstrap: str, topic: str, partitions: Iterable[int], emit: Emit, *, 
     emit("phase", name="drain.start", topic=topic, partitions=parts)
     settings = consumer_settings(bootstrap, f"kafka-chaos-drain-{uuid.uuid4().hex[:12]}", f"kafka-chaos-{process}",
                                  consumer_config)
-    consumer = Consumer(settings)
+    consumer = Consumer(with_logger(settings))
     ends: dict[int, int] = {}
     remaining: dict[int, int] = {}  # partition -> high watermark still to reach
     errors: dict[str, int] = {}

@@ -7,6 +7,8 @@ one completion, also when the harness stops waiting (``info`` with ``_NOT_COMPLE
 
 from __future__ import annotations
 
+from harness.clientlog import with_logger
+
 import threading
 import time
 from typing import Callable
@@ -71,7 +73,7 @@ class ProducerProcess:
         cfg = self.cfg
         self.emit("client.config", process=self.name, role="producer",
                   config={k: v for k, v in self.settings.items() if k != "bootstrap.servers"})
-        producer = Producer(self.settings)
+        producer = Producer(with_logger(self.settings))
         parts = cfg.partition_ids
         start = time.monotonic()
         deadline = start + cfg.duration_s
@@ -85,7 +87,7 @@ class ProducerProcess:
                         self.error = "too many fatal producer errors"
                         break
                     self._close(producer, timeout=0)
-                    producer, self._fatal, recreated = Producer(self.settings), False, recreated + 1
+                    producer, self._fatal, recreated = Producer(with_logger(self.settings)), False, recreated + 1
                 self._send_one(producer, parts[n % len(parts)], f"{self.name}-{n}", deadline)
                 n += 1
                 producer.poll(0)
