@@ -94,6 +94,7 @@ def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: 
     from .checkers import check_durability
     checks: dict = {}
     failed: list[str] = []
+    undecided: list[str] = []  # the history cannot decide: UNKNOWN unless something failed
     if "conformance" in scenario.checks:
         res = check_conformance(_conformance_input(events), metadata, metadata.get("profile"))
         checks["conformance"] = res.to_dict()
@@ -107,7 +108,7 @@ def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: 
             bad = [k for k, v in d["checks"].items() if v.get("verdict") == "FAIL"]
             failed.append(f"durability: {', '.join(bad)}")
         elif d["verdict"] == "UNKNOWN":
-            failed.append("durability: UNKNOWN (" + d.get("reason", "") + ")")
+            undecided.append("durability undecided: " + d.get("reason", ""))
     if "expectations" in scenario.checks:
         bad = [e for e in expectations if not e["ok"]]
         checks["expectations"] = {"verdict": "FAIL" if (bad or script_error) else "PASS",
@@ -116,6 +117,8 @@ def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: 
             failed.append("expectation: " + (script_error or bad[0]["what"]))
     if failed:
         return "FAIL", "; ".join(failed), checks
+    if undecided:
+        return "UNKNOWN", "; ".join(undecided), checks
     return "PASS", "all checks passed", checks
 
 
