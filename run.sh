@@ -61,6 +61,9 @@ case "$cmd" in
       KAFKA_CHAOS_ZK_CLASSPATH="$("$PY" -c 'from harness import images; print(images.ensure_jars(images.resolve_version(None)))')/*"
       export KAFKA_CHAOS_ZK_CLASSPATH
     fi
+    # default selection: unit + integration tests and the smoke scenarios; the full conformance /
+    # chaos / nightly suites run with e.g. `./run.sh test -m conformance`
+    if [ $# -eq 0 ]; then set -- -m "smoke or not (conformance or chaos or nightly)"; fi
     set +e
     "$PY" -m pytest -p no:cacheprovider "$@"; rc=$?
     set -e

@@ -15,7 +15,7 @@ from harness.record import read_run
 from harness.runner import execute, judge
 from suites.catalog import scenarios_for
 
-pytestmark = [pytest.mark.docker, pytest.mark.conformance]
+pytestmark = [pytest.mark.docker, pytest.mark.smoke, pytest.mark.conformance]
 
 
 @pytest.fixture(scope="module")
