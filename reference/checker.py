@@ -452,9 +452,12 @@ class Checker:
         unclean = (self.unclean_topic.get(topic, self.unclean_default) or tp in self.unclean_grants
                    or (topic, None) in self.unclean_grants)
         fb = False
-        if self.apache and prev.leader != NO_LEADER and prev.controller_epoch < ce and ce in self.epoch_start:
-            L = prev.leader
-            fb = L in self.seen_brokers and L not in self.snaps[self.epoch_start[ce]]
+        if self.apache and prev.leader != NO_LEADER and ce in self.epoch_start:
+            # D12: the leader was already dead when this controller initialized, and has not come back
+            # since (had it, the controller would have seen it live and failover would not apply).
+            L, start = prev.leader, self.epoch_start[ce]
+            fb = (L in self.seen_brokers and L not in self.snaps[start]
+                  and not any(L in self.snaps[k] for k in range(start, len(self.snaps))))
         return _WriteCtx(rs, trs, need, frozenset(removable), topic in self.deleting, unclean, fb)
 
     def _outcomes(self, prev: Obs, c: _WriteCtx, reg: frozenset, sd: frozenset) -> list[tuple]:
@@ -634,6 +637,7 @@ class Checker:
                          f"{self.epoch} was established (a fenced controller's write succeeded)",
                          prev.to_dict(), new.to_dict())
         c = self._write_ctx(tp, t, prev, ce) if rs is not None else None
+        self.unclean_grants.discard(tp)      # an ElectLeaders(UNCLEAN) request covers one controller write
         if x != L and x != NO_LEADER:
             self.stats["elections"] += 1
             if self._live_in_some_view(x, ce) is None:
