@@ -101,6 +101,17 @@ class Fault:
 
 
 # -- process faults -------------------------------------------------------------------------------
+def refresh_zk_client(cluster: "Cluster") -> None:
+    """Drop the cluster's shared kazoo client if it gave up during a ZooKeeper outage.
+
+    ``cluster.zk()`` retries a lost connection only a few times, then stays closed; after a
+    ZooKeeper node is back, the next ``cluster.zk()`` must open a fresh client.
+    """
+    zk = getattr(cluster, "_zk", None)
+    if zk is not None and not zk.connected:
+        cluster._close_zk()
+
+
 def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float = 60.0) -> None:
     """Bring a node back: unpause, or start it; with ``wait`` until it serves again (bounded)."""
     st = node.status()
@@ -109,6 +120,7 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
         return
     if st == "running":
         return
+    refresh_zk_client(ctx.cluster)
     if st == "missing":
         raise FaultError(f"{node.name} no longer exists")
     if node.role == "broker":
@@ -124,6 +136,7 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
             if time.monotonic() > deadline:
                 raise FaultError(f"{node.name}: ZooKeeper not serving {timeout_s:.0f} s after start")
             time.sleep(0.3)
+        refresh_zk_client(ctx.cluster)
 
 
 class _Restartable(Fault):
@@ -195,6 +208,8 @@ class Pause(Fault):
         for n in self.nodes:
             if n.status() == "paused":
                 n.unpause()
+        if any(n.role == "zookeeper" for n in self.nodes):
+            refresh_zk_client(self.ctx.cluster)
 
 
 class ZkKill(Kill):
@@ -210,6 +225,9 @@ class _IptablesFault(Fault):
     """Installs per-container rules computed by :meth:`rules`, removes exactly those on heal."""
 
     default_links: tuple[str, ...] = PEER_LINKS
+    # symmetric faults (rules on both sides of every cut pair) may skip nodes that are not running:
+    # a paused or stopped node cannot take rules, and its peers' rules already cut the pair
+    skip_unavailable = False
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
@@ -234,6 +252,12 @@ class _IptablesFault(Fault):
     def apply(self) -> None:
         by_name = {n.name: n for n in self.ctx.everyone()}
         plan = self.rules()
+        if self.skip_unavailable:
+            down = [name for name in plan if by_name[name].status() != "running"]
+            for name in down:
+                plan.pop(name)
+            if down:
+                self.detail["skipped"] = down
         if not any(plan.values()):
             raise FaultSpecError(f"{self.name} on {self.target}: the selected links {list(self.links())} "
                                  "cut nothing between these nodes")
@@ -279,6 +303,7 @@ class Partition(_IptablesFault):
     ``groups``: a list of target strings, one per group; nodes in none of them form one more group.
     """
     name = "partition"
+    skip_unavailable = True
 
     def groups(self) -> list[list["Node"]]:
         everyone = self.ctx.everyone()
@@ -330,6 +355,7 @@ class Bridge(_IptablesFault):
     one larger; ``halves: [targetA, targetB]`` chooses them.
     """
     name = "bridge"
+    skip_unavailable = True
 
     def rules(self):
         if self.params.get("halves"):
