@@ -51,7 +51,7 @@ case "$cmd" in
     "$PY" -m harness.cli run smoke --runs-dir "$runs"; run_rc=$?
     "$PY" -m harness.cli report "$runs" -o report; report_rc=$?
     set -e
-    log "run records in ./$runs, report in ./report/index.html (smoke exit $run_rc, report gate exit $report_rc)"
+    log "run records in ./$runs, report in ./report/report.html (smoke exit $run_rc, report gate exit $report_rc)"
     [ $run_rc -eq 0 ] && [ $report_rc -eq 0 ]
     ;;
   test)
