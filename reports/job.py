@@ -16,6 +16,7 @@ import logging
 import re
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,6 +143,14 @@ def run_report(spark, opts: Options) -> dict:
     from reports.load import load
 
     t_start = time.time()
+    timings: dict[str, float] = {}
+    lap_t = [t_start]
+
+    def lap(name: str) -> None:
+        now = time.time()
+        timings[name] = round(now - lap_t[0], 3)
+        lap_t[0] = now
+
     file_cfg = gate.load_config(opts.gate_config)
     th = gate.thresholds(file_cfg, opts.gate_overrides)
 
@@ -149,6 +158,7 @@ def run_report(spark, opts: Options) -> dict:
     runs, events = loaded.runs, loaded.events
     for s in loaded.skipped:
         log.warning("skipped run record %s: %s", s["path"], s["reason"])
+    lap("load")
 
     out = Path(opts.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -177,8 +187,11 @@ def run_report(spark, opts: Options) -> dict:
         for r in regs[1:]:
             reg = reg.unionByName(r, allowMissingColumns=True)
         dfs["regressions"] = reg
-    collected = {name: _rows(df) for name, df in dfs.items()}
+    # Independent small jobs: submit them concurrently (Spark schedules jobs from several threads).
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        collected = dict(zip(dfs, pool.map(_rows, dfs.values())))
     collected.setdefault("regressions", [])
+    lap("tables")
 
     totals_row = runs.agg(
         F.count(F.lit(1)).alias("runs"),
@@ -218,21 +231,26 @@ def run_report(spark, opts: Options) -> dict:
 
     if opts.write_parquet:
         tdir = out / "tables"
-        for name, df in [*dfs.items(), ("runs", runs),
-                         ("fault_recovery", recovery), ("unavailability_windows", windows)]:
-            df.coalesce(1).write.mode("overwrite").parquet((tdir / name).as_uri())
         skipped_df = spark.createDataFrame([(s["path"], s["reason"]) for s in loaded.skipped] or [],
                                            "path string, reason string")
-        skipped_df.coalesce(1).write.mode("overwrite").parquet((tdir / "skipped_records").as_uri())
+        jobs = [*dfs.items(), ("runs", runs), ("fault_recovery", recovery), ("unavailability_windows", windows),
+                ("skipped_records", skipped_df)]
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(lambda nd: nd[1].coalesce(1).write.mode("overwrite").parquet((tdir / nd[0]).as_uri()),
+                          jobs))
+        lap("parquet")
 
     timelines = _timelines(events, runs, opts.max_timelines)
     (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped), encoding="utf-8")
+    lap("html")
     junit_runs = (r.asDict() for r in runs.select(
         "run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr", "unclean",
         "path", "verdict", "reason", "failed_checks", "lost", "duplicates", "inconsistent_offsets", "last_t")
         .toLocalIterator())
     junit.write(out / "junit.xml", list(junit_runs), loaded.skipped)
+    lap("junit")
     summary["seconds"] = round(time.time() - t_start, 3)
+    summary["timings"] = timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
     for df in (recovery, windows, derived, runs, events):
         df.unpersist()

@@ -36,9 +36,18 @@ def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report"
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.adaptive.enabled", "true")
                .config("spark.sql.shuffle.partitions", "8" if local else "64")
-               .config("spark.python.worker.reuse", "true"))
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version", "2")
+               .config("spark.sql.parquet.compression.codec", "snappy"))
     if local:
+        # Many small files on a local disk: list them on the driver (no listing job with one task
+        # per run directory) and pack many files into each read task.
+        builder = (builder.config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+                   .config("spark.sql.files.openCostInBytes", str(64 * 1024))
+                   .config("spark.sql.files.maxPartitionBytes", str(64 * 1024 * 1024)))
         builder = builder.config("spark.driver.memory", os.environ.get("REPORT_DRIVER_MEMORY", "2g"))
+    else:
+        builder = builder.config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "256")
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)

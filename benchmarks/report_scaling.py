@@ -1,0 +1,82 @@
+"""How the report job's cost grows with the number of run records.
+
+Generates N synthetic run records (reports.synthetic.bulk_runs: ~52 events each, 10 % FAIL,
+3 % UNKNOWN) in a temporary directory for each size, then times the whole report job on one
+local SparkSession (tables, Parquet, HTML with 50 timelines, JUnit, summary). Spark start-up
+and a small warm-up run are excluded and printed separately.
+
+    python benchmarks/report_scaling.py                 # sizes 1000,10000,100000
+    python benchmarks/report_scaling.py --sizes 1000,10000 --master 'local[*]'
+
+Last line: ``report_scaling: <seconds for 10000 records> s`` (target <= 60 s); if 10000 was not
+among the sizes, the largest measured size is reported instead and named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from reports.job import Options, run_report  # noqa: E402
+from reports.spark import build_session  # noqa: E402
+from reports.synthetic import bulk_runs  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,100000", help="comma-separated record counts")
+    ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--keep", action="store_true", help="keep the generated records and reports")
+    a = ap.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
+    tmp = Path(tempfile.mkdtemp(prefix="report-scaling-"))
+    print(f"cpus: {os.cpu_count()}  load average: {os.getloadavg()[0]:.1f}  master: {a.master}  tmp: {tmp}",
+          flush=True)
+    t = time.time()
+    spark = build_session(a.master, app_name="report-scaling")
+    print(f"spark start: {time.time() - t:.1f} s", flush=True)
+    results: dict[int, float] = {}
+    try:
+        warm = bulk_runs(tmp / "warmup", 50)
+        t = time.time()
+        run_report(spark, Options(runs_path=str(warm), out=str(tmp / "warmup-out")))
+        print(f"warm-up (50 records): {time.time() - t:.1f} s", flush=True)
+        for n in sizes:
+            t = time.time()
+            runs = bulk_runs(tmp / f"runs-{n}", n, seed=n)
+            gen = time.time() - t
+            t = time.time()
+            s = run_report(spark, Options(runs_path=str(runs), out=str(tmp / f"out-{n}")))
+            agg = time.time() - t
+            results[n] = agg
+            tot = s["totals"]
+            print(f"        phases: {s['timings']}", flush=True)
+            print(f"{n:>7} records: generate {gen:6.1f} s  aggregate {agg:6.1f} s  "
+                  f"({n / agg:,.0f} records/s, {tot['events']:,} events, {tot['fail']} FAIL, lost {tot['lost']}, "
+                  f"gate {'PASSED' if s['gate']['passed'] else 'FAILED'})", flush=True)
+            if not a.keep:
+                shutil.rmtree(runs, ignore_errors=True)
+        ns = sorted(results)
+        for n1, n2 in zip(ns, ns[1:]):
+            print(f"growth {n1} -> {n2}: x{results[n2] / results[n1]:.2f} time for x{n2 / n1:.0f} records "
+                  f"({'no worse than linear' if results[n2] / results[n1] <= n2 / n1 * 1.1 else 'SUPERLINEAR'})")
+    finally:
+        spark.stop()
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if 10000 in results:
+        print(f"report_scaling: {results[10000]:.1f} s")
+    else:
+        n = max(results)
+        print(f"report_scaling: {results[n]:.1f} s (for {n} records; 10000 not measured)")
+
+
+if __name__ == "__main__":
+    main()
