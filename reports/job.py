@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
         opts = parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
