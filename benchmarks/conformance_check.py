@@ -41,7 +41,7 @@ def generate(n_events: int, seed: int) -> tuple[list[dict], dict]:
         o = m.step_one(s, ev, picker)
         r.writes(o.writes)
         s = o.state
-    while sum(1 for _ in r.events) < n_events:
+    while len(r.events) < n_events:
         groups: dict[str, list] = {}
         for e in m.enabled_events(s, BROKERS):
             if isinstance(e, DeleteTopic):

@@ -110,19 +110,21 @@ class Obs(NamedTuple):
 
 
 class _Part:
-    __slots__ = ("st", "gap", "epochs")
+    __slots__ = ("st", "gap", "epochs", "subject")
 
     def __init__(self):
+        self.subject = ""
         self.st: Obs | None = None
         self.gap = False
         self.epochs: dict[int, int] = {}
 
 
 class _Topic:
-    __slots__ = ("topic_id", "assign", "version", "window", "trs_covered", "deletion_processed")
+    __slots__ = ("topic_id", "assign", "version", "window", "trs_covered", "deletion_processed", "rs_ok")
 
     def __init__(self, topic_id):
         self.topic_id = topic_id
+        self.rs_ok: dict[int, frozenset] = {}   # cache, cleared on every topic write
         self.assign: dict[int, tuple] = {}     # p -> (rs, ar, rr)
         self.version = -1
         self.window: dict[int, tuple] = {}     # p -> previous RS, after a topic write changed p (U1/U3 window)
@@ -154,6 +156,7 @@ class Checker:
         self.p = profile
         self.apache = profile.determinism
         self.rec_supported = profile.at_least(GATE_RECOVERY)
+        self.fencing = profile.at_least(GATE_FENCING)
         self.divs: list[Divergence] = []
         self.viols: list[Divergence] = []
         self.stats: dict[str, int] = {"events": 0, "zk_events": 0, "state_writes": 0, "controller_writes": 0,
@@ -172,9 +175,11 @@ class Checker:
         self.registered: dict[int, Any] = {}
         self.seen_brokers: set[int] = set()
         self.snaps: list[frozenset] = [frozenset()]
+        self.last_registered: dict[int, int] = {}     # broker -> newest snapshot index with it registered
         self.broker_gap = False
         self.maybe_shutting: set[int] = set()
-        self._sd_subsets: list[frozenset] = [frozenset()]
+        self._no_sd: list[frozenset] = [frozenset()]
+        self._sd_cache: dict[frozenset, list[frozenset]] = {}
         # topics / partitions
         self.topics: dict[str, _Topic] = {}
         self.parts: dict[tuple, _Part] = {}
@@ -214,7 +219,7 @@ class Checker:
             if t.startswith("zk."):
                 self.stats["zk_events"] += 1
                 z = ev["zxid"]
-                if prev_zxid is not None and z != prev_zxid:
+                if z != prev_zxid and self.unpaired is not None:
                     self._end_txn()
                 prev_zxid = z
             handlers[t](ev)
@@ -229,7 +234,7 @@ class Checker:
     def _end_txn(self) -> None:
         """A zxid group ended: 2.2+ elects atomically, so a new /controller must come with a new epoch."""
         u = self.unpaired
-        if u is None or not self.p.at_least(GATE_FENCING):
+        if u is None or not self.fencing:
             return
         cid, z = u
         if self.epoch is not None and self.owner.get(self.epoch) not in (None, cid) and not self.epoch_gap:
@@ -279,6 +284,7 @@ class Checker:
         self.seen_brokers.add(b)
         if ev["registered"]:
             self.registered[b] = ev.get("broker_epoch")
+            self.last_registered[b] = len(self.snaps)          # index of the snapshot appended below
             if b in self.maybe_shutting:
                 self.maybe_shutting.discard(b)
                 self._recompute_sd()
@@ -287,8 +293,20 @@ class Checker:
         self.snaps.append(frozenset(self.registered))
 
     def _recompute_sd(self):
-        ms = sorted(self.maybe_shutting)[:4]
-        self._sd_subsets = [frozenset(c) for n in range(len(ms) + 1) for c in itertools.combinations(ms, n)]
+        self._sd_cache.clear()
+
+    def _sd_options(self, relevant) -> list[frozenset]:
+        """Possible shutting-down sets, restricted to the brokers that matter for one partition
+        (its replicas): every subset of the brokers with an open graceful stop."""
+        if not self.maybe_shutting:
+            return self._no_sd
+        ms = frozenset(b for b in relevant if b in self.maybe_shutting)
+        opts = self._sd_cache.get(ms)
+        if opts is None:
+            m = sorted(ms)
+            opts = self._sd_cache[ms] = [frozenset(c) for n in range(len(m) + 1)
+                                         for c in itertools.combinations(m, n)]
+        return opts
 
     def _on_fault(self, ev):
         ids = ev.get("broker_ids") or []
@@ -371,6 +389,7 @@ class Checker:
                 del self.parts[tp]
         elif tid is not None:
             t.topic_id = tid
+        t.rs_ok.clear()
         adding = ev.get("adding_replicas") or {}
         removing = ev.get("removing_replicas") or {}
         subject = name
@@ -457,7 +476,7 @@ class Checker:
             # since (had it, the controller would have seen it live and failover would not apply).
             L, start = prev.leader, self.epoch_start[ce]
             fb = (L in self.seen_brokers and L not in self.snaps[start]
-                  and not any(L in self.snaps[k] for k in range(start, len(self.snaps))))
+                  and self.last_registered.get(L, -1) < start)
         return _WriteCtx(rs, trs, need, frozenset(removable), topic in self.deleting, unclean, fb)
 
     def _outcomes(self, prev: Obs, c: _WriteCtx, reg: frozenset, sd: frozenset) -> list[tuple]:
@@ -519,8 +538,7 @@ class Checker:
         return None
 
     def _on_state(self, ev):
-        tp = (ev["topic"], int(ev["partition"]))
-        subject = f"{tp[0]}-{tp[1]}"
+        tp = (ev["topic"], ev["partition"])
         part = self.parts.get(tp)
         if ev.get("deleted"):
             self.parts.pop(tp, None)
@@ -531,12 +549,17 @@ class Checker:
         new = Obs(ev["leader"], ev["leader_epoch"], isr, frozenset(isr), ev["controller_epoch"], rec, ev["version"])
         if part is None:
             part = self.parts[tp] = _Part()
+            part.subject = f"{tp[0]}-{tp[1]}"
+        subject = part.subject
         prev = part.st
         t = self.topics.get(tp[0])
         a = t.assign.get(tp[1]) if t else None
         rs = a[0] if a else None
-        window_rs = t.window.get(tp[1]) if t else None
-        rs_ok = None if rs is None else (set(rs) | set(window_rs or ()) | set(a[1]))
+        rs_ok = None
+        if rs is not None:
+            rs_ok = t.rs_ok.get(tp[1])
+            if rs_ok is None:   # replicas a leader may legitimately be/ISR may contain (RS ∪ AR ∪ pre-U1 RS)
+                rs_ok = t.rs_ok[tp[1]] = frozenset(rs) | frozenset(t.window.get(tp[1], ())) | frozenset(a[1])
         for rule, msg in state_violations(new.leader, new.isr, new.recovery, rs_ok):
             self._report(rule, subject, msg, prev.to_dict() if prev else None, new.to_dict())
         if self.apache and not new.isr:
@@ -589,7 +612,7 @@ class Checker:
         allowed = []
         for k in range(lo, hi + 1):
             online = self.snaps[k] | frozenset(r for r in rs if r not in self.seen_brokers)
-            for sd in self._sd_subsets:
+            for sd in self._sd_options(rs):
                 e = init_new_partition(rs, online - sd)
                 if e is None:
                     continue
@@ -686,9 +709,10 @@ class Checker:
         extra = frozenset(r for r in itertools.chain(c.rs, prev.isr) if r not in self.seen_brokers)
         key = (new.leader, new.isr_set)
         seen: set = set()
+        sd_opts = self._sd_options(itertools.chain(c.rs, prev.isr))
         for k in range(lo, hi + 1):
             reg = self.snaps[k] | extra if extra else self.snaps[k]
-            for sd in self._sd_subsets:
+            for sd in sd_opts:
                 if sd and not (sd <= reg):
                     continue
                 self.stats["views_scanned"] += 1
