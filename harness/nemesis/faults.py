@@ -112,6 +112,39 @@ def refresh_zk_client(cluster: "Cluster") -> None:
         cluster._close_zk()
 
 
+def broker_started(node: "Node") -> bool:
+    """True once the broker process logged ``[KafkaServer id=N] started`` since its container started.
+
+    Registration in ZooKeeper comes before the end of ``KafkaServer.startup()``; a broker that
+    loses its session before startup completed exits ("fatal exception during startup"), so
+    faults that should hit a *running* broker wait for this line first.
+    """
+    from datetime import datetime
+    c = node.container
+    if c.status != "running":
+        return False
+    started = c.attrs["State"].get("StartedAt", "")
+    try:
+        since = datetime.fromisoformat(started[:26].rstrip("Z") + "+00:00") if started else None
+    except ValueError:
+        since = None
+    logs = c.logs(since=since) if since else c.logs(tail=2000)
+    return f"[KafkaServer id={node.node_id}] started".encode() in logs
+
+
+def wait_started(cluster: "Cluster", brokers=None, timeout_s: float = 60.0) -> None:
+    """Wait (bounded) until the given brokers (default: all) finished their startup."""
+    want = list(cluster.broker_ids if brokers is None else brokers)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        missing = [b for b in want if not broker_started(cluster.brokers[b])]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise FaultError(f"broker(s) {missing} did not finish startup within {timeout_s:.0f} s")
+        time.sleep(0.3)
+
+
 def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float = 60.0) -> None:
     """Bring a node back: unpause, or start it; with ``wait`` until it serves again (bounded)."""
     st = node.status()
@@ -128,6 +161,8 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
             ctx.cluster.start_broker(node.node_id, wait=wait, timeout_s=timeout_s)
         except HarnessError as e:
             raise FaultError(str(e)) from None
+        if wait:
+            wait_started(ctx.cluster, [node.node_id], timeout_s)
         return
     node.start()
     if wait:
@@ -202,7 +237,16 @@ class Pause(Fault):
 
     def apply(self) -> None:
         for n in self.nodes:
-            n.pause()
+            for attempt in range(4):       # the cgroup freezer can fail transiently under load
+                try:
+                    n.pause()
+                    break
+                except Exception as e:  # noqa: BLE001 - docker APIError "unable to freeze"
+                    if attempt == 3 or n.status() == "paused":
+                        if n.status() == "paused":
+                            break
+                        raise FaultError(f"pause {n.name}: {e}") from None
+                    time.sleep(0.5)
 
     def heal(self) -> None:
         for n in self.nodes:

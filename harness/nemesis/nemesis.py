@@ -36,7 +36,8 @@ class _NullRecorder:
         return {}
 
 
-_RESIDUE_SCRIPT = (netrules.list_script() + "\necho '--qdisc--'\ntc qdisc show dev eth0 2>/dev/null || true")
+_RESIDUE_SCRIPT = (netrules.list_script() + "\necho '--qdisc--'\ntc qdisc show dev eth0 2>/dev/null || true"
+                   "\necho '--end--'")
 _SWEEP_SCRIPT = (netrules.flush_script()
                  + "\nif tc qdisc show dev eth0 | grep -Eq ' (netem|tbf) '; then tc qdisc del dev eth0 root; fi\ntrue")
 
@@ -204,10 +205,16 @@ class Nemesis:
                 if include_stopped:
                     out.append(f"{n.name}: {st}")
                 continue
-            try:
-                code, text = n.exec(["sh", "-c", _RESIDUE_SCRIPT])
-            except Exception as e:  # noqa: BLE001
-                out.append(f"{n.name}: cannot inspect ({e})")
+            text = ""
+            for _ in range(3):   # docker exec can lose the output of a short command: need the marker
+                try:
+                    _, text = n.exec(["sh", "-c", _RESIDUE_SCRIPT])
+                except Exception as e:  # noqa: BLE001
+                    text = f"error: {e}"
+                if "--end--" in text:
+                    break
+            if "--end--" not in text:
+                out.append(f"{n.name}: cannot inspect ({text.strip()[:200] or 'no output'})")
                 continue
             rules_part, _, qdisc = text.partition("--qdisc--")
             out += [f"{n.name}: iptables {r}" for r in netrules.parse_listing(rules_part)]

@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from harness.nemesis import FaultUnsupported, Nemesis, ZkView, nemesis_guard
+from harness.nemesis.faults import wait_started
 from harness.record import RunRecorder, read_run
 from harness.schedule import generate_schedule, load_schedule, run_schedule
 
@@ -39,6 +40,7 @@ def nemesis(cluster_factory, tmp_path):
     made: list[tuple[Nemesis, RunRecorder]] = []
 
     def make(cluster, seed: int = 1):
+        wait_started(cluster)             # registered is not enough: startup must be complete
         rec = RunRecorder(tmp_path / "runs", "faults.test")
         nem = Nemesis(cluster, rec, ZkView(cluster), seed=seed)
         made.append((nem, rec))
@@ -151,10 +153,23 @@ def test_deleting_the_controller_znode_triggers_reelection(cluster_factory, neme
     assert nem.residue() == []
 
 
+def _exec_number(node, script: str, attempts: int = 3) -> int | None:
+    """Run ``script`` (which prints one integer) in the container; None when it exits non-zero.
+
+    docker exec occasionally returns the exit code of a short command without its output: retried.
+    """
+    for _ in range(attempts):
+        code, out = node.exec(["bash", "-c", script])
+        if code != 0:
+            return None
+        if out.strip().isdigit():
+            return int(out.strip())
+    raise AssertionError(f"{node.name}: no output from {script!r} after {attempts} attempts")
+
+
 def _log_size(cluster, broker: int, topic: str) -> int:
-    code, out = cluster.brokers[broker].exec(
-        ["sh", "-c", f"stat -c %s /var/lib/kafka/data/{topic}-0/00000000000000000000.log"])
-    return int(out.strip()) if code == 0 else -1
+    size = _exec_number(cluster.brokers[broker], f"stat -c %s /var/lib/kafka/data/{topic}-0/00000000000000000000.log")
+    return -1 if size is None else size
 
 
 def test_client_link_cut_leaves_inter_broker_replication_intact(cluster_factory, nemesis):
@@ -204,15 +219,14 @@ def _connect_ms(cluster, src: int, dst_ip: str, timeout_s: float = 2.0) -> int |
     """Milliseconds for a TCP connect from broker ``src`` to ``dst_ip``:9093 (None when it failed)."""
     script = (f"a=$(date +%s%N); timeout {timeout_s} bash -c 'exec 3<>/dev/tcp/{dst_ip}/9093' 2>/dev/null "
               "|| exit 1; b=$(date +%s%N); echo $(( (b - a) / 1000000 ))")
-    code, out = cluster.brokers[src].exec(["bash", "-c", script])
-    return int(out.strip()) if code == 0 else None
+    return _exec_number(cluster.brokers[src], script)
 
 
 def test_netem_adds_latency_and_heals(cluster_factory, nemesis):
     cluster = cluster_factory(brokers=2, zookeepers=1)
     nem, _ = nemesis(cluster)
     ip2 = cluster.brokers[2].ip()
-    assert _connect_ms(cluster, 1, ip2) is not None
+    wait_for(lambda: _connect_ms(cluster, 1, ip2) is not None, 20, "broker 1 to connect to broker 2")
     try:
         h = nem.apply("netem", "broker:2", {"delay_ms": 300})
     except FaultUnsupported as e:
@@ -230,6 +244,7 @@ def test_random_loss_drops_some_packets_and_heals(cluster_factory, nemesis):
     cluster = cluster_factory(brokers=2, zookeepers=1)
     nem, _ = nemesis(cluster)
     ip2 = cluster.brokers[2].ip()
+    wait_for(lambda: _connect_ms(cluster, 1, ip2) is not None, 20, "broker 1 to connect to broker 2")
     h = nem.apply("loss", "broker:2", {"loss_pct": 50, "direction": "in"})
     # a SYN lost is retransmitted only after 1 s, so a 0.5 s connect fails about half of the time
     results = [_connect_ms(cluster, 1, ip2, timeout_s=0.5) for _ in range(30)]
@@ -242,6 +257,7 @@ def test_random_loss_drops_some_packets_and_heals(cluster_factory, nemesis):
 
 def test_heal_all_restores_everything_on_interrupt(cluster_factory):
     cluster = cluster_factory(brokers=3, zookeepers=1)
+    wait_started(cluster)
     with pytest.raises(KeyboardInterrupt):
         with nemesis_guard(cluster, seed=3) as nem:
             nem.apply("pause", "broker:1")
@@ -260,6 +276,7 @@ def test_heal_all_restores_everything_on_interrupt(cluster_factory):
 
 def test_seeded_schedule_runs_heals_and_replays_from_the_record(cluster_factory, tmp_path):
     cluster = cluster_factory(brokers=3, zookeepers=1)
+    wait_started(cluster)
     mix = {"length": 14, "interval": [0.5, 1.5], "duration": [1, 2.5],
            "faults": {"pause": 1, "isolate": 1, "partition": 1, "loss": 1, "one_way": 1, "bridge": 1}}
     schedule = generate_schedule(2024, mix)
