@@ -111,6 +111,13 @@ class Nemesis:
             self._emit_start(fid, name, target, [], [], params)
             self.recorder.emit("fault.end", fault_id=fid, fault=name, nodes=[], ok=False, error=f"skipped: {e}")
             raise FaultSkipped(str(e)) from None
+        except FaultSpecError:
+            raise
+        except Exception as e:  # noqa: BLE001 - e.g. ZooKeeper unreachable while reading the view
+            self._emit_start(fid, name, target, [], [], params)
+            msg = f"cannot resolve target {target!r}: {type(e).__name__}: {e}"
+            self.recorder.emit("fault.end", fault_id=fid, fault=name, nodes=[], ok=False, error=msg)
+            raise FaultError(msg) from e
         bad = [n.alias for n in nodes if n.role not in info.roles]
         if bad:
             raise FaultSpecError(f"{name}: target {target!r} resolved to {bad}, but {name} acts on "
