@@ -45,11 +45,18 @@ def _e(s) -> str:
     return escape("" if s is None else str(s), quote=True)
 
 
+MAX_ROWS = 300
+
+
 def table(tid: str, rows: list[dict], cols: list[tuple[str, str]], key: list[str] | None = None,
-          left: tuple[str, ...] = (), empty: str = "No rows.") -> str:
-    """An HTML table with id ``tid``; ``cols`` = [(field, header)]; rows get ``data-key``."""
+          left: tuple[str, ...] = (), empty: str = "No rows.", max_rows: int = MAX_ROWS) -> str:
+    """An HTML table with id ``tid``; ``cols`` = [(field, header)]; rows get ``data-key``.
+
+    At most ``max_rows`` rows are shown (the Parquet tables have them all)."""
     if not rows:
         return f'<p class="muted" id="{tid}">{_e(empty)}</p>'
+    more = len(rows) - max_rows
+    rows = rows[:max_rows]
     head = "".join(f'<th class="{"l" if c in left else ""}">{_e(h)}</th>' for c, h in cols)
     body = []
     for r in rows:
@@ -64,8 +71,9 @@ def table(tid: str, rows: list[dict], cols: list[tuple[str, str]], key: list[str
                 v = ", ".join(map(str, v))
             tds.append(f'<td class="{cls}" data-col="{c}">{_e(fmt(v))}</td>')
         body.append(f'<tr data-key="{_e(dk)}">{"".join(tds)}</tr>')
+    note = f'<p class="muted">{more:,} more rows in the Parquet table.</p>' if more > 0 else ""
     return (f'<div class="scroll"><table id="{tid}"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+            f'<tbody>{"".join(body)}</tbody></table></div>{note}')
 
 
 def _rate_colour(rate) -> str:

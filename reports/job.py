@@ -22,7 +22,7 @@ from pathlib import Path
 
 log = logging.getLogger("reports.job")
 
-TIMELINE_PRIORITY = {"FAIL": 0, "UNKNOWN": 1, "PASS": 2}
+TIMELINE_PARTITIONS = 8
 
 
 @dataclass
@@ -87,6 +87,7 @@ def _rows(df) -> list[dict]:
 
 def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
     """Timeline data for at most ``limit`` runs: FAIL first, then UNKNOWN, then PASS (newest first)."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     if limit <= 0:
@@ -99,7 +100,12 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
         return []
     ids = [r["run_dir"] for r in chosen]
     sel = events.filter(F.col("run_dir").isin(ids))
+    # At most TIMELINE_PARTITIONS partitions per run (the first by topic, partition).
+    first_tps = (sel.filter(F.col("type") == "zk.partition_state").select("run_dir", "topic", "partition").distinct()
+                 .withColumn("rank", F.row_number().over(Window.partitionBy("run_dir").orderBy("topic", "partition")))
+                 .filter(F.col("rank") <= TIMELINE_PARTITIONS).drop("rank"))
     ps = _rows(sel.filter(F.col("type") == "zk.partition_state")
+               .join(first_tps, ["run_dir", "topic", "partition"], "left_semi")
                .select("run_dir", "t", "seq", "topic", "partition", "leader", "leader_epoch", "isr")
                .orderBy("run_dir", "t", "seq"))
     faults = _rows(sel.filter(F.col("type").isin("fault.start", "fault.end"))

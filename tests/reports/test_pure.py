@@ -215,3 +215,13 @@ def test_committed_fixtures_match_generator(tmp_path):
         for d in cmp.common_dirs:
             same(a / d, b / d)
     same(out, committed)
+
+
+def test_html_table_shows_bounded_rows_with_note():
+    from reports.html import table as html_table
+
+    rows = [{"k": f"r{i}", "v": i * 0.5} for i in range(5)]
+    out = html_table("t", rows, [("k", "key"), ("v", "value")], key=["k"], left=("k",), max_rows=2)
+    assert out.count("<tr data-key=") == 2 and "3 more rows in the Parquet table" in out
+    assert 'data-col="v">0.500<' in out
+    assert html_table("t", [], [("k", "key")], empty="nothing") == '<p class="muted" id="t">nothing</p>'
