@@ -180,9 +180,13 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
     av = t["availability"]
     h += ['<section id="s-availability"><h2>Availability per fault kind and broker</h2>',
           svg.range_chart([(f'{r["fault"]} · {r["broker"]}', r["new_leader_s_p50"], r["new_leader_s_p95"],
-                            r["new_leader_s_max"]) for r in av], width=900, title="Time to new leader"),
+                            r["new_leader_s_max"], "leader did not change") for r in av],
+                          width=900, title="Time to new leader"),
           svg.range_chart([(f'{r["fault"]} · {r["broker"]}', r["isr_restored_s_p50"], r["isr_restored_s_p95"],
-                            r["isr_restored_s_max"]) for r in av], width=900, title="Time to ISR restored"),
+                            r["isr_restored_s_max"],
+                            f'ISR not restored after {r["isr_unrestored_faults"]} fault(s)'
+                            if r.get("isr_unrestored_faults") else "ISR did not shrink")
+                           for r in av], width=900, title="Time to ISR restored"),
           table("availability", av,
                 [("fault", "fault"), ("broker", "broker"), ("faults", "faults"), ("new_leader_s_n", "leader chg"),
                  ("new_leader_s_p50", "leader p50 s"), ("new_leader_s_p95", "p95"), ("new_leader_s_max", "max"),

@@ -91,9 +91,8 @@ def interval_chart(rows: list[tuple[str, float | None, float | None, float | Non
     return "".join(out)
 
 
-def range_chart(rows: list[tuple[str, float | None, float | None, float | None]], width: int = 700,
-                unit: str = "s", title: str = "") -> str:
-    """Distributions as p50 / p95 / max markers per row (label, p50, p95, max)."""
+def range_chart(rows: list[tuple], width: int = 700, unit: str = "s", title: str = "") -> str:
+    """Distributions as p50 / p95 / max markers per row (label, p50, p95, max[, note if no data])."""
     lw, rh, top = 260, 26, 40
     pw = width - lw - 30
     hi = max([r[3] for r in rows if r[3] is not None] or [1.0])
@@ -110,11 +109,13 @@ def range_chart(rows: list[tuple[str, float | None, float | None, float | None]]
         x = lw + t * scale
         out.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{h - 20}" stroke="#e3e3e3"/>'
                    f'<text x="{x:.1f}" y="{h - 6}" text-anchor="middle" fill="#555">{t:g}{unit}</text>')
-    for i, (label, p50, p95, mx) in enumerate(rows):
+    for i, row in enumerate(rows):
+        label, p50, p95, mx = row[:4]
+        note = (row[4] if len(row) > 4 else None) or "no data"
         y = top + rh * i + rh / 2
         out.append(f'<text x="{lw - 8}" y="{y + 4:.1f}" text-anchor="end">{_e(label)}</text>')
         if p50 is None:
-            out.append(f'<text x="{lw + 4}" y="{y + 4:.1f}" fill="#777">no data</text>')
+            out.append(f'<text x="{lw + 4}" y="{y + 4:.1f}" fill="#777">{_e(note)}</text>')
             continue
         x50, x95 = lw + p50 * scale, lw + (p95 if p95 is not None else p50) * scale
         xm = lw + (mx if mx is not None else p95 or p50) * scale

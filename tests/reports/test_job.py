@@ -227,6 +227,7 @@ def test_html_rendered_in_chromium(report):
     assert 'id="timeline-20250601T030000Z-broker_failover.kill_leader-000002"' in dom
     assert dom.count('id="timeline-') == 10
     assert "bad.truncated_events" in dom
+    assert "ISR not restored after 1 fault(s)" in dom   # isolate on 3.7.0: ISR never came back
 
     png = out / "report.png"
     r = _chromium([f"--screenshot={png}", "--window-size=1400,2000"], html)
