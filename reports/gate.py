@@ -1,8 +1,9 @@
 """The CI gate: thresholds over the report's totals, and the resulting exit code.
 
 Each rule has a threshold N: the gate fails when the total reaches N (``total >= N``);
-N = 0 disables the rule. Defaults: any lost acknowledged write or any FAIL verdict fails the
-gate; UNKNOWN runs, skipped records, duplicates, ... are reported but do not fail it; and a report
+N = 0 disables the rule. Defaults: any lost acknowledged write (other than those the durability
+checker marks ``allowed`` by the configuration, e.g. acks=1; see ``fail_on_lost_allowed``) or any
+FAIL verdict fails the gate; UNKNOWN runs, skipped records, duplicates, ... are reported but do not fail it; and a report
 with no usable run fails (``min_runs``). Thresholds come from, in increasing precedence: the
 defaults, a JSON ``--gate-config`` file (``{"fail_on_lost": 1, ...}``), the ``--fail-on-*`` flags.
 """
@@ -14,7 +15,8 @@ from pathlib import Path
 
 # rule name -> (total it reads from the summary, default threshold, what it means)
 RULES: dict[str, tuple[str, int, str]] = {
-    "fail_on_lost": ("lost", 1, "lost acknowledged writes"),
+    "fail_on_lost": ("lost_not_allowed", 1, "lost acknowledged writes (not allowed by the configuration)"),
+    "fail_on_lost_allowed": ("lost_allowed", 0, "lost acknowledged writes the configuration allows (acks=1, ...)"),
     "fail_on_fail": ("fail", 1, "runs with a FAIL verdict"),
     "fail_on_unknown": ("unknown", 0, "runs with an UNKNOWN verdict"),
     "fail_on_duplicates": ("duplicates", 0, "duplicated writes"),

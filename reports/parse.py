@@ -52,6 +52,7 @@ PARSED_SCHEMA = T.StructType([
     T.StructField("reason", T.StringType()),
     T.StructField("failed_checks", T.ArrayType(T.StringType())),
     T.StructField("lost", T.LongType()),
+    T.StructField("lost_allowed", T.LongType()),
     T.StructField("duplicates", T.LongType()),
     T.StructField("inconsistent_offsets", T.LongType()),
     T.StructField("conformance_checked", T.BooleanType()),
@@ -205,6 +206,10 @@ def parse_run(run_dir: str, files: dict[str, bytes]) -> tuple:
     row["failed_checks"] = failed_checks(checks)
     for k in ("lost", "duplicates", "inconsistent_offsets"):
         row[k] = check_count(checks, k)
+    # The durability checker counts losses its configuration permits (e.g. acks=1) as ``allowed``.
+    lost_check = find_check(checks, "lost")
+    if row["lost"] is not None:
+        row["lost_allowed"] = min(_int(lost_check.get("allowed")) or 0, row["lost"])
     conf = checks.get("conformance")
     if isinstance(conf, dict) and isinstance(conf.get("divergences"), list):
         row["conformance_checked"] = True

@@ -51,7 +51,8 @@ def durability(runs: DataFrame) -> DataFrame:
     """
     keys = ["acks", "min_isr", "unclean"]
     aggs = [F.count(F.lit(1)).alias("runs"),
-            F.sum("acknowledged_writes").alias("acknowledged_writes")]
+            F.sum("acknowledged_writes").alias("acknowledged_writes"),
+            F.sum("lost_allowed").alias("lost_allowed")]
     for col in ("lost", "duplicates", "inconsistent_offsets"):
         aggs += [F.sum(col).alias(col), F.count(col).alias(f"runs_checked_{col}"),
                  F.sum((F.col(col) > 0).cast("long")).alias(f"runs_with_{col}")]

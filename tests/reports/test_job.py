@@ -44,6 +44,7 @@ def test_summary_totals_and_gate(report):
     t = s["totals"]
     assert (t["runs"], t["pass"], t["fail"], t["unknown"]) == (10, 6, 3, 1)
     assert (t["acknowledged_writes"], t["lost"], t["duplicates"], t["inconsistent_offsets"]) == (90, 8, 1, 1)
+    assert (t["lost_allowed"], t["lost_not_allowed"]) == (0, 8)
     assert t["conformance_divergences"] == 4 and t["runs_without_durability_checks"] == 1
     assert t["flaky"] == 1 and t["regressions"] == 1
     assert s["gate"]["passed"] is False and s["gate"]["failed_rules"] == ["fail_on_lost", "fail_on_fail"]
@@ -105,7 +106,7 @@ def test_durability_with_wilson_intervals(spark, report):
     out, _ = report
     d = table(spark, out, "durability", ["acks", "min_isr", "unclean"])
     strict = d[("all", "2", "false")]
-    assert (strict["runs"], strict["acknowledged_writes"], strict["lost"]) == (8, 55, 3)
+    assert (strict["runs"], strict["acknowledged_writes"], strict["lost"], strict["lost_allowed"]) == (8, 55, 3, 0)
     assert (strict["runs_with_lost"], strict["runs_checked_lost"]) == (2, 7)  # the UNKNOWN run has no checks
     assert (r3(strict["lost_run_rate"]), r3(strict["lost_ci_low"]), r3(strict["lost_ci_high"])) == (0.286, 0.082, 0.641)
     assert (strict["duplicates"], r3(strict["duplicates_ci_low"]), r3(strict["duplicates_ci_high"])) == (0, 0.0, 0.354)

@@ -51,6 +51,7 @@ def test_parse_valid_record_flattens_fields():
     assert r["date"] == "2025-06-03"
     assert r["schedule_fault_kinds"] == ["kill", "pause"]
     assert (r["lost"], r["duplicates"], r["inconsistent_offsets"]) == (3, 0, None)  # missing check -> None
+    assert r["lost_allowed"] == 0
     assert r["divergence_rules"] == ["§5.2", "unknown"]
     assert r["failed_checks"] == ["conformance", "durability", "durability.lost"]
 
@@ -75,6 +76,15 @@ def test_parse_bad_records_give_a_reason_never_raise(files, reason):
     r = row("/x/r", files)
     assert r["skip_reason"] is not None and reason in r["skip_reason"]
     assert r["verdict"] is None
+
+
+def test_lost_allowed_by_configuration_as_the_durability_checker_writes_it():
+    checks = {"durability": {"verdict": "PASS", "checks": {"lost": {"verdict": "ALLOWED", "count": 4,
+                                                                    "violations": 0, "allowed": 4}}}}
+    r = row("/x/r", {"metadata.json": meta(), "verdict.json": verdict("PASS", checks)})
+    assert (r["lost"], r["lost_allowed"], r["failed_checks"]) == (4, 4, [])
+    r = row("/x/r", {"metadata.json": meta(), "verdict.json": verdict("PASS", {})})
+    assert (r["lost"], r["lost_allowed"]) == (None, None)
 
 
 def test_check_count_shapes():
@@ -150,8 +160,12 @@ def test_derive_no_faults_window_attributed_to_none():
 def test_gate_defaults_fail_on_lost_and_fail_not_on_unknown():
     th = gate.thresholds({}, {})
     assert gate.evaluate({"runs": 3, "unknown": 2}, th)["passed"] is True
-    r = gate.evaluate({"runs": 3, "lost": 1}, th)
+    r = gate.evaluate({"runs": 3, "lost": 1, "lost_not_allowed": 1}, th)
     assert r["passed"] is False and r["failed_rules"] == ["fail_on_lost"]
+    # losses the configuration permits (acks=1) are reported, and gated only when asked to
+    assert gate.evaluate({"runs": 3, "lost": 4, "lost_allowed": 4, "lost_not_allowed": 0}, th)["passed"] is True
+    th2 = gate.thresholds({}, {"fail_on_lost_allowed": 1})
+    assert gate.evaluate({"runs": 3, "lost_allowed": 4}, th2)["failed_rules"] == ["fail_on_lost_allowed"]
     assert gate.evaluate({"runs": 0}, th)["failed_rules"] == ["min_runs"]
 
 
@@ -160,9 +174,9 @@ def test_gate_precedence_file_then_flags(tmp_path):
     cfg.write_text(json.dumps({"fail_on_lost": 10, "fail_on_unknown": 1}))
     th = gate.thresholds(gate.load_config(str(cfg)), {"fail_on_unknown": 0, "fail_on_lost": None})
     assert th["fail_on_lost"] == 10 and th["fail_on_unknown"] == 0
-    r = gate.evaluate({"runs": 1, "lost": 9, "unknown": 5}, th)
+    r = gate.evaluate({"runs": 1, "lost_not_allowed": 9, "unknown": 5}, th)
     assert r["passed"] is True
-    assert gate.evaluate({"runs": 1, "lost": 10}, th)["failed_rules"] == ["fail_on_lost"]
+    assert gate.evaluate({"runs": 1, "lost_not_allowed": 10}, th)["failed_rules"] == ["fail_on_lost"]
 
 
 @pytest.mark.parametrize("text, msg", [("{", "gate config"), ('{"nope": 1}', "unknown key 'nope'"),
