@@ -212,9 +212,12 @@ def parse_run(run_dir: str, files: dict[str, bytes]) -> tuple:
         row["lost_allowed"] = min(_int(lost_check.get("allowed")) or 0, row["lost"])
     conf = checks.get("conformance")
     if isinstance(conf, dict) and isinstance(conf.get("divergences"), list):
+        # reference/checker.py: determinism divergences and hard-invariant violations, each with a rule id
         row["conformance_checked"] = True
+        items = conf["divergences"] + (conf.get("invariant_violations") or [])
         row["divergence_rules"] = [(_str(d.get("rule")) if isinstance(d, dict) else None) or "unknown"
-                                   for d in conf["divergences"]]
+                                   for d in items]
+        row["profile"] = row["profile"] or _str(conf.get("profile"))
     else:
         row["conformance_checked"] = False
         row["divergence_rules"] = []

@@ -87,6 +87,13 @@ def test_lost_allowed_by_configuration_as_the_durability_checker_writes_it():
     assert (r["lost"], r["lost_allowed"]) == (None, None)
 
 
+def test_conformance_rules_include_invariant_violations():
+    checks = {"conformance": {"verdict": "FAIL", "profile": "compatible", "divergences": [{"rule": "D1"}],
+                              "invariant_violations": [{"rule": "H5"}, {"rule": "H5"}]}}
+    r = row("/x/r", {"metadata.json": meta(profile=None), "verdict.json": verdict("FAIL", checks)})
+    assert r["divergence_rules"] == ["D1", "H5", "H5"] and r["profile"] == "compatible"
+
+
 def test_check_count_shapes():
     assert check_count({"lost": {"count": 2}}, "lost") == 2
     assert check_count({"durability": {"checks": {"lost_acknowledged_writes": {"count": 4}}}}, "lost") == 4
