@@ -102,7 +102,8 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
     sel = events.filter(F.col("run_dir").isin(ids))
     # At most TIMELINE_PARTITIONS partitions per run (the first by topic, partition).
     first_tps = (sel.filter(F.col("type") == "zk.partition_state").select("run_dir", "topic", "partition").distinct()
-                 .withColumn("rank", F.row_number().over(Window.partitionBy("run_dir").orderBy("topic", "partition")))
+                 .withColumn("rank", F.row_number().over(Window.partitionBy("run_dir").orderBy(
+                     F.col("topic").startswith("__"), "topic", "partition")))
                  .filter(F.col("rank") <= TIMELINE_PARTITIONS).drop("rank"))
     ps = _rows(sel.filter(F.col("type") == "zk.partition_state")
                .join(first_tps, ["run_dir", "topic", "partition"], "left_semi")

@@ -170,11 +170,12 @@ def timeline(tl: dict, width: int = 1300) -> str:
     ``tl``: {"end": float, "faults": [{"fault","start","end"}], "partitions": {"t-0": [{"t","leader",
     "leader_epoch","isr"}...]}, "acks": {second: count}}
     """
-    l, r = 120, 20
+    l, r = 190, 20
     pw = width - l - r
     end = max(tl.get("end") or 0.0, 1.0)
     sx = pw / end
-    parts = sorted(tl.get("partitions", {}).items())[:8]
+    # Internal topics (``__consumer_offsets``) after the workload's own.
+    parts = sorted(tl.get("partitions", {}).items(), key=lambda kv: (kv[0].startswith("__"), kv[0]))[:8]
     lane = 44
     top = 28
     ack_h = 60
@@ -195,7 +196,9 @@ def timeline(tl: dict, width: int = 1300) -> str:
     for i, (name, states) in enumerate(parts):
         y = top + lane * i
         full = max((len(s.get("isr") or []) for s in states), default=0) or 1
-        out.append(f'<text x="{l - 8}" y="{y + 15}" text-anchor="end" font-weight="600">{_e(name)} leader</text>'
+        short = name if len(name) <= 22 else name[:10] + "…" + name[-11:]
+        out.append(f'<text x="{l - 8}" y="{y + 15}" text-anchor="end" font-weight="600">{_e(short)} leader'
+                   f'<title>{_e(name)}</title></text>'
                    f'<text x="{l - 8}" y="{y + 34}" text-anchor="end" fill="#555">ISR</text>')
         for j, s in enumerate(states):
             x1 = X(s["t"])
