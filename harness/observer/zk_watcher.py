@@ -228,24 +228,29 @@ class ZkWatcher:
             return None
 
     # -- handlers ------------------------------------------------------------------------------
-    def _on_controller(self, data, stat) -> None:
-        path = kz.CONTROLLER
+    def _on_deletable(self, path: str, data, stat, event: str, decode, attr: str, field: str) -> None:
+        """A data znode that can disappear (``/controller``, ``/admin/reassign_partitions``): keep the
+        view's ``attr`` = the decoded ``field`` (None once deleted) and emit ``event`` for each change."""
         if stat is None:
             if path in self._seen:
                 self._seen.pop(path)
                 with self._lock:
-                    self._controller = None
-                self._emit("zk.controller", broker_id=None, zxid=self._deletion_zxid(path))
+                    setattr(self, attr, None)
+                self._emit(event, **{field: None}, zxid=self._deletion_zxid(path))
             return
         if not self._is_new(path, stat):
             return
         self._seen[path] = (stat.czxid, stat.version)
-        f = self._decode(kz.controller_fields, path, data)
+        f = self._decode(decode, path, data)
         if f is None:
             return
         with self._lock:
-            self._controller = f["broker_id"]
-        self._emit("zk.controller", zxid=stat.mzxid, zk_time=stat.mtime / 1000.0, **f)
+            setattr(self, attr, f[field])
+        self._emit(event, zxid=stat.mzxid, zk_time=stat.mtime / 1000.0, **f)
+
+    def _on_controller(self, data, stat) -> None:
+        self._on_deletable(kz.CONTROLLER, data, stat, "zk.controller", kz.controller_fields,
+                           "_controller", "broker_id")
 
     def _on_controller_epoch(self, data, stat) -> None:
         path = kz.CONTROLLER_EPOCH
@@ -337,23 +342,8 @@ class ZkWatcher:
         self._emit("zk.partition_state", zxid=stat.mzxid, zk_time=stat.mtime / 1000.0, **f)
 
     def _on_reassign(self, data, stat) -> None:
-        path = kz.REASSIGN
-        if stat is None:
-            if path in self._seen:
-                self._seen.pop(path)
-                with self._lock:
-                    self._reassign = None
-                self._emit("zk.reassign_partitions", partitions=None, zxid=self._deletion_zxid(path))
-            return
-        if not self._is_new(path, stat):
-            return
-        self._seen[path] = (stat.czxid, stat.version)
-        f = self._decode(kz.reassign_fields, path, data)
-        if f is None:
-            return
-        with self._lock:
-            self._reassign = f["partitions"]
-        self._emit("zk.reassign_partitions", zxid=stat.mzxid, zk_time=stat.mtime / 1000.0, **f)
+        self._on_deletable(kz.REASSIGN, data, stat, "zk.reassign_partitions", kz.reassign_fields,
+                           "_reassign", "partitions")
 
     def _on_delete_topics(self, children, stat) -> None:
         if stat is None:
