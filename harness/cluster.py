@@ -188,6 +188,25 @@ class Node:
     def logs(self, tail: int = 50) -> str:
         return self.container.logs(tail=tail).decode(errors="replace")
 
+    def started(self) -> bool:
+        """A broker: it logged ``[KafkaServer id=N] started`` since its container last started.
+
+        Registration in ZooKeeper comes before the end of ``KafkaServer.startup()``; a broker that
+        loses its session before startup completed exits ("fatal exception during startup"), so a
+        broker counts as ready only after this line.
+        """
+        from datetime import datetime
+        c = self.container
+        if c.status != "running":
+            return False
+        since_s = c.attrs["State"].get("StartedAt", "")
+        try:
+            since = datetime.fromisoformat(since_s[:26].rstrip("Z") + "+00:00") if since_s else None
+        except ValueError:
+            since = None
+        logs = c.logs(since=since) if since else c.logs(tail=2000)
+        return f"[KafkaServer id={self.node_id}] started".encode() in logs
+
 
 # -- ports ---------------------------------------------------------------------------------------
 def _port_free(port: int) -> bool:
@@ -368,7 +387,13 @@ class Cluster:
 
     # ---- readiness
     def zk(self):
-        """A started kazoo client on the published ZooKeeper ports (shared; closed by remove())."""
+        """A started kazoo client on the published ZooKeeper ports (shared; closed by remove()).
+
+        kazoo retries a lost connection only a few times, then stays closed; after a ZooKeeper
+        outage the next call opens a fresh client.
+        """
+        if self._zk is not None and not self._zk.connected:
+            self._close_zk()
         if self._zk is None:
             from kazoo.client import KazooClient
             logging.getLogger("kazoo.client").setLevel(logging.ERROR)  # reconnect chatter during faults
@@ -397,7 +422,8 @@ class Cluster:
                 raise ClusterError(f"{n.name} is {st}; last log lines:\n{n.logs(15)}")
 
     def wait_ready(self, timeout_s: float = 120.0, brokers: Iterable[int] | None = None) -> None:
-        """Wait (bounded) until every broker is registered in ZooKeeper and visible in metadata."""
+        """Wait (bounded) until every broker is registered in ZooKeeper, visible in metadata and has
+        finished its startup."""
         want = set(self.broker_ids if brokers is None else brokers)
         deadline = time.monotonic() + timeout_s
         last = "not checked"
@@ -410,13 +436,15 @@ class Cluster:
                 else:
                     md = self.admin().list_topics(timeout=5)
                     seen = set(md.brokers)
-                    if want <= seen:
-                        return
-                    last = f"visible in metadata: {sorted(seen)}, waiting for {sorted(want - seen)}"
-            except Exception as e:  # ZooKeeper or brokers still starting
+                    if not want <= seen:
+                        last = f"visible in metadata: {sorted(seen)}, waiting for {sorted(want - seen)}"
+                    else:
+                        starting = [b for b in sorted(want) if not self.brokers[b].started()]
+                        if not starting:
+                            return
+                        last = f"startup not finished on brokers {starting}"
+            except Exception as e:  # ZooKeeper or brokers still starting (zk() reopens a dead client)
                 last = f"{type(e).__name__}: {e}"
-                if self._zk is not None and not self._zk.connected:
-                    self._close_zk()
             time.sleep(0.5)
         raise ClusterError(f"cluster {self.name} not ready after {timeout_s:.0f} s ({last})")
 

@@ -101,48 +101,12 @@ class Fault:
 
 
 # -- process faults -------------------------------------------------------------------------------
-def refresh_zk_client(cluster: "Cluster") -> None:
-    """Drop the cluster's shared kazoo client if it gave up during a ZooKeeper outage.
-
-    ``cluster.zk()`` retries a lost connection only a few times, then stays closed; after a
-    ZooKeeper node is back, the next ``cluster.zk()`` must open a fresh client.
-    """
-    zk = getattr(cluster, "_zk", None)
-    if zk is not None and not zk.connected:
-        cluster._close_zk()
-
-
-def broker_started(node: "Node") -> bool:
-    """True once the broker process logged ``[KafkaServer id=N] started`` since its container started.
-
-    Registration in ZooKeeper comes before the end of ``KafkaServer.startup()``; a broker that
-    loses its session before startup completed exits ("fatal exception during startup"), so
-    faults that should hit a *running* broker wait for this line first.
-    """
-    from datetime import datetime
-    c = node.container
-    if c.status != "running":
-        return False
-    started = c.attrs["State"].get("StartedAt", "")
-    try:
-        since = datetime.fromisoformat(started[:26].rstrip("Z") + "+00:00") if started else None
-    except ValueError:
-        since = None
-    logs = c.logs(since=since) if since else c.logs(tail=2000)
-    return f"[KafkaServer id={node.node_id}] started".encode() in logs
-
-
 def wait_started(cluster: "Cluster", brokers=None, timeout_s: float = 60.0) -> None:
-    """Wait (bounded) until the given brokers (default: all) finished their startup."""
-    want = list(cluster.broker_ids if brokers is None else brokers)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        missing = [b for b in want if not broker_started(cluster.brokers[b])]
-        if not missing:
-            return
-        if time.monotonic() > deadline:
-            raise FaultError(f"broker(s) {missing} did not finish startup within {timeout_s:.0f} s")
-        time.sleep(0.3)
+    """Wait (bounded) until the given brokers (default: all) finished their startup (Cluster.wait_ready)."""
+    try:
+        cluster.wait_ready(timeout_s, brokers=brokers)
+    except HarnessError as e:
+        raise FaultError(str(e)) from None
 
 
 def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float = 60.0) -> None:
@@ -153,7 +117,6 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
         return
     if st == "running":
         return
-    refresh_zk_client(ctx.cluster)
     if st == "missing":
         raise FaultError(f"{node.name} no longer exists")
     if node.role == "broker":
@@ -161,8 +124,6 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
             ctx.cluster.start_broker(node.node_id, wait=wait, timeout_s=timeout_s)
         except HarnessError as e:
             raise FaultError(str(e)) from None
-        if wait:
-            wait_started(ctx.cluster, [node.node_id], timeout_s)
         return
     node.start()
     if wait:
@@ -171,7 +132,6 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
             if time.monotonic() > deadline:
                 raise FaultError(f"{node.name}: ZooKeeper not serving {timeout_s:.0f} s after start")
             time.sleep(0.3)
-        refresh_zk_client(ctx.cluster)
 
 
 class _Restartable(Fault):
@@ -252,8 +212,6 @@ class Pause(Fault):
         for n in self.nodes:
             if n.status() == "paused":
                 n.unpause()
-        if any(n.role == "zookeeper" for n in self.nodes):
-            refresh_zk_client(self.ctx.cluster)
 
 
 class ZkKill(Kill):

@@ -22,7 +22,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.nemesis import netrules
 from harness.nemesis.catalog import FaultSpecError, fault_info, validate_params
-from harness.nemesis.faults import FAULT_CLASSES, Context, Fault, FaultError, refresh_zk_client, start_node
+from harness.nemesis.faults import FAULT_CLASSES, Context, Fault, FaultError, start_node
 from harness.nemesis.targets import TargetUnresolved, parse_target, resolve
 from harness.nemesis.view import ZkView
 
@@ -195,7 +195,6 @@ class Nemesis:
                         start_node(self.ctx, n, wait=True, timeout_s=timeout_s)
                 except Exception as e:  # noqa: BLE001 - keep restoring the others
                     errors.append(f"{n.name}: {e}")
-            refresh_zk_client(self.cluster)
             left = self.residue(include_stopped=start_stopped)
             self.recorder.emit("phase", name="faults.healed", residue=left, errors=errors)
             return left + [e for e in errors if e not in left]
