@@ -603,23 +603,31 @@ def list_clusters() -> dict[str, list[str]]:
     return out
 
 
-def remove_cluster(name: str) -> int:
-    """Force-remove the containers, volumes and network of one cluster; returns containers removed."""
+def _remove_labelled(label: str) -> dict[str, int]:
+    """Force-remove every container (with its anonymous volumes), network and volume carrying ``label``."""
     import docker.errors
     client = docker_util.client()
-    n = 0
-    for c in _containers(f"{LABEL_CLUSTER}={name}"):
+    counts = {"containers": 0, "networks": 0, "volumes": 0}
+
+    def attempt(kind: str, remove) -> None:
         try:
-            client.api.remove_container(c["Id"], force=True, v=True)
-            n += 1
-        except docker.errors.NotFound:
+            remove()
+            counts[kind] += 1
+        except docker.errors.NotFound:  # removed meanwhile (another cleanup, auto-remove)
             pass
-    for net in client.networks.list(filters={"label": f"{LABEL_CLUSTER}={name}"}):
-        try:
-            net.remove()
-        except docker.errors.NotFound:
-            pass
-    return n
+
+    for c in _containers(label):
+        attempt("containers", lambda: client.api.remove_container(c["Id"], force=True, v=True))
+    for net in client.networks.list(filters={"label": label}):
+        attempt("networks", net.remove)
+    for vol in client.volumes.list(filters={"label": label}):
+        attempt("volumes", lambda: vol.remove(force=True))
+    return counts
+
+
+def remove_cluster(name: str) -> int:
+    """Force-remove the containers, volumes and network of one cluster; returns containers removed."""
+    return _remove_labelled(f"{LABEL_CLUSTER}={name}")["containers"]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -657,28 +665,7 @@ def reap_orphans() -> list[str]:
 
 def cleanup_all() -> dict[str, int]:
     """Remove everything carrying the harness label: containers, networks, volumes."""
-    import docker.errors
-    client = docker_util.client()
-    counts = {"containers": 0, "networks": 0, "volumes": 0}
-    for c in _containers(f"{LABEL}=1"):
-        try:
-            client.api.remove_container(c["Id"], force=True, v=True)
-            counts["containers"] += 1
-        except docker.errors.NotFound:
-            pass
-    for net in client.networks.list(filters={"label": f"{LABEL}=1"}):
-        try:
-            net.remove()
-            counts["networks"] += 1
-        except docker.errors.NotFound:
-            pass
-    for vol in client.volumes.list(filters={"label": f"{LABEL}=1"}):
-        try:
-            vol.remove(force=True)
-            counts["volumes"] += 1
-        except docker.errors.NotFound:
-            pass
-    return counts
+    return _remove_labelled(f"{LABEL}=1")
 
 
 def leftovers() -> dict[str, list[str]]:
