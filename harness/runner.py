@@ -86,6 +86,12 @@ def _conformance_input(events: list[dict]) -> list[dict]:
     return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == "watch"]
 
 
+def _full_isr(watcher, topic) -> bool:
+    """Every partition of ``topic`` (a TopicSpec) has all its replicas in the ISR (read from ZooKeeper now)."""
+    return all(len(watcher.isr(topic.name, p, fresh=True)) == topic.replication_factor
+               for p in range(topic.partitions))
+
+
 def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: list[dict],
           script_error: str | None) -> tuple[str, str, dict]:
     """Run the checks on a finished run's events → (verdict, reason, checks)."""
@@ -166,8 +172,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             ctx.action("create_topic", lambda t=t: cluster.create_topic(
                 t.name, t.partitions, t.replication_factor, t.config, assignment=t.assignment), **t.to_dict())
         for t in scenario.topics:
-            ctx.wait_until(f"{t.name}: full ISR after creation", lambda t=t: all(
-                len(watcher.isr(t.name, p, fresh=True)) == t.replication_factor for p in range(t.partitions)), 60)
+            ctx.wait_until(f"{t.name}: full ISR after creation", lambda t=t: _full_isr(watcher, t), 60)
         if scenario.workload:
             wcfg = WorkloadConfig(**{"duration_s": scenario.max_duration_s, **scenario.workload})
             rec.update_metadata(workload=wcfg.to_metadata())
@@ -187,15 +192,11 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             if watcher.topics() and t.name not in watcher.topics():
                 continue  # deleted by the scenario
             try:
-                ctx.wait_until(f"{t.name}: full ISR after healing", lambda t=t: all(
-                    len(watcher.isr(t.name, p, fresh=True)) == t.replication_factor
-                    for p in range(t.partitions)), 60)
+                ctx.wait_until(f"{t.name}: full ISR after healing", lambda t=t: _full_isr(watcher, t), 60)
             except ExpectationFailed as e:
                 script_error = script_error or str(e)
         if workload is not None:
-            rec.phase("drain.start")
-            workload.drain(timeout_s=60)
-            rec.phase("drain.end")
+            workload.drain(timeout_s=60)  # records its own drain.start / drain.end phases
     except KeyboardInterrupt:
         interrupted = True
         env_error = "aborted (Ctrl-C)"
