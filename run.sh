@@ -29,12 +29,11 @@ setup() {
     apt_install docker.io iptables mmdebstrap maven openjdk-17-jre-headless chromium
   fi
   scripts/ensure-docker.sh
-  if ! "$PY" -c "import harness, confluent_kafka, kazoo, testcontainers, pyspark, hypothesis" 2>/dev/null \
-     || [ pyproject.toml -nt .setup-done ]; then
+  local imports="import harness, suites, confluent_kafka, kazoo, testcontainers, pyspark, hypothesis"
+  if ! "$PY" -c "$imports" 2>/dev/null || [ pyproject.toml -nt .setup-done ]; then
     log "installing Python dependencies"
     "$PY" -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "Running pip as the 'root' user" || true
-    "$PY" -c "import harness, confluent_kafka, kazoo, testcontainers, pyspark, hypothesis" \
-      || { log "Python dependencies did not install"; exit 2; }
+    "$PY" -c "$imports" || { log "Python dependencies did not install"; exit 2; }
     touch .setup-done
   fi
   log "building the default broker image (cached after the first time)"
