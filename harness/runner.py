@@ -21,7 +21,8 @@ from . import __version__, docker_util, images
 from .cluster import Cluster, ClusterSpec
 from .errors import HarnessError
 from .record import RunRecorder
-from .scenario import ExpectationFailed, RunContext, Scenario
+from .scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
+from .schedule import Schedule, generate_schedule
 
 ZK_LOG_DIR = "/var/lib/zookeeper/version-2"
 
@@ -130,8 +131,13 @@ def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: 
 
 def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | None = None,
             kafka_version: str | None = None, suite: str = "adhoc", seed: int = 0,
-            profile: str | None = None, broker_config: dict | None = None) -> RunOutcome:
-    """Run one scenario on a fresh cluster and publish its run record."""
+            profile: str | None = None, broker_config: dict | None = None,
+            schedule: Schedule | None = None, replay_of: str | None = None) -> RunOutcome:
+    """Run one scenario on a fresh cluster and publish its run record.
+
+    ``schedule``: the fault schedule to run (a replay passes the stored one); by default a scenario
+    with a ``fault_mix`` generates it from ``seed``. ``replay_of``: the run id being replayed.
+    """
     from .nemesis import Nemesis
     from .observer.admin_sampler import AdminSampler
     from .observer.reconcile import emit_reconciled, reconcile
@@ -141,6 +147,8 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     t0 = time.monotonic()
     info = images.image_for(kafka_version, image)
     cfg = dict(scenario.broker_config, **(broker_config or {}))
+    if schedule is None and scenario.fault_mix is not None:
+        schedule = generate_schedule(seed, scenario.fault_mix)
     rec = RunRecorder(runs_dir, scenario.name, metadata={
         "suite": suite, "harness_version": __version__, "git_sha": _git_sha(),
         "kafka_version": info.kafka_version, "broker_image": info.tag, "image_id": info.image_id,
@@ -148,8 +156,9 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         "profile": profile or (f"apache-zk-{'.'.join(info.kafka_version.split('.')[:2])}"
                                if info.kafka_version else "compatible"),
         "cluster": {"brokers": scenario.brokers, "zookeepers": scenario.zookeepers},
-        "topics": [t.to_dict() for t in scenario.topics], "workload": None, "seed": seed, "schedule": [],
-        "host": host_facts(), "replay_of": None, "description": scenario.description,
+        "topics": [t.to_dict() for t in scenario.topics], "workload": None, "seed": seed,
+        "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
+        "host": host_facts(), "replay_of": replay_of, "description": scenario.description,
         "tags": list(scenario.tags)})
     cluster = watcher = sampler = nemesis = workload = None
     script_error = None
@@ -167,7 +176,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
                                duration=scenario.max_duration_s + 180,
                                topics=[t.name for t in scenario.topics]).start()
         nemesis = Nemesis(cluster, rec, watcher, random.Random(seed))
-        ctx = RunContext(cluster, rec, watcher, nemesis, scenario, seed)
+        ctx = RunContext(cluster, rec, watcher, nemesis, scenario, seed, schedule)
         for t in scenario.topics:
             ctx.action("create_topic", lambda t=t: cluster.create_topic(
                 t.name, t.partitions, t.replication_factor, t.config, assignment=t.assignment), **t.to_dict())
@@ -180,7 +189,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             time.sleep(1.0)  # some acknowledged writes before the first fault
         rec.phase("faults.start")
         try:
-            scenario.script(ctx)
+            (scenario.script or run_scheduled)(ctx)
         except ExpectationFailed as e:
             script_error = str(e)
         finally:

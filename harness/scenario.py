@@ -43,7 +43,7 @@ class TopicSpec:
 class Scenario:
     name: str                                   # family.variant, e.g. broker_failover.kill_leader
     description: str
-    script: Callable[["RunContext"], None]
+    script: Callable[["RunContext"], None] | None  # None: run the seeded schedule (``fault_mix``) only
     tags: tuple[str, ...] = ("conformance",)    # smoke / conformance / chaos / nightly
     brokers: int = 3
     zookeepers: int = 1
@@ -54,6 +54,9 @@ class Scenario:
     checks: tuple[str, ...] = ("conformance", "durability", "expectations")
     min_version: str | None = None              # skip on older Kafka versions (e.g. a 2.4+ feature)
     max_duration_s: float = 180.0               # hard bound on the script
+    # a seeded random fault schedule (harness.schedule.parse_mix format): generated from the run's seed,
+    # stored in metadata.json, executed by run_scheduled(); ``--replay`` re-runs the stored schedule
+    fault_mix: dict[str, Any] | None = None
 
     @property
     def family(self) -> str:
@@ -63,7 +66,8 @@ class Scenario:
 class RunContext:
     """What a scenario script can use. Every fault and action lands in the event log."""
 
-    def __init__(self, cluster, recorder, view, nemesis, scenario: Scenario, seed: int):
+    def __init__(self, cluster, recorder, view, nemesis, scenario: Scenario, seed: int, schedule=None):
+        self.schedule = schedule  # harness.schedule.Schedule or None
         self.cluster = cluster
         self.recorder = recorder
         self.view = view
@@ -135,3 +139,24 @@ class RunContext:
 
     def live_brokers(self) -> list[int]:
         return sorted(self.view.live_brokers(fresh=True))
+
+
+def run_scheduled(ctx: RunContext) -> None:
+    """Execute the run's fault schedule (``ctx.schedule``): each item applied at its time, healed
+    after its duration, all bounded. Each item's outcome lands in the log as ``schedule.item``."""
+    from .schedule import run_schedule
+
+    if ctx.schedule is None:
+        raise HarnessError(f"{ctx.scenario.name}: no script and no fault schedule")
+
+    def record(res) -> None:
+        index = next(i for i, item in enumerate(ctx.schedule.items) if item is res.item)
+        ctx.recorder.emit("schedule.item", index=index, fault=res.item.fault,
+                          target=res.item.target, fault_id=res.fault_id, ok=res.ok, error=res.error,
+                          applied_at=None if res.applied_at is None else round(res.applied_at, 3),
+                          healed_at=None if res.healed_at is None else round(res.healed_at, 3))
+
+    results = run_schedule(ctx.nemesis, ctx.schedule, max_overrun_s=60.0, on_result=record)
+    tried = sum(1 for r in results if r.ok)
+    ctx.expect(f"the schedule ran: {tried} of {len(ctx.schedule)} faults applied and healed",
+               len(results) == len(ctx.schedule), {"applied": tried, "planned": len(ctx.schedule)})
