@@ -3,7 +3,10 @@
 * validates the fields the checker needs and raises ``ValueError`` naming the offending ``seq``;
 * deduplicates ``watch``/``txnlog`` copies of the same ZooKeeper write;
 * orders ``zk.*`` events by ``zxid`` while keeping other events (faults, actions, admin samples)
-  at their place in the ``seq`` order;
+  at their place in the ``seq`` order; when the ``zk.*`` events all come from ZooKeeper's
+  transaction log with their ``zk_time`` (the runner appends them after the run, so their ``seq``
+  says nothing about when they happened), they are merged with the other events by time instead
+  (see :func:`_time_merge`);
 * parses ``zk.gap`` paths into what they refer to.
 """
 
@@ -77,6 +80,7 @@ def validate(ev: dict) -> None:
 def normalize(events: Iterable[dict]) -> list[dict]:
     """Validated, deduplicated events: zk.* sorted by (zxid, seq) placed into the zk slots of the
     seq order, other relevant events untouched. Unknown types are dropped."""
+    events = list(events)
     evs = sorted((e for e in events if e.get("type") in ZK_TYPES or e.get("type") in OTHER_TYPES),
                  key=lambda e: e.get("seq", 0))
     slots: list[int] = []
@@ -96,6 +100,67 @@ def normalize(events: Iterable[dict]) -> list[dict]:
         else:
             out.append(e)
     zk.sort(key=lambda e: (e["zxid"], e.get("seq", 0)))
+    others = [e for e in out if e is not None]
+    if _time_mergeable(zk, others):
+        return _time_merge(zk, others, _script_marks(events))
     for i, e in zip(slots, zk):
         out[i] = e
     return out  # type: ignore[return-value]
+
+
+def _num(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _time_mergeable(zk: list[dict], others: list[dict]) -> bool:
+    """Every zk.* event is a txn-log copy with ZooKeeper's time, every other event has a wall time."""
+    return bool(zk) and all(e.get("source") == "txnlog" and _num(e.get("zk_time")) for e in zk) \
+        and all(_num(e.get("wall")) for e in others)
+
+
+SCRIPT_TYPES = ("fault.start", "fault.end", "action", "expect")
+
+
+def _script_marks(events: Iterable[dict]) -> dict[int, float]:
+    """For each ``action`` event (by ``seq``): the wall time of the scenario script's previous event.
+
+    An ``action`` is recorded when the administrative call *returned*, after its effect (e.g. the
+    controller's ElectLeaders write) may already be in ZooKeeper. The script is sequential, so the
+    call was made after its previous event (fault, heal, action or ``expect``): that time is the
+    earliest the action can have acted, and the action is placed there (it grants permissions;
+    placing it early can only permit more).
+    """
+    marks: dict[int, float] = {}
+    last = None
+    for e in sorted((e for e in events if e.get("type") in SCRIPT_TYPES), key=lambda e: e.get("seq", 0)):
+        w = e.get("wall")
+        if e["type"] == "action":
+            marks[e.get("seq", 0)] = last if last is not None else w
+        if _num(w):
+            last = w if last is None else max(last, w)
+    return marks
+
+
+def _time_merge(zk: list[dict], others: list[dict], marks: dict[int, float]) -> list[dict]:
+    """Merge zxid-ordered txn-log events into the seq-ordered other events by time.
+
+    A zk.* event's time is its ``zk_time`` (ZooKeeper's clock, the same host clock as the
+    harness's ``wall``; millisecond resolution); another event's time is its ``wall`` (an
+    ``action``: see :func:`_script_marks`). A ZooKeeper write goes before an event whose time is
+    later than the write's. Both input orders are kept (times are made non-decreasing within each).
+    Example: a graceful ``stop`` fault must come after the broker's first registration and before
+    its deregistration, which only time tells once the txn log replaces the live watch.
+    """
+    out: list[dict] = []
+    j, zt = 0, float("-inf")
+    ot = float("-inf")
+    for o in others:
+        t = marks.get(o.get("seq", 0), o["wall"]) if o["type"] == "action" else o["wall"]
+        ot = max(ot, t)
+        while j < len(zk) and max(zt, zk[j]["zk_time"]) < ot:
+            zt = max(zt, zk[j]["zk_time"])
+            out.append(zk[j])
+            j += 1
+        out.append(o)
+    out.extend(zk[j:])
+    return out
