@@ -194,6 +194,8 @@ def _add_run_parser(sub) -> None:
     except ImportError:
         return
     runner.add_parser(sub)
+    from . import certify
+    certify.add_parser(sub)
 
 
 def _sigterm_as_interrupt(signum, frame):

@@ -1,0 +1,508 @@
+"""Broker certification: the ``kafka-chaos certify`` command.
+
+``certify`` runs the conformance scenarios a profile selects (one run record each, through
+:func:`harness.runner.execute`), groups them by **capability** and writes a certificate (HTML +
+JSON, rendered by :mod:`reports.certificate`) that says, per capability, PASS / FAIL /
+NOT-APPLICABLE with the evidence runs, and overall CERTIFIED only if every applicable capability
+passed.
+
+The capability -> scenario-family mapping is one table, :data:`CAPABILITIES`; scenario families
+are found by :mod:`suites.catalog`, so a family added under ``suites/scenarios/`` is certified as
+soon as it exists (until then its capability is NOT-APPLICABLE, "no scenario in this harness
+version").
+
+``--config key=value`` applies broker property overrides to every cluster (``execute(...,
+broker_config=...)``) to simulate a broker that does not behave as it is asked to. The run
+records are judged against the configuration actually applied (their own ``verdict.json``); the
+certificate judges each run against the configuration the certification *declares* (the
+scenario's ``broker_config`` over the harness defaults, overrides reverted), because that is the
+contract a certified broker must honour. Without overrides the two judgements are the same.
+
+Exit codes (as ``kafka-chaos run``): 0 certified, 1 a capability failed, 2 usage or environment
+error (including an inconclusive certificate: a run the environment spoiled and no capability failed).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from . import __version__
+from .errors import HarnessError
+
+PASS, FAIL, NA, UNKNOWN = "PASS", "FAIL", "NOT-APPLICABLE", "UNKNOWN"
+CERTIFIED, NOT_CERTIFIED, INCONCLUSIVE = "CERTIFIED", "NOT CERTIFIED", "INCONCLUSIVE"
+EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
+NO_SCENARIO = "no scenario in this harness version"
+CERTIFICATE_SCHEMA = 1
+
+
+# -- the capability table ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Capability:
+    """One certified capability: the scenario families that are its evidence."""
+
+    name: str                      # the --capability id
+    title: str                     # what a person reads on the certificate
+    families: tuple[str, ...]      # suites/scenarios/<family>.py modules whose scenarios are evidence
+    requires_zookeeper: bool = False  # NOT-APPLICABLE on a broker without ZooKeeper
+
+
+# The one table. Families that do not exist yet are mapped all the same: their capability shows
+# NOT-APPLICABLE ("no scenario in this harness version") until someone adds the module.
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability("acks", "Produce/consume semantics, acks and min.insync.replicas", ("acks",)),
+    Capability("broker_failover", "Leader failover", ("broker_failover",)),
+    Capability("controller_failover", "Controller failover", ("controller_failover",)),
+    Capability("isr", "ISR shrink and expand", ("isr",)),
+    Capability("topics", "Topic lifecycle (create, delete)", ("topics",)),
+    Capability("restart", "Broker restart", ("restart",)),
+    Capability("reassignment", "Partition reassignment", ("reassignment",)),
+    Capability("preferred_election", "Preferred leader election and controlled shutdown", ("preferred_election",)),
+    Capability("zookeeper", "ZooKeeper faults", ("zookeeper",), requires_zookeeper=True),
+    Capability("network", "Network partitions", ("network",)),
+    Capability("unclean", "Unclean leader election", ("unclean",)),
+)
+
+# what a profile selects: conformance scenarios (nightly soak / random mixes are not certificate evidence)
+SELECT_TAG = "conformance"
+
+
+def capability_names() -> list[str]:
+    return [c.name for c in CAPABILITIES]
+
+
+def capability(name: str) -> Capability:
+    for c in CAPABILITIES:
+        if c.name == name:
+            return c
+    raise HarnessError(f"unknown capability {name!r}; known: {', '.join(capability_names())}")
+
+
+# -- the subject of the certificate -------------------------------------------------------------
+@dataclass
+class Subject:
+    """What is certified: the broker image and what is known of it."""
+
+    broker_image: str
+    image_id: str | None
+    kafka_version: str | None
+    distribution: str
+    has_zookeeper: bool
+
+    @classmethod
+    def from_image_info(cls, info) -> "Subject":
+        """From :class:`harness.images.ImageInfo` (or a distribution adapter that says ``has_zookeeper``)."""
+        has_zk = getattr(info, "has_zookeeper", None)
+        if has_zk is None:
+            has_zk = info.distribution != "apache-kraft"
+        return cls(info.tag, info.image_id, info.kafka_version, info.distribution, bool(has_zk))
+
+    def to_dict(self) -> dict:
+        return {"broker_image": self.broker_image, "image_id": self.image_id, "kafka_version": self.kafka_version,
+                "distribution": self.distribution, "has_zookeeper": self.has_zookeeper}
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def resolve_profile(name: str, subject: Subject) -> str:
+    """The profile's canonical name, or a HarnessError saying why it cannot certify this broker."""
+    from reference.profiles import profile_for
+    try:
+        prof = profile_for(subject.kafka_version, name)
+    except ValueError as e:
+        raise HarnessError(str(e)) from None
+    if prof.is_apache:
+        if not subject.has_zookeeper:
+            raise HarnessError(f"profile {prof.name} describes the ZooKeeper-mode controller, but "
+                               f"{subject.broker_image} runs without ZooKeeper; use --profile compatible")
+        if subject.kafka_version:
+            series = tuple(_vkey(subject.kafka_version)[:2])
+            if series != tuple(prof.version):
+                raise HarnessError(
+                    f"profile {prof.name} certifies Apache Kafka {prof.version[0]}.{prof.version[1]}.x, but "
+                    f"{subject.broker_image} is Kafka {subject.kafka_version}; use --profile "
+                    f"apache-zk-{series[0]}.{series[1]} or --profile compatible")
+    return prof.name
+
+
+# -- planning: which scenarios are evidence, which are not applicable -----------------------------
+@dataclass
+class ScenarioPlan:
+    scenario: object               # harness.scenario.Scenario
+    applicable: bool
+    reason: str = ""               # why not applicable (or a note, e.g. version unknown)
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+
+@dataclass
+class CapabilityPlan:
+    capability: Capability
+    scenarios: list[ScenarioPlan] = field(default_factory=list)
+    na_reason: str = ""            # set when the whole capability is NOT-APPLICABLE
+
+    @property
+    def applicable(self) -> list[ScenarioPlan]:
+        return [s for s in self.scenarios if s.applicable]
+
+
+def _scenario_applicability(s, subject: Subject) -> tuple[bool, str]:
+    if SELECT_TAG not in s.tags:
+        return False, f"not a {SELECT_TAG} scenario (tags: {', '.join(s.tags)})"
+    mv = getattr(s, "min_version", None)
+    if mv:
+        if subject.kafka_version is None:
+            return True, f"needs Kafka {mv}+; the image's version is unknown, so it is run"
+        if _vkey(subject.kafka_version) < _vkey(mv):
+            return False, f"needs Kafka {mv}+; the image is Kafka {subject.kafka_version}"
+    return True, ""
+
+
+def plan(scenarios: Iterable, subject: Subject, selected: Iterable[str] | None = None) -> list[CapabilityPlan]:
+    """Per selected capability (table order), its scenarios from the catalog and whether each applies."""
+    wanted = set(selected) if selected else set(capability_names())
+    for n in wanted:
+        capability(n)  # unknown names raise
+    scenarios = list(scenarios)
+    out = []
+    for cap in CAPABILITIES:
+        if cap.name not in wanted:
+            continue
+        cp = CapabilityPlan(cap)
+        members = [s for s in scenarios if s.family in cap.families]
+        if cap.requires_zookeeper and not subject.has_zookeeper:
+            cp.scenarios = [ScenarioPlan(s, False, "needs ZooKeeper") for s in members]
+            cp.na_reason = f"the broker runs without ZooKeeper ({subject.distribution})"
+        elif not members:
+            cp.na_reason = NO_SCENARIO
+        else:
+            for s in members:
+                ok, why = _scenario_applicability(s, subject)
+                cp.scenarios.append(ScenarioPlan(s, ok, why))
+            if not cp.applicable:
+                reasons = sorted({sp.reason for sp in cp.scenarios})
+                cp.na_reason = "no applicable scenario: " + "; ".join(reasons)
+        out.append(cp)
+    return out
+
+
+def unmapped_scenarios(scenarios: Iterable) -> list[str]:
+    """Conformance scenarios whose family no capability claims (worth adding to the table)."""
+    families = {f for c in CAPABILITIES for f in c.families}
+    return [s.name for s in scenarios if SELECT_TAG in s.tags and s.family not in families]
+
+
+# -- judging a run for the certificate -----------------------------------------------------------
+def declared_config(applied: dict, scenario_config: dict, overrides: dict, defaults: dict) -> dict:
+    """The broker configuration the certification asks for: the applied one with every overridden
+    key put back to the scenario's value, else the harness default, else removed."""
+    out = dict(applied)
+    for k in overrides:
+        if k in scenario_config:
+            out[k] = str(scenario_config[k])
+        elif k in defaults:
+            out[k] = str(defaults[k])
+        else:
+            out.pop(k, None)
+    return out
+
+
+def failing_rules(checks: dict) -> list[dict]:
+    """What failed in a verdict's ``checks``: ``[{"check", "rule", "detail"}]`` (conformance rules,
+    durability checks, unmet expectations). Tolerates the flat fixture shape of older records."""
+    out: list[dict] = []
+    conf = checks.get("conformance") or {}
+    for d in list(conf.get("invariant_violations") or []) + list(conf.get("divergences") or []):
+        out.append({"check": "conformance", "rule": str(d.get("rule_id") or d.get("rule") or "?"),
+                    "detail": _short(f"{d.get('subject', '')} {d.get('explanation', '')}".strip())})
+    dur = checks.get("durability") or {}
+    inner = dur.get("checks") if isinstance(dur.get("checks"), dict) else {
+        k: v for k, v in dur.items() if isinstance(v, dict)}
+    for name, c in inner.items():
+        if c.get("verdict") == FAIL:
+            out.append({"check": "durability", "rule": name,
+                        "detail": _short(c.get("reason") or f"count {c.get('count')}")})
+    for name, c in checks.items():  # flat shape: durability checks at the top level
+        if name not in ("conformance", "durability", "expectations") and isinstance(c, dict) \
+                and c.get("verdict") == FAIL:
+            out.append({"check": "durability", "rule": name, "detail": _short(f"count {c.get('count')}")})
+    exp = checks.get("expectations") or {}
+    for item in exp.get("items") or []:
+        if not item.get("ok"):
+            out.append({"check": "expectations", "rule": "expectation",
+                        "detail": _short(str(item.get("what")))})
+    if exp.get("error"):
+        out.append({"check": "expectations", "rule": "script", "detail": _short(str(exp["error"]))})
+    return out
+
+
+def _short(text: str, n: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def _environment_spoiled(record) -> bool:
+    return any(e.get("type") == "phase" and e.get("name") in ("environment.error", "aborted")
+               for e in record.events) or str(record.verdict.get("reason", "")).startswith("checker error")
+
+
+def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = None,
+              judge: Callable | None = None) -> dict:
+    """The certificate's judgement of one run record: ``{"verdict", "reason", "failing_rules",
+    "run_verdict", "run_reason", "judged_against"}``.
+
+    Without overrides this is the record's own verdict. With overrides (and a record the
+    environment did not spoil) the record's events are judged again, by the same checks
+    (:func:`harness.runner.judge`), against the declared configuration."""
+    from .record import read_run
+    rec = read_run(run_dir, with_events=bool(overrides))
+    out = {"run_verdict": rec.verdict["verdict"], "run_reason": rec.verdict.get("reason", ""),
+           "verdict": rec.verdict["verdict"], "reason": rec.verdict.get("reason", ""),
+           "failing_rules": failing_rules(rec.verdict.get("checks") or {}),
+           "judged_against": "applied configuration"}
+    if not overrides or _environment_spoiled(rec):
+        return out
+    if judge is None:
+        from .runner import judge
+    if defaults is None:
+        from .cluster import DEFAULT_BROKER_CONFIG as defaults
+    meta = dict(rec.metadata)
+    meta["broker_config"] = declared_config(meta.get("broker_config") or {}, scenario.broker_config,
+                                            overrides, defaults)
+    exp = (rec.verdict.get("checks") or {}).get("expectations") or {}
+    verdict, reason, checks = judge(rec.events, meta, scenario, list(exp.get("items") or []), exp.get("error"))
+    out.update(verdict=verdict, reason=reason, failing_rules=failing_rules(checks),
+               judged_against="declared configuration (overrides reverted: "
+                              + ", ".join(f"{k}={meta['broker_config'].get(k, '<unset>')}" for k in overrides)
+                              + ")")
+    return out
+
+
+# -- aggregation ---------------------------------------------------------------------------------
+def scenario_status(attempts: list[dict]) -> str:
+    """A scenario's status is its last attempt's certificate verdict (earlier ones were UNKNOWN)."""
+    return attempts[-1]["verdict"] if attempts else UNKNOWN
+
+
+def capability_status(statuses: list[str]) -> str:
+    """FAIL if any scenario failed; else UNKNOWN if any is undecided; else PASS; NOT-APPLICABLE if none ran."""
+    if not statuses:
+        return NA
+    if FAIL in statuses:
+        return FAIL
+    if UNKNOWN in statuses:
+        return UNKNOWN
+    return PASS
+
+
+def overall(statuses: list[str]) -> tuple[str, str, int]:
+    """(result, reason, exit code) from the capabilities' statuses."""
+    applicable = [s for s in statuses if s != NA]
+    n_fail = applicable.count(FAIL)
+    n_unknown = applicable.count(UNKNOWN)
+    if not applicable:
+        return NOT_CERTIFIED, "no applicable capability was tested", EXIT_ENV
+    if n_fail:
+        return NOT_CERTIFIED, f"{n_fail} of {len(applicable)} applicable capabilities failed", EXIT_FAIL
+    if n_unknown:
+        return INCONCLUSIVE, (f"{n_unknown} of {len(applicable)} applicable capabilities could not be decided "
+                              "(the environment failed); no capability failed"), EXIT_ENV
+    return CERTIFIED, f"all {len(applicable)} applicable capabilities passed", EXIT_OK
+
+
+def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]], *, subject: Subject,
+                      profile: str, overrides: dict, started_at: str, finished_at: str, out_dir: Path,
+                      git: dict, selected: list[str] | None, unmapped: list[str], interrupted: bool = False) -> dict:
+    """The certificate as data (the JSON file; the HTML is rendered from it).
+
+    ``results``: scenario name -> attempts, each ``judge_run`` output plus ``run_id``, ``path``
+    (absolute) and ``seconds``. Paths are stored relative to ``out_dir``."""
+    import os
+    caps = []
+    for cp in plans:
+        scen_rows = []
+        statuses = []
+        for sp in cp.scenarios:
+            row = {"name": sp.name, "description": getattr(sp.scenario, "description", ""),
+                   "applicable": sp.applicable, "note": sp.reason, "runs": []}
+            if not sp.applicable:
+                row["status"] = NA
+            else:
+                attempts = results.get(sp.name, [])
+                for a in attempts:
+                    r = dict(a)
+                    r["path"] = os.path.relpath(a["path"], out_dir)
+                    row["runs"].append(r)
+                if not attempts:
+                    row["status"] = UNKNOWN
+                    row["note"] = "not run (interrupted)" if interrupted else "not run"
+                else:
+                    row["status"] = scenario_status(attempts)
+                statuses.append(row["status"])
+            scen_rows.append(row)
+        status = NA if cp.na_reason else capability_status(statuses)
+        if status == NA:
+            reason = cp.na_reason or "no applicable scenario"
+        else:
+            counts = {s: statuses.count(s) for s in (PASS, FAIL, UNKNOWN) if statuses.count(s)}
+            reason = ", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(statuses)} scenarios"
+        caps.append({"name": cp.capability.name, "title": cp.capability.title,
+                     "families": list(cp.capability.families), "status": status, "reason": reason,
+                     "scenarios": scen_rows})
+    result, why, code = overall([c["status"] for c in caps])
+    if interrupted and result == CERTIFIED:
+        result, why, code = INCONCLUSIVE, "interrupted before every scenario ran", EXIT_ENV
+    return {
+        "schema_version": CERTIFICATE_SCHEMA,
+        "kind": "kafka-chaos certificate",
+        "overall": result, "overall_reason": why, "exit_code": code,
+        "subject": subject.to_dict(), "profile": profile,
+        "harness": {"version": __version__, **git},
+        "started_at": started_at, "finished_at": finished_at,
+        "broker_config_overrides": dict(overrides),
+        "scope": {"capabilities": [c["name"] for c in caps],
+                  "complete": not selected or set(selected) >= set(capability_names())},
+        "capabilities": caps,
+        "unmapped_scenarios": list(unmapped),
+        "interrupted": interrupted,
+    }
+
+
+# -- command line --------------------------------------------------------------------------------
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _iso_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def git_facts() -> dict:
+    """The harness checkout: ``{"git_sha", "git_dirty"}`` (None when not a git checkout)."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*a):
+        return subprocess.run(["git", *a], capture_output=True, text=True, timeout=10, cwd=root)
+    try:
+        sha = git("rev-parse", "HEAD").stdout.strip() or None
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no").stdout.strip()) if sha else None
+    except Exception:
+        sha, dirty = None, None
+    return {"git_sha": sha, "git_dirty": dirty}
+
+
+def add_parser(sub) -> None:
+    c = sub.add_parser("certify", help="run the conformance scenarios of a profile and write a certificate",
+                       description="Run the conformance scenarios the profile selects and write a certificate "
+                                   "(certificate.html + certificate.json) with PASS / FAIL / NOT-APPLICABLE per "
+                                   "capability and the evidence runs.",
+                       epilog="Exit codes: 0 certified, 1 a capability failed, 2 usage or environment error "
+                              "(also: inconclusive because the environment failed).")
+    g = c.add_mutually_exclusive_group()
+    g.add_argument("--kafka-version", metavar="V", help="certify the locally built Apache Kafka V image")
+    g.add_argument("--broker-image", metavar="IMG", help="certify this local image (default: the default "
+                                                          "Apache Kafka image, built if missing)")
+    c.add_argument("--profile", help="conformance profile: compatible or apache-zk-<major>.<minor> "
+                                     "(e.g. apache-zk-3.9); required")
+    c.add_argument("--out", metavar="DIR", help="where the certificate goes (default "
+                                                "certificates/<time>-<profile>)")
+    c.add_argument("--runs-dir", metavar="DIR", help="where the evidence run records go (default OUT/runs)")
+    c.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="broker config override for every cluster (repeatable); runs are judged against "
+                        "the configuration the certification declares")
+    c.add_argument("--capability", action="append", metavar="NAME",
+                   help="certify only this capability (repeatable); `--capability list` lists them")
+    c.add_argument("--retries", type=int, default=1, metavar="N",
+                   help="re-run a scenario whose run the environment spoiled (UNKNOWN) up to N times (default 1)")
+    c.add_argument("--seed", type=int, default=0)
+    c.set_defaults(func=cmd_certify)
+
+
+def _config_pairs(pairs: list[str] | None) -> dict[str, str]:
+    out = {}
+    for p in pairs or []:
+        k, sep, v = p.partition("=")
+        if not sep or not k.strip():
+            raise HarnessError(f"--config expects KEY=VALUE, got {p!r}")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _print_capabilities(scenarios) -> None:
+    for cap in CAPABILITIES:
+        members = [s.name for s in scenarios if s.family in cap.families and SELECT_TAG in s.tags]
+        print(f"{cap.name:20} {cap.title}")
+        print(f"{'':20}   families: {', '.join(cap.families)}; scenarios: {', '.join(members) or NO_SCENARIO}")
+
+
+def cmd_certify(args) -> int:
+    from reports.certificate import write_certificate
+    from suites.catalog import SCENARIOS
+
+    from . import images
+    from .runner import execute
+    if args.capability and "list" in args.capability:
+        _print_capabilities(SCENARIOS)
+        return EXIT_OK
+    if not args.profile:
+        raise HarnessError("--profile is required: compatible or apache-zk-<major>.<minor> (e.g. apache-zk-3.9)")
+    if args.retries < 0:
+        raise HarnessError("--retries must be 0 or more")
+    selected = list(dict.fromkeys(args.capability or [])) or None
+    for n in selected or []:
+        capability(n)
+    overrides = _config_pairs(args.config)
+    info = images.image_for(args.kafka_version, args.broker_image,
+                            build_missing=args.kafka_version is None and args.broker_image is None)
+    subject = Subject.from_image_info(info)
+    profile = resolve_profile(args.profile, subject)
+    started_at = _iso_now()
+    out_dir = Path(args.out or f"certificates/{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{profile}")
+    runs_dir = Path(args.runs_dir) if args.runs_dir else out_dir / "runs"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plans = plan(SCENARIOS, subject, selected)
+    todo = [(cp, sp) for cp in plans for sp in cp.applicable]
+    _say(f"certifying {subject.broker_image} (Kafka {subject.kafka_version or 'unknown'}, {subject.distribution}) "
+         f"with profile {profile}: {len(todo)} scenarios in {sum(1 for cp in plans if cp.applicable)} "
+         f"capabilities" + (f"; overrides {overrides}" if overrides else ""))
+    for cp in plans:
+        if cp.na_reason:
+            _say(f"  {cp.capability.name}: {NA} ({cp.na_reason})")
+    results: dict[str, list[dict]] = {}
+    interrupted = False
+    try:
+        for i, (cp, sp) in enumerate(todo, 1):
+            for attempt in range(args.retries + 1):
+                tag = f"[{i}/{len(todo)}] {cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
+                _say(f"{tag}: running ...")
+                o = execute(sp.scenario, runs_dir=runs_dir, image=info.tag, suite="certify", seed=args.seed,
+                            profile=profile, broker_config=overrides or None)
+                j = judge_run(o.path, sp.scenario, overrides)
+                j.update(run_id=o.path.name, path=str(o.path), seconds=round(o.seconds, 1), attempt=attempt)
+                results.setdefault(sp.name, []).append(j)
+                extra = f" (run verdict {j['run_verdict']})" if j["run_verdict"] != j["verdict"] else ""
+                _say(f"{tag}: {j['verdict']}{extra} in {o.seconds:.0f} s — {j['reason']}  ({o.path})")
+                if j["verdict"] != UNKNOWN:
+                    break
+    except KeyboardInterrupt:
+        interrupted = True
+    cert = build_certificate(plans, results, subject=subject, profile=profile, overrides=overrides,
+                             started_at=started_at, finished_at=_iso_now(), out_dir=out_dir, git=git_facts(),
+                             selected=selected, unmapped=unmapped_scenarios(SCENARIOS), interrupted=interrupted)
+    html, js = write_certificate(cert, out_dir)
+    for c in cert["capabilities"]:
+        _say(f"  {c['name']:20} {c['status']:15} {c['reason']}")
+    _say(f"{cert['overall']}: {cert['overall_reason']}; certificate {html} (and {js.name})")
+    if interrupted:
+        raise KeyboardInterrupt
+    return cert["exit_code"]
