@@ -1,0 +1,208 @@
+"""A small blocking Kafka protocol client over one TCP connection to a broker on 127.0.0.1.
+
+It speaks only the requests in :mod:`harness.protocol.messages` (ApiVersions, Metadata v7+,
+DescribeQuorum) and negotiates each version with ApiVersions. Every socket operation is bounded by
+``timeout`` seconds; any failure (refused, reset, timed out, malformed answer) closes the connection
+and raises :class:`ProtocolError` naming the address and request, so a caller sampling a cluster
+under faults can record the error and try again later.
+
+Only loopback addresses are accepted: the harness never sends traffic anywhere else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import struct
+import time
+from typing import Callable, Iterable, TypeVar
+
+from ..errors import HarnessError
+from . import messages as m
+from .wire import DecodeError, Reader
+
+T = TypeVar("T")
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+
+
+class ProtocolError(HarnessError):
+    """A request could not be completed (connection, timeout, decoding, or unsupported API)."""
+
+
+class UnsupportedApi(ProtocolError):
+    """The broker does not speak any version of the API that this client implements."""
+
+
+def _require_loopback(host: str) -> None:
+    try:
+        ok = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        ok = host == "localhost"
+    if not ok:
+        raise ValueError(f"the protocol client only talks to loopback addresses, not {host!r}")
+
+
+class ProtocolClient:
+    """One connection to ``host:port``; use as a context manager or call :meth:`close`."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 9092, timeout: float = 5.0,
+                 client_id: str = "kafka-chaos-protocol"):
+        _require_loopback(host)
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0, got {timeout}")
+        self.host, self.port, self.timeout, self.client_id = host, int(port), timeout, client_id
+        self._sock: socket.socket | None = None
+        self._correlation = 0
+        self._versions: m.ApiVersionsResult | None = None
+
+    def __repr__(self) -> str:
+        return f"ProtocolClient({self.host}:{self.port})"
+
+    # -- connection ------------------------------------------------------------------------------
+    def _connect(self) -> socket.socket:
+        if self._sock is None:
+            try:
+                self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            except OSError as e:
+                raise ProtocolError(f"{self.host}:{self.port}: cannot connect: {e}") from None
+            self._sock.settimeout(self.timeout)
+        return self._sock
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+    def __enter__(self) -> "ProtocolClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _recv_exactly(self, sock: socket.socket, n: int, deadline: float) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("response not complete in time")
+            sock.settimeout(left)
+            chunk = sock.recv(min(n - len(buf), 1 << 20))
+            if not chunk:
+                raise ConnectionError("connection closed by the broker")
+            buf += chunk
+        return bytes(buf)
+
+    def roundtrip(self, api_key: int, version: int, build: Callable[[int], bytes], what: str) -> bytes:
+        """Send one request (``build(correlation_id)`` → header + body) and return the response body
+        after the response header. Bounded by ``timeout`` as a whole."""
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        cid = self._correlation
+        payload = build(cid)
+        deadline = time.monotonic() + self.timeout
+        try:
+            sock = self._connect()
+            sock.sendall(struct.pack(">i", len(payload)) + payload)
+            size = struct.unpack(">i", self._recv_exactly(sock, 4, deadline))[0]
+            if not 4 <= size <= MAX_RESPONSE_BYTES:
+                raise DecodeError(f"response size {size} is out of bounds")
+            data = self._recv_exactly(sock, size, deadline)
+            r = Reader(data)
+            got = m.decode_response_header(r, m.response_header_flexible(api_key, version))
+            if got != cid:
+                raise DecodeError(f"correlation id {got} does not match the request's {cid}")
+            return data[r.pos:]
+        except ProtocolError:
+            self.close()
+            raise
+        except (OSError, DecodeError, struct.error) as e:
+            self.close()
+            kind = "timed out" if isinstance(e, socket.timeout) else type(e).__name__
+            raise ProtocolError(f"{self.host}:{self.port}: {what}: {kind}: {e}") from None
+
+    # -- requests --------------------------------------------------------------------------------
+    def api_versions(self, refresh: bool = False) -> m.ApiVersionsResult:
+        """The broker's supported API versions (asked once per client unless ``refresh``)."""
+        if self._versions is not None and not refresh:
+            return self._versions
+        version = m.API_VERSIONS_VERSIONS[1]
+        body = self.roundtrip(m.API_API_VERSIONS, version,
+                              lambda cid: m.encode_api_versions_request(version, cid, self.client_id),
+                              f"ApiVersions v{version}")
+        try:
+            res = m.decode_api_versions_response(body, version)
+        except DecodeError as e:
+            self.close()
+            raise ProtocolError(f"{self.host}:{self.port}: ApiVersions v{version}: {e}") from None
+        if res.error == "UNSUPPORTED_VERSION":      # an old broker: ask again with what it knows
+            lo_hi = res.versions.get(m.API_API_VERSIONS, (0, 0))
+            v = min(lo_hi[1], version)
+            body = self.roundtrip(m.API_API_VERSIONS, v,
+                                  lambda cid: m.encode_api_versions_request(v, cid, self.client_id),
+                                  f"ApiVersions v{v}")
+            try:
+                res = m.decode_api_versions_response(body, v)
+            except DecodeError as e:
+                self.close()
+                raise ProtocolError(f"{self.host}:{self.port}: ApiVersions v{v}: {e}") from None
+        if res.error is not None:
+            raise ProtocolError(f"{self.host}:{self.port}: ApiVersions failed: {res.error}")
+        self._versions = res
+        return res
+
+    def _version(self, api_key: int, supported: tuple[int, int], name: str) -> int:
+        v = self.api_versions().max_version(api_key, supported)
+        if v is None:
+            have = self.api_versions().versions.get(api_key)
+            raise UnsupportedApi(f"{self.host}:{self.port}: the broker does not support {name} "
+                                 f"v{supported[0]}–v{supported[1]} (it speaks {have or 'none'})")
+        return v
+
+    def _decode(self, decode: Callable[[bytes, int], T], body: bytes, v: int, name: str) -> T:
+        try:
+            return decode(body, v)
+        except DecodeError as e:
+            self.close()
+            raise ProtocolError(f"{self.host}:{self.port}: {name} v{v}: {e}") from None
+
+    def metadata(self, topics: list[str] | None = None) -> m.MetadataResult:
+        """Metadata (v7+: with leader epochs) for ``topics`` (None = all topics, [] = none)."""
+        v = self._version(m.API_METADATA, m.METADATA_VERSIONS, "Metadata")
+        body = self.roundtrip(m.API_METADATA, v,
+                              lambda cid: m.encode_metadata_request(v, cid, self.client_id, topics),
+                              f"Metadata v{v}")
+        return self._decode(m.decode_metadata_response, body, v, "Metadata")
+
+    def supports_describe_quorum(self) -> bool:
+        return self.api_versions().max_version(m.API_DESCRIBE_QUORUM, m.DESCRIBE_QUORUM_VERSIONS) is not None
+
+    def describe_quorum(self) -> m.QuorumInfo:
+        """The KRaft metadata quorum (forwarded to the active controller by a broker).
+
+        Raises :class:`UnsupportedApi` on brokers without it (ZooKeeper-mode brokers).
+        """
+        v = self._version(m.API_DESCRIBE_QUORUM, m.DESCRIBE_QUORUM_VERSIONS, "DescribeQuorum")
+        body = self.roundtrip(m.API_DESCRIBE_QUORUM, v,
+                              lambda cid: m.encode_describe_quorum_request(v, cid, self.client_id),
+                              f"DescribeQuorum v{v}")
+        return self._decode(m.decode_describe_quorum_response, body, v, "DescribeQuorum")
+
+
+def first_answer(ports: Iterable[int], ask: Callable[[ProtocolClient], T], timeout: float = 5.0,
+                 host: str = "127.0.0.1") -> tuple[int, T]:
+    """Ask each broker port in turn until one answers; returns ``(port, answer)``.
+
+    Raises the last :class:`ProtocolError` (or :class:`UnsupportedApi`) when none answers.
+    """
+    last: ProtocolError | None = None
+    ports = list(ports)
+    for port in ports:
+        with ProtocolClient(host, port, timeout=timeout) as c:
+            try:
+                return port, ask(c)
+            except ProtocolError as e:
+                last = e
+    if last is None:
+        raise ProtocolError("no broker port to ask")
+    raise last

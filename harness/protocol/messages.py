@@ -1,0 +1,339 @@
+"""The few Kafka requests the harness needs that confluent-kafka 2.16 does not expose, encoded and
+decoded by hand from the message schemas in apache/kafka
+``clients/src/main/resources/common/message/*.json`` (read at tag 3.9.0):
+
+* **ApiVersions** (key 18, v0–v3): which versions of each API the broker speaks.
+* **Metadata** (key 3, v7–v12): leader, **leader epoch** (v7+), replicas, ISR, offline replicas per
+  partition; v9+ use the flexible (compact + tagged-field) encoding, v10+ carry topic ids.
+  confluent-kafka's ``PartitionMetadata`` / ``TopicPartitionInfo`` have no leader epoch.
+* **DescribeQuorum** (key 55, v0–v2, always flexible): the KRaft quorum leader, its epoch, the high
+  watermark and each voter's log end offset. (In KRaft the Metadata ``ControllerId`` is a random
+  live broker, controller-spec §9.8, and confluent-kafka's ``describe_cluster`` reports the same.)
+
+Each request has ``encode_*`` returning the whole request (header + body, without the 4-byte size
+prefix) and each response a ``decode_*`` taking the response body after the header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .wire import DecodeError, Reader, Writer
+
+API_METADATA = 3
+API_API_VERSIONS = 18
+API_DESCRIBE_QUORUM = 55
+
+METADATA_VERSIONS = (7, 12)          # v7 is the first with LeaderEpoch
+API_VERSIONS_VERSIONS = (0, 3)
+DESCRIBE_QUORUM_VERSIONS = (0, 2)
+METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log, partition 0
+
+# Error codes used in messages here (Kafka's org.apache.kafka.common.protocol.Errors).
+_ERROR_NAMES = {
+    0: "NONE", -1: "UNKNOWN_SERVER_ERROR", 3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE",
+    6: "NOT_LEADER_OR_FOLLOWER", 7: "REQUEST_TIMED_OUT", 8: "BROKER_NOT_AVAILABLE",
+    9: "REPLICA_NOT_AVAILABLE", 15: "COORDINATOR_NOT_AVAILABLE", 29: "TOPIC_AUTHORIZATION_FAILED",
+    31: "CLUSTER_AUTHORIZATION_FAILED", 35: "UNSUPPORTED_VERSION", 41: "NOT_CONTROLLER",
+    42: "INVALID_REQUEST", 72: "LISTENER_NOT_FOUND", 74: "FENCED_LEADER_EPOCH",
+    75: "UNKNOWN_LEADER_EPOCH", 100: "UNKNOWN_TOPIC_ID",
+}
+
+
+def error_name(code: int) -> str | None:
+    """``None`` for 0 (no error), else Kafka's error name (``ERROR_<code>`` when not known here)."""
+    if code == 0:
+        return None
+    return _ERROR_NAMES.get(code, f"ERROR_{code}")
+
+
+def _check_version(api: str, version: int, supported: tuple[int, int]) -> None:
+    if not supported[0] <= version <= supported[1]:
+        raise ValueError(f"{api} v{version} is not implemented (this client speaks v{supported[0]}–v{supported[1]})")
+
+
+# -- headers -------------------------------------------------------------------------------------
+def encode_request_header(w: Writer, api_key: int, api_version: int, correlation_id: int,
+                          client_id: str | None, flexible: bool) -> None:
+    """Request header v1 (non-flexible) or v2 (flexible); the client id keeps its int16 length."""
+    w.int16(api_key).int16(api_version).int32(correlation_id).string(client_id, compact=False)
+    if flexible:
+        w.empty_tagged_fields()
+
+
+def decode_response_header(r: Reader, flexible: bool) -> int:
+    """Response header v0 / v1; returns the correlation id."""
+    cid = r.int32()
+    if flexible:
+        r.tagged_fields()
+    return cid
+
+
+def response_header_flexible(api_key: int, api_version: int) -> bool:
+    """Whether the response header is v1. ApiVersions responses always use header v0 (so a client
+    that asked for a version the broker does not know can still read the error)."""
+    if api_key == API_API_VERSIONS:
+        return False
+    return request_flexible(api_key, api_version)
+
+
+def request_flexible(api_key: int, api_version: int) -> bool:
+    return {API_METADATA: api_version >= 9, API_API_VERSIONS: api_version >= 3,
+            API_DESCRIBE_QUORUM: True}[api_key]
+
+
+# -- ApiVersions ---------------------------------------------------------------------------------
+@dataclass
+class ApiVersionsResult:
+    error: str | None
+    versions: dict[int, tuple[int, int]]     # api key → (min, max)
+    throttle_time_ms: int = 0
+
+    def max_version(self, api_key: int, client_range: tuple[int, int]) -> int | None:
+        """Highest version both sides speak, or None."""
+        if api_key not in self.versions:
+            return None
+        lo, hi = self.versions[api_key]
+        best = min(hi, client_range[1])
+        return best if best >= max(lo, client_range[0]) else None
+
+
+def encode_api_versions_request(version: int, correlation_id: int, client_id: str | None,
+                                software_name: str = "kafka-chaos", software_version: str = "1") -> bytes:
+    _check_version("ApiVersions", version, API_VERSIONS_VERSIONS)
+    flexible = request_flexible(API_API_VERSIONS, version)
+    w = Writer()
+    encode_request_header(w, API_API_VERSIONS, version, correlation_id, client_id, flexible)
+    if version >= 3:
+        w.string(software_name, compact=True).string(software_version, compact=True).empty_tagged_fields()
+    return w.bytes()
+
+
+def decode_api_versions_response(body: bytes, version: int) -> ApiVersionsResult:
+    """Decode the body. A broker that does not know ``version`` answers UNSUPPORTED_VERSION in the v0
+    layout; that case is decoded as v0 whatever ``version`` was asked."""
+    r = Reader(body)
+    err = r.int16()
+    if err == 35 and version > 0:
+        version = 0
+    flexible = version >= 3
+
+    def api(rr: Reader) -> tuple[int, int, int]:
+        key, lo, hi = rr.int16(), rr.int16(), rr.int16()
+        if flexible:
+            rr.tagged_fields()
+        return key, lo, hi
+
+    keys = r.array(api, compact=flexible) or []
+    throttle = r.int32() if version >= 1 else 0
+    if flexible:
+        r.tagged_fields()       # SupportedFeatures, FinalizedFeatures...: not needed here
+    r.expect_end("ApiVersions response")
+    return ApiVersionsResult(error_name(err), {k: (lo, hi) for k, lo, hi in keys}, throttle)
+
+
+# -- Metadata ------------------------------------------------------------------------------------
+@dataclass
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass
+class PartitionInfo:
+    partition: int
+    error: str | None
+    leader: int
+    leader_epoch: int            # -1 when unknown
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int] = field(default_factory=list)
+
+
+@dataclass
+class TopicInfo:
+    name: str | None
+    error: str | None
+    topic_id: bytes | None       # 16 bytes (v10+); None before v10
+    is_internal: bool
+    partitions: list[PartitionInfo]
+
+
+@dataclass
+class MetadataResult:
+    version: int
+    brokers: list[BrokerInfo]
+    cluster_id: str | None
+    controller_id: int           # ZK mode: the controller; KRaft: a random live broker (spec §9.8)
+    topics: list[TopicInfo]
+    throttle_time_ms: int = 0
+
+
+def encode_metadata_request(version: int, correlation_id: int, client_id: str | None,
+                            topics: list[str] | None = None, allow_auto_topic_creation: bool = False) -> bytes:
+    """``topics=None`` asks for every topic; ``[]`` for none (brokers and controller only)."""
+    _check_version("Metadata", version, METADATA_VERSIONS)
+    flexible = version >= 9
+    w = Writer()
+    encode_request_header(w, API_METADATA, version, correlation_id, client_id, flexible)
+
+    def topic(ww: Writer, name: str) -> None:
+        if version >= 10:
+            ww.uuid(None)                 # zero topic id: look up by name
+        ww.string(name, compact=flexible)
+        if flexible:
+            ww.empty_tagged_fields()
+
+    w.array(topics, topic, compact=flexible)
+    w.bool(allow_auto_topic_creation)
+    if 8 <= version <= 10:
+        w.bool(False)                      # IncludeClusterAuthorizedOperations
+    if version >= 8:
+        w.bool(False)                      # IncludeTopicAuthorizedOperations
+    if flexible:
+        w.empty_tagged_fields()
+    return w.bytes()
+
+
+def decode_metadata_response(body: bytes, version: int) -> MetadataResult:
+    _check_version("Metadata", version, METADATA_VERSIONS)
+    flexible = version >= 9
+    r = Reader(body)
+    throttle = r.int32()
+
+    def tags(rr: Reader) -> None:
+        if flexible:
+            rr.tagged_fields()
+
+    def broker(rr: Reader) -> BrokerInfo:
+        b = BrokerInfo(rr.int32(), rr.string(flexible) or "", rr.int32(), rr.string(flexible))
+        tags(rr)
+        return b
+
+    def int32s(rr: Reader) -> list[int]:
+        return rr.array(lambda x: x.int32(), flexible) or []
+
+    def partition(rr: Reader) -> PartitionInfo:
+        err, idx, leader, epoch = rr.int16(), rr.int32(), rr.int32(), rr.int32()
+        p = PartitionInfo(idx, error_name(err), leader, epoch, int32s(rr), int32s(rr), int32s(rr))
+        tags(rr)
+        return p
+
+    def topic(rr: Reader) -> TopicInfo:
+        err = rr.int16()
+        name = rr.string(flexible)
+        tid = rr.uuid() if version >= 10 else None
+        internal = rr.bool()
+        parts = rr.array(partition, flexible) or []
+        if version >= 8:
+            rr.int32()                     # TopicAuthorizedOperations
+        tags(rr)
+        return TopicInfo(name, error_name(err), tid, internal, parts)
+
+    brokers = r.array(broker, flexible) or []
+    cluster_id = r.string(flexible)
+    controller = r.int32()
+    topics = r.array(topic, flexible) or []
+    if 8 <= version <= 10:
+        r.int32()                          # ClusterAuthorizedOperations
+    tags(r)
+    r.expect_end(f"Metadata v{version} response")
+    return MetadataResult(version, brokers, cluster_id, controller, topics, throttle)
+
+
+# -- DescribeQuorum ------------------------------------------------------------------------------
+@dataclass
+class ReplicaState:
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int = -1
+    last_caught_up_timestamp: int = -1
+
+
+@dataclass
+class QuorumInfo:
+    """The KRaft metadata quorum as its leader describes it (``__cluster_metadata``-0)."""
+    version: int
+    error: str | None
+    error_message: str | None
+    leader_id: int               # -1 when unknown
+    leader_epoch: int
+    high_watermark: int
+    voters: list[ReplicaState]
+    observers: list[ReplicaState]
+
+
+def encode_describe_quorum_request(version: int, correlation_id: int, client_id: str | None,
+                                   topic: str = METADATA_TOPIC, partition: int = 0) -> bytes:
+    _check_version("DescribeQuorum", version, DESCRIBE_QUORUM_VERSIONS)
+    w = Writer()
+    encode_request_header(w, API_DESCRIBE_QUORUM, version, correlation_id, client_id, flexible=True)
+
+    def part(ww: Writer, idx: int) -> None:
+        ww.int32(idx).empty_tagged_fields()
+
+    def top(ww: Writer, name: str) -> None:
+        ww.string(name, compact=True).array([partition], part, compact=True).empty_tagged_fields()
+
+    w.array([topic], top, compact=True).empty_tagged_fields()
+    return w.bytes()
+
+
+def decode_describe_quorum_response(body: bytes, version: int) -> QuorumInfo:
+    """Decode the body; the first (only) partition of the first topic is returned. A top-level
+    error with no partition yields ``leader_id = -1`` and empty voter lists."""
+    _check_version("DescribeQuorum", version, DESCRIBE_QUORUM_VERSIONS)
+    r = Reader(body)
+    top_err = r.int16()
+    top_msg = r.string(True) if version >= 2 else None
+
+    def replica(rr: Reader) -> ReplicaState:
+        rid = rr.int32()
+        if version >= 2:
+            rr.uuid()                      # ReplicaDirectoryId
+        leo = rr.int64()
+        fetch_ts = rr.int64() if version >= 1 else -1
+        caught_ts = rr.int64() if version >= 1 else -1
+        rr.tagged_fields()
+        return ReplicaState(rid, leo, fetch_ts, caught_ts)
+
+    def partition(rr: Reader) -> dict:
+        p = {"index": rr.int32(), "error": rr.int16()}
+        p["message"] = rr.string(True) if version >= 2 else None
+        p["leader_id"], p["leader_epoch"], p["hw"] = rr.int32(), rr.int32(), rr.int64()
+        p["voters"] = rr.array(replica, True) or []
+        p["observers"] = rr.array(replica, True) or []
+        rr.tagged_fields()
+        return p
+
+    def topic(rr: Reader) -> list[dict]:
+        rr.string(True)
+        parts = rr.array(partition, True) or []
+        rr.tagged_fields()
+        return parts
+
+    def listener(rr: Reader) -> None:
+        rr.string(True), rr.string(True), rr.uint16()
+        rr.tagged_fields()
+
+    def node(rr: Reader) -> None:
+        rr.int32()
+        rr.array(listener, True)
+        rr.tagged_fields()
+
+    topics = r.array(topic, True) or []
+    if version >= 2:
+        r.array(node, True)
+    r.tagged_fields()
+    r.expect_end(f"DescribeQuorum v{version} response")
+    parts = [p for t in topics for p in t]
+    if not parts:
+        if top_err == 0:
+            raise DecodeError("DescribeQuorum response without error names no partition")
+        return QuorumInfo(version, error_name(top_err), top_msg, -1, -1, -1, [], [])
+    p = parts[0]
+    err = top_err or p["error"]
+    return QuorumInfo(version, error_name(err), top_msg or p["message"], p["leader_id"], p["leader_epoch"],
+                      p["hw"], p["voters"], p["observers"])

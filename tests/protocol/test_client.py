@@ -1,0 +1,193 @@
+"""The protocol client's framing, version negotiation, timeouts and error reporting, against a
+scripted TCP server on 127.0.0.1 (a unit test of the client; the real broker is exercised in
+tests/integration/test_kraft.py)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+
+import pytest
+
+from harness.protocol import ProtocolClient, ProtocolError, UnsupportedApi, first_answer
+from harness.protocol import messages as m
+from harness.protocol.wire import Reader
+
+
+def h(*parts: str) -> bytes:
+    return bytes.fromhex("".join(p.replace(" ", "") for p in parts))
+
+
+class ScriptedServer:
+    """Accepts connections and answers each request frame with ``answer(api_key, version, cid)``:
+    bytes after the size prefix (header included), or None to stay silent."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.requests: list[tuple[int, int, int]] = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self._stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        self.sock.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._conn, args=(conn,), daemon=True).start()
+
+    def _conn(self, conn):
+        with conn:
+            conn.settimeout(5)
+            try:
+                while True:
+                    head = conn.recv(4, socket.MSG_WAITALL)
+                    if len(head) < 4:
+                        return
+                    data = conn.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+                    r = Reader(data)
+                    key, ver, cid = r.int16(), r.int16(), r.int32()
+                    self.requests.append((key, ver, cid))
+                    out = self.answer(key, ver, cid)
+                    if out is None:
+                        self._stop.wait(10)
+                        return
+                    conn.sendall(struct.pack(">i", len(out)) + out)
+            except OSError:
+                return
+
+    def close(self):
+        self._stop.set()
+        self.sock.close()
+
+
+APIS_V3 = "04" "0003 0000 000c 00" "0012 0000 0003 00" "0037 0000 0002 00" "00000000" "00"
+
+
+def _api_versions(cid: int, apis: str = APIS_V3) -> bytes:
+    return struct.pack(">i", cid) + h("0000", apis)          # header v0 even for v3
+
+
+def _metadata_v12(cid: int) -> bytes:
+    return struct.pack(">i", cid) + h(
+        "00",                                                   # header v1 tags
+        "00000000", "02", "00000001", "0a" + b"127.0.0.1".hex(), "00002382", "00", "00",
+        "01", "00000001", "01", "00")                           # null cluster id, controller 1, no topics
+
+
+@pytest.fixture
+def server():
+    made = []
+
+    def make(answer):
+        s = ScriptedServer(answer)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
+
+
+def test_negotiates_highest_common_version_and_decodes(server):
+    def answer(key, ver, cid):
+        return _api_versions(cid) if key == 18 else _metadata_v12(cid)
+
+    s = server(answer)
+    with ProtocolClient(port=s.port, timeout=3) as c:
+        md = c.metadata([])
+        assert [b.node_id for b in md.brokers] == [1] and md.controller_id == 1 and md.version == 12
+        c.metadata([])          # ApiVersions asked once per connection
+    assert [(k, v) for k, v, _ in s.requests] == [(18, 3), (3, 12), (3, 12)]
+    assert len({cid for _, _, cid in s.requests}) == 3       # a fresh correlation id per request
+
+
+def test_old_broker_without_describe_quorum_is_unsupported(server):
+    apis = "02" "0003 0000 0008 00" "00000000" "00"               # only Metadata 0-8 (a 2.x broker)
+    s = server(lambda key, ver, cid: _api_versions(cid, apis))
+    with ProtocolClient(port=s.port, timeout=3) as c:
+        assert not c.supports_describe_quorum()
+        with pytest.raises(UnsupportedApi, match="DescribeQuorum"):
+            c.describe_quorum()
+
+
+def test_api_versions_fallback_when_v3_is_unknown(server):
+    def answer(key, ver, cid):
+        if ver == 3:   # UNSUPPORTED_VERSION, v0 layout, advertising ApiVersions 0-2 and Metadata 0-9
+            return struct.pack(">i", cid) + h("0023", "00000002", "0012 0000 0002", "0003 0000 0009")
+        return struct.pack(">i", cid) + h("0000", "00000002", "0012 0000 0002", "0003 0000 0009", "00000000")
+
+    s = server(answer)
+    with ProtocolClient(port=s.port, timeout=3) as c:
+        assert c.api_versions().versions == {18: (0, 2), 3: (0, 9)}
+    assert [(k, v) for k, v, _ in s.requests] == [(18, 3), (18, 2)]
+
+
+def test_silent_broker_times_out_with_a_clear_error(server):
+    s = server(lambda key, ver, cid: None)
+    with ProtocolClient(port=s.port, timeout=0.5) as c:
+        with pytest.raises(ProtocolError, match=rf"127.0.0.1:{s.port}: ApiVersions v3: timed out"):
+            c.api_versions()
+
+
+def test_wrong_correlation_id_is_rejected(server):
+    s = server(lambda key, ver, cid: _api_versions(cid + 1))
+    with ProtocolClient(port=s.port, timeout=3) as c:
+        with pytest.raises(ProtocolError, match="correlation id"):
+            c.api_versions()
+
+
+def test_garbage_response_is_a_protocol_error(server):
+    s = server(lambda key, ver, cid: _api_versions(cid) if key == 18 else struct.pack(">i", cid) + b"\x00\x01")
+    with ProtocolClient(port=s.port, timeout=3) as c:
+        with pytest.raises(ProtocolError, match="Metadata v12: truncated"):
+            c.metadata()
+
+
+def test_refused_connection_and_first_answer(server):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    dead_port = closed.getsockname()[1]
+    closed.close()
+    with pytest.raises(ProtocolError, match="cannot connect"):
+        ProtocolClient(port=dead_port, timeout=1).api_versions()
+    s = server(lambda key, ver, cid: _api_versions(cid) if key == 18 else _metadata_v12(cid))
+    port, md = first_answer([dead_port, s.port], lambda c: c.metadata([]), timeout=2)
+    assert port == s.port and md.controller_id == 1
+    with pytest.raises(ProtocolError, match="cannot connect"):
+        first_answer([dead_port], lambda c: c.metadata([]), timeout=1)
+
+
+def test_only_loopback_is_allowed():
+    with pytest.raises(ValueError, match="loopback"):
+        ProtocolClient("10.0.0.1", 9092)
+    with pytest.raises(ValueError, match="loopback"):
+        ProtocolClient("example.com", 9092)
+    ProtocolClient("localhost", 9092)
+    ProtocolClient("127.0.0.2", 9092)
+
+
+def test_describe_quorum_round_trip(server):
+    name = "13" + b"__cluster_metadata".hex()
+
+    def answer(key, ver, cid):
+        if key == 18:
+            return _api_versions(cid)
+        assert (key, ver) == (55, 2)
+        return struct.pack(">i", cid) + h(
+            "00", "0000", "00", "02", name, "02", "00000000 0000 00", "00000001 00000004 0000000000000010",
+            "02", "00000001", "00" * 16, "0000000000000010", "ffffffffffffffff", "0000000000000000", "00",
+            "01", "00", "00", "01", "00")
+
+    s = server(answer)
+    with ProtocolClient(port=s.port, timeout=3) as c:
+        q = c.describe_quorum()
+    assert (q.leader_id, q.leader_epoch, q.high_watermark) == (1, 4, 16)
+    assert [(v.replica_id, v.log_end_offset) for v in q.voters] == [(1, 16)]
+    assert m.response_header_flexible(55, 0) and not m.response_header_flexible(18, 3)
