@@ -1,0 +1,349 @@
+"""`kafka-chaos certify` without a cluster: the capability table, planning, verdict aggregation,
+judging a run against the declared configuration, and the certificate (JSON, HTML, and the HTML
+as Chromium draws it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness import certify
+from harness.certify import (CAPABILITIES, CERTIFIED, FAIL, INCONCLUSIVE, NA, NO_SCENARIO, NOT_CERTIFIED, PASS,
+                             UNKNOWN, Subject)
+from harness.errors import HarnessError
+from harness.scenario import Scenario, TopicSpec
+from reports.certificate import read_certificate, render_html, write_certificate
+from reports.synthetic import RunBuilder
+
+FIXTURES = Path(__file__).parent / "fixtures" / "runs" / "synthetic"
+CHROMIUM = "/usr/bin/chromium"
+
+ZK_39 = Subject("kafka-chaos/kafka:3.9.2", "sha256:abc", "3.9.2", "apache-zk", True)
+KRAFT = Subject("kafka-chaos/kafka-kraft:4.0.0", "sha256:def", "4.0.0", "apache-kraft", False)
+FOREIGN = Subject("example/broker:1", None, None, "generic", True)
+
+
+def scen(name: str, tags=("conformance", "chaos"), min_version=None, broker_config=None) -> Scenario:
+    return Scenario(name, f"test scenario {name}", None, tags=tags, min_version=min_version,
+                    broker_config=broker_config or {})
+
+
+# -- the table -------------------------------------------------------------------------------------
+def test_table_maps_every_capability_of_the_issue_to_its_family():
+    want = {"acks", "broker_failover", "controller_failover", "isr", "topics", "restart", "reassignment",
+            "preferred_election", "zookeeper", "network", "unclean"}
+    assert {c.name for c in CAPABILITIES} == want
+    assert {c.name: c.families for c in CAPABILITIES} == {n: (n,) for n in want}
+    families = [f for c in CAPABILITIES for f in c.families]
+    assert len(families) == len(set(families)), "a family is evidence for one capability only"
+    assert [c.name for c in CAPABILITIES if c.requires_zookeeper] == ["zookeeper"]
+    assert all(c.title for c in CAPABILITIES)
+
+
+def test_unknown_capability_is_a_usage_error():
+    with pytest.raises(HarnessError, match="unknown capability 'acks_typo'; known: acks, "):
+        certify.plan([], ZK_39, ["acks_typo"])
+
+
+# -- planning --------------------------------------------------------------------------------------
+def test_plan_marks_missing_families_version_gates_and_tags():
+    scenarios = [scen("broker_failover.kill_leader"), scen("broker_failover.soak", tags=("nightly",)),
+                 scen("reassignment.api", min_version="2.4"), scen("reassignment.future", min_version="4.1"),
+                 scen("isr.new", min_version="9.0")]
+    plans = {p.capability.name: p for p in certify.plan(scenarios, ZK_39)}
+    assert list(plans) == [c.name for c in CAPABILITIES]            # table order, every capability
+    assert plans["restart"].na_reason == NO_SCENARIO and plans["restart"].scenarios == []
+    bf = plans["broker_failover"]
+    assert bf.na_reason == "" and [s.name for s in bf.applicable] == ["broker_failover.kill_leader"]
+    assert "not a conformance scenario" in bf.scenarios[1].reason
+    ra = plans["reassignment"]
+    assert [s.name for s in ra.applicable] == ["reassignment.api"]
+    assert ra.scenarios[1].reason == "needs Kafka 4.1+; the image is Kafka 3.9.2"
+    isr = plans["isr"]
+    assert isr.applicable == [] and isr.na_reason == "no applicable scenario: needs Kafka 9.0+; the image is Kafka 3.9.2"
+
+
+def test_plan_without_zookeeper_and_with_unknown_version():
+    scenarios = [scen("zookeeper.expire_session"), scen("reassignment.api", min_version="2.4")]
+    kraft = {p.capability.name: p for p in certify.plan(scenarios, KRAFT)}
+    assert kraft["zookeeper"].na_reason == "the broker runs without ZooKeeper (apache-kraft)"
+    assert kraft["zookeeper"].applicable == []
+    foreign = {p.capability.name: p for p in certify.plan(scenarios, FOREIGN)}
+    assert [s.name for s in foreign["zookeeper"].applicable] == ["zookeeper.expire_session"]
+    (sp,) = foreign["reassignment"].applicable   # version unknown: run it, and say so
+    assert "version is unknown" in sp.reason
+
+
+def test_plan_selection_and_unmapped_scenarios():
+    scenarios = [scen("controller_failover.kill_controller"), scen("acks.x"), scen("chaosmonkey.random")]
+    plans = certify.plan(scenarios, ZK_39, ["controller_failover"])
+    assert [p.capability.name for p in plans] == ["controller_failover"]
+    assert certify.unmapped_scenarios(scenarios) == ["chaosmonkey.random"]
+
+
+def test_plan_of_the_real_catalog_finds_the_existing_families():
+    from suites.catalog import SCENARIOS
+    plans = {p.capability.name: p for p in certify.plan(SCENARIOS, ZK_39)}
+    families = {s.family for s in SCENARIOS if "conformance" in s.tags}
+    for name, p in plans.items():
+        if name in families:
+            assert p.applicable, f"{name}: its conformance scenarios exist but none applies"
+        else:
+            assert p.na_reason in (NO_SCENARIO,) or p.na_reason.startswith("no applicable scenario")
+
+
+# -- profiles ----------------------------------------------------------------------------------------
+def test_resolve_profile():
+    assert certify.resolve_profile("apache-zk-3.9", ZK_39) == "apache-zk-3.9"
+    assert certify.resolve_profile("apache-zk", ZK_39) == "apache-zk-3.9"
+    assert certify.resolve_profile("compatible", ZK_39) == "compatible"
+    assert certify.resolve_profile("compatible", KRAFT) == "compatible"
+    with pytest.raises(HarnessError, match="certifies Apache Kafka 3.7.x, but .* is Kafka 3.9.2"):
+        certify.resolve_profile("apache-zk-3.7", ZK_39)
+    with pytest.raises(HarnessError, match="runs without ZooKeeper; use --profile compatible"):
+        certify.resolve_profile("apache-zk-3.9", KRAFT)
+    with pytest.raises(HarnessError, match="unknown conformance profile 'apache-kraft'"):
+        certify.resolve_profile("apache-kraft", ZK_39)
+
+
+# -- aggregation ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("statuses,want", [
+    ([], NA), ([PASS, PASS], PASS), ([PASS, FAIL], FAIL), ([PASS, UNKNOWN], UNKNOWN), ([UNKNOWN, FAIL], FAIL)])
+def test_capability_status(statuses, want):
+    assert certify.capability_status(statuses) == want
+
+
+@pytest.mark.parametrize("statuses,result,code", [
+    ([PASS, NA, PASS], CERTIFIED, 0),
+    ([PASS, FAIL, NA], NOT_CERTIFIED, 1),
+    ([PASS, UNKNOWN, NA], INCONCLUSIVE, 2),
+    ([FAIL, UNKNOWN], NOT_CERTIFIED, 1),
+    ([NA, NA], NOT_CERTIFIED, 2),
+])
+def test_overall(statuses, result, code):
+    got, why, exit_code = certify.overall(statuses)
+    assert (got, exit_code) == (result, code) and why
+
+
+def test_scenario_status_is_the_last_attempt():
+    assert certify.scenario_status([{"verdict": UNKNOWN}, {"verdict": PASS}]) == PASS
+    assert certify.scenario_status([]) == UNKNOWN
+
+
+# -- judging runs ------------------------------------------------------------------------------------
+def test_declared_config_reverts_only_the_overrides():
+    applied = {"unclean.leader.election.enable": "true", "min.insync.replicas": "1", "foo": "x", "keep": "1"}
+    got = certify.declared_config(applied, {"min.insync.replicas": "2"},
+                                  {"unclean.leader.election.enable": "true", "min.insync.replicas": "1", "foo": "x"},
+                                  {"unclean.leader.election.enable": "false", "min.insync.replicas": "1"})
+    assert got == {"unclean.leader.election.enable": "false", "min.insync.replicas": "2", "keep": "1"}
+
+
+def test_failing_rules_from_fixture_records():
+    from harness.record import read_run
+    rec = read_run(FIXTURES / "20250601T050000Z-network.isolate_leader-000004", with_events=False)
+    rules = certify.failing_rules(rec.verdict["checks"])
+    assert {r["check"] for r in rules} == {"conformance", "durability"}
+    assert any(r["check"] == "durability" and r["rule"] == "lost" for r in rules)
+    flat = read_run(FIXTURES / "20250601T070000Z-controller.failover-000010", with_events=False)
+    assert certify.failing_rules(flat.verdict["checks"]) == []
+    real_shape = {"conformance": {"verdict": "FAIL", "invariant_violations": [
+                      {"rule": "§8.2/H11", "rule_id": "H11", "subject": "chaos-0", "explanation": "unclean"}],
+                      "divergences": []},
+                  "durability": {"verdict": "FAIL", "checks": {"lost": {"verdict": "PASS"},
+                                                               "acks_semantics": {"verdict": "FAIL", "reason": "r"}}},
+                  "expectations": {"verdict": "FAIL", "items": [{"what": "a leader", "ok": False},
+                                                                {"what": "b", "ok": True}], "error": "boom"}}
+    assert certify.failing_rules(real_shape) == [
+        {"check": "conformance", "rule": "H11", "detail": "chaos-0 unclean"},
+        {"check": "durability", "rule": "acks_semantics", "detail": "r"},
+        {"check": "expectations", "rule": "expectation", "detail": "a leader"},
+        {"check": "expectations", "rule": "script", "detail": "boom"}]
+
+
+def _below_min_isr_run(root: Path, applied_min_isr: str) -> Path:
+    """ISR of t-0 shrinks to [1] from t=5 to t=20 while acks=all writes are acknowledged; then drained."""
+    b = RunBuilder("20250701T000000Z-acks.all_below_min_isr-0000aa", scenario="acks.all_below_min_isr",
+                   min_isr=None, unclean="false")
+    b.metadata["broker_config"]["min.insync.replicas"] = applied_min_isr
+    b.metadata["workload"].update(acks="all", enable_idempotence=True)
+    b.phase(0.5, "cluster.ready").pstate(1.0, leader=1, epoch=0, isr=[1, 2, 3])
+    b.pstate(5.0, leader=1, epoch=0, isr=[1])
+    b.sends([8.0 + 0.5 * i for i in range(10)])
+    b.pstate(20.0, leader=1, epoch=0, isr=[1, 2, 3])
+    b.phase(21.0, "drain.start")
+    for i in range(10):
+        b.emit(21.5, "client", process="drain", f="drain", phase="ok", op_id=i, topic="t", partition=0,
+               offset=i, value=f"v{i}", error=None, leader_epoch=None)
+    b.emit(22.0, "partition.end", topic="t", partition=0, end_offset=10)
+    b.phase(22.5, "drain.end")
+    return b.write(root, "PASS", "all checks passed",
+                   {"expectations": {"verdict": "PASS", "items": [{"what": "ISR shrinks", "ok": True}], "error": None}})
+
+
+def test_judge_run_against_the_declared_configuration(tmp_path):
+    s = Scenario("acks.all_below_min_isr", "d", None, broker_config={"min.insync.replicas": "2"},
+                 topics=[TopicSpec("t", 1, 3)], checks=("durability", "expectations"))
+    run = _below_min_isr_run(tmp_path, applied_min_isr="1")
+    # no overrides: the record's own verdict
+    j = certify.judge_run(run, s, {})
+    assert (j["verdict"], j["run_verdict"], j["failing_rules"]) == ("PASS", "PASS", [])
+    assert j["judged_against"] == "applied configuration"
+    # the broker ran with min.insync.replicas=1 although the certification declares 2: every acks=all
+    # write acknowledged while the ISR was [1] breaks the declared contract
+    j = certify.judge_run(run, s, {"min.insync.replicas": "1"}, defaults={"min.insync.replicas": "1"})
+    assert j["run_verdict"] == "PASS" and j["verdict"] == "FAIL", j
+    assert [r["rule"] for r in j["failing_rules"]] == ["acks_semantics"]
+    assert "min.insync.replicas=2" in j["judged_against"]
+    # an override the scenario does not care about changes nothing
+    j = certify.judge_run(run, s, {"log.retention.ms": "1000"}, defaults={})
+    assert j["verdict"] == "PASS" and j["run_verdict"] == "PASS"
+
+
+def test_judge_run_keeps_an_environment_failure_unknown(tmp_path):
+    b = RunBuilder("20250701T000000Z-acks.x-0000bb", scenario="acks.x")
+    b.phase(0.5, "environment.error")
+    run = b.write(tmp_path, "UNKNOWN", "cluster did not start")
+    called = []
+    j = certify.judge_run(run, scen("acks.x"), {"a": "b"}, defaults={}, judge=lambda *a: called.append(a))
+    assert j["verdict"] == UNKNOWN and j["reason"] == "cluster did not start" and not called
+
+
+# -- the certificate ---------------------------------------------------------------------------------
+def _fixture_certificate(out_dir: Path, *, with_failure: bool) -> dict:
+    scenarios = [scen("broker_failover.kill_leader"), scen("controller_failover.kill_controller"),
+                 scen("reassignment.future", min_version="4.1")]
+    plans = certify.plan(scenarios, ZK_39, ["broker_failover", "controller_failover", "reassignment", "network"])
+    runs = {"broker_failover.kill_leader": ["20250601T020000Z-broker_failover.kill_leader-000001"],
+            "controller_failover.kill_controller": ["20250601T070000Z-controller.failover-000010"]}
+    if with_failure:
+        runs["broker_failover.kill_leader"].append("20250601T030000Z-broker_failover.kill_leader-000002")
+    results = {}
+    for name, ids in runs.items():
+        for i, rid in enumerate(ids):
+            j = certify.judge_run(FIXTURES / rid, None, {})
+            j.update(run_id=rid, path=str(FIXTURES / rid), seconds=12.0, attempt=i)
+            results.setdefault(name, []).append(j)
+    return certify.build_certificate(
+        plans, results, subject=ZK_39, profile="apache-zk-3.9", overrides={"x.y": "1"} if with_failure else {},
+        started_at="2026-11-21T08:00:00Z", finished_at="2026-11-21T08:10:00Z", out_dir=out_dir,
+        git={"git_sha": "0123456789abcdef", "git_dirty": False},
+        selected=["broker_failover", "controller_failover", "reassignment", "network"], unmapped=["foo.bar"])
+
+
+def test_certificate_data_from_fixture_runs(tmp_path):
+    cert = _fixture_certificate(tmp_path, with_failure=False)
+    caps = {c["name"]: c for c in cert["capabilities"]}
+    assert [c["status"] for c in cert["capabilities"]] == [PASS, PASS, NA, NA]
+    assert caps["network"]["reason"] == NO_SCENARIO
+    assert caps["reassignment"]["reason"].startswith("no applicable scenario: needs Kafka 4.1+")
+    assert (cert["overall"], cert["exit_code"]) == (CERTIFIED, 0)
+    assert cert["scope"] == {"capabilities": ["broker_failover", "controller_failover", "reassignment", "network"],
+                             "complete": False}
+    (run,) = caps["broker_failover"]["scenarios"][0]["runs"]
+    assert not Path(run["path"]).is_absolute() and (tmp_path / run["path"] / "verdict.json").is_file()
+
+    bad = _fixture_certificate(tmp_path, with_failure=True)
+    caps = {c["name"]: c for c in bad["capabilities"]}
+    assert caps["broker_failover"]["status"] == FAIL and caps["controller_failover"]["status"] == PASS
+    assert (bad["overall"], bad["exit_code"]) == (NOT_CERTIFIED, 1)
+    failing = caps["broker_failover"]["scenarios"][0]["runs"][-1]
+    assert failing["run_id"].endswith("-000002") and failing["verdict"] == FAIL
+    assert any(r["rule"] == "lost" for r in failing["failing_rules"])
+
+
+def test_certificate_files(tmp_path):
+    cert = _fixture_certificate(tmp_path, with_failure=True)
+    page, js = write_certificate(cert, tmp_path)
+    assert read_certificate(tmp_path) == json.loads(json.dumps(cert))
+    text = page.read_text()
+    assert "<script" not in text and "http://" not in text and "https://" not in text and "<link" not in text
+    assert re.search(r'id="overall"[^>]*>NOT CERTIFIED<', text)
+    for want in ("kafka-chaos/kafka:3.9.2", "apache-zk-3.9", "0123456789abcdef", "2026-11-21T08:00:00Z",
+                 "x.y=1", "partial: broker_failover, controller_failover, reassignment, network only",
+                 NO_SCENARIO, "foo.bar", "lost acknowledged writes"):
+        assert want in text, want
+    # every evidence link resolves to the run record, relative to the certificate
+    hrefs = re.findall(r'href="([^"]+/verdict\.json)"', text)
+    assert len(hrefs) == 3 and all((tmp_path / h).is_file() for h in hrefs)
+    row = re.search(r'<tr id="cap-broker_failover" data-status="FAIL">(.*?)</tr>', text, re.S).group(1)
+    assert "20250601T030000Z-broker_failover.kill_leader-000002" in row and "<code>lost</code>" in row
+
+
+def test_html_escapes_what_it_shows(tmp_path):
+    cert = _fixture_certificate(tmp_path, with_failure=False)
+    cert["subject"]["broker_image"] = "<img src=x>"
+    assert "<img src=x>" not in render_html(cert) and "&lt;img src=x&gt;" in render_html(cert)
+
+
+# -- what a person sees --------------------------------------------------------------------------------
+def _chromium(args: list[str], html: Path) -> subprocess.CompletedProcess:
+    prof = tempfile.mkdtemp(prefix="chromium-")
+    try:
+        return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                               "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                               "--disable-sync", "--hide-scrollbars", f"--user-data-dir={prof}", *args,
+                               html.as_uri()], capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(prof, ignore_errors=True)
+
+
+def screenshot_rows(html: Path, png: Path, size=(1000, 500)) -> tuple[int, list[bytes]]:
+    """Render ``html`` in headless Chromium; (channels, pixel rows) of the screenshot."""
+    sys.path.insert(0, str(Path(__file__).parent / "reports"))
+    import pngutil
+    r = _chromium([f"--screenshot={png}", f"--window-size={size[0]},{size[1]}"], html)
+    assert png.exists(), r.stderr[-2000:]
+    w, h, ch, rows = pngutil.read_png(png)
+    assert (w, h) == size
+    return ch, rows
+
+
+def badge_rows(ch: int, rows: list[bytes], colour: tuple[int, int, int]) -> list[int]:
+    """Rows with a long run of the badge colour: where the overall badge is drawn."""
+    px = bytes(colour)
+    out = []
+    for y, row in enumerate(rows):
+        n = sum(1 for x in range(0, len(row) // ch, 2) if row[x * ch:x * ch + 3] == px)
+        if n > 60:
+            out.append(y)
+    return out
+
+
+def assert_shows_overall(page: Path, result: str, tmp: Path) -> None:
+    """The screenshot of ``page`` shows the overall badge, in its colour, carrying exactly the glyphs
+    of ``result``: its pixels equal those of a page that holds only the heading and that badge, and
+    differ from the same page with any other result."""
+    from reports import certificate as rc
+    colour = tuple(int(rc.COLOURS[result][0][i:i + 2], 16) for i in (1, 3, 5))
+    ch, rows = screenshot_rows(page, tmp / "page.png")
+    ys = badge_rows(ch, rows, colour)
+    assert len(ys) > 30 and ys[0] < 150, f"no {result} badge near the top of the page (rows {ys[:3]})"
+
+    def reference(text: str) -> list[bytes]:
+        ref = tmp / f"ref-{text.replace(' ', '_')}.html"
+        ref.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{rc.CSS}</style></head><body>"
+                       f"<h1>kafka-chaos conformance certificate</h1><div>{rc._badge(result, 'overall', 'overall')}"
+                       "</div></body></html>".replace(f">{result}<", f">{text}<"))
+        return screenshot_rows(ref, tmp / f"{ref.stem}.png")[1]
+    same = reference(result)
+    assert all(rows[y] == same[y] for y in ys), f"the badge does not read {result!r}"
+    for other in {"CERTIFIED", "NOT CERTIFIED", "INCONCLUSIVE"} - {result}:
+        assert any(rows[y] != reference(other)[y] for y in ys)
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="/usr/bin/chromium missing: apt-get install -y chromium")
+@pytest.mark.parametrize("with_failure,result", [(False, CERTIFIED), (True, NOT_CERTIFIED)])
+def test_chromium_shows_the_overall_result(tmp_path, with_failure, result):
+    cert = _fixture_certificate(tmp_path, with_failure=with_failure)
+    page, _ = write_certificate(cert, tmp_path)
+    dom = _chromium(["--dump-dom"], page).stdout
+    assert re.search(rf'id="overall"[^>]*>{result}<', dom)
+    assert_shows_overall(page, result, tmp_path)
