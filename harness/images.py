@@ -107,7 +107,8 @@ def _base_hash() -> str:
     return hashlib.sha256(json.dumps([BASE_PACKAGES, "bookworm", "v1"]).encode()).hexdigest()[:16]
 
 
-def _find_image(tag: str):
+def find_image(tag: str):
+    """The local image called ``tag``, or None."""
     import docker.errors
     try:
         return docker_util.client().images.get(tag)
@@ -118,7 +119,7 @@ def _find_image(tag: str):
 def ensure_base_image(force: bool = False) -> str:
     """Build (or reuse) the Debian base image; returns its id."""
     want = _base_hash()
-    img = _find_image(BASE_TAG)
+    img = find_image(BASE_TAG)
     if img is not None and not force and img.labels.get("kafka-chaos.input-hash") == want:
         return img.id
     if shutil.which("mmdebstrap") is None:
@@ -145,7 +146,7 @@ def ensure_base_image(force: bool = False) -> str:
         res = subprocess.run(args + [str(tar), BASE_TAG], capture_output=True, text=True)
         if res.returncode != 0:
             raise HarnessError("docker import failed: " + res.stderr.strip())
-    return _find_image(BASE_TAG).id
+    return find_image(BASE_TAG).id
 
 
 # -- jars ----------------------------------------------------------------------------------------
@@ -220,7 +221,7 @@ def build(version: str | None = None, force: bool = False) -> BuiltImage:
     libs = ensure_jars(v)
     want = _inputs_hash(base_id, libs)
     tag = image_tag(v)
-    img = _find_image(tag)
+    img = find_image(tag)
     if img is not None and not force and img.labels.get("kafka-chaos.input-hash") == want:
         return BuiltImage(tag, v, img.id, True, time.monotonic() - t0)
     _log(f"building {tag}")
@@ -243,7 +244,7 @@ def build(version: str | None = None, force: bool = False) -> BuiltImage:
                              env={**os.environ, "DOCKER_BUILDKIT": "0"})
         if res.returncode != 0:
             raise HarnessError(f"docker build of {tag} failed: {res.stderr.strip()[-400:]}")
-    img = _find_image(tag)
+    img = find_image(tag)
     return BuiltImage(tag, v, img.id, False, time.monotonic() - t0)
 
 
@@ -270,7 +271,7 @@ class ImageInfo:
 
 def inspect(image: str) -> ImageInfo:
     """Look up an image that must already exist locally (nothing can be pulled here)."""
-    img = _find_image(image)
+    img = find_image(image)
     if img is None:
         hint = ""
         m = re.fullmatch(rf"{re.escape(KAFKA_REPO)}:(.+)", image)
@@ -287,7 +288,7 @@ def image_for(version: str | None = None, image: str | None = None, build_missin
         return inspect(image)
     v = resolve_version(version)
     tag = image_tag(v)
-    if _find_image(tag) is None:
+    if find_image(tag) is None:
         if not build_missing:
             raise ImageMissing(f"image {tag} is not built; run `kafka-chaos images build --kafka {v}`")
         build(v)

@@ -156,7 +156,9 @@ class RunRecord:
         return [e for e in self.events if e.get("type") in types]
 
 
-def _load_json(path: Path) -> dict:
+def load_json_object(path: str | os.PathLike) -> dict:
+    """One JSON object file of a run record; RecordError naming the file when missing or malformed."""
+    path = Path(path)
     try:
         with open(path, encoding="utf-8") as fh:
             obj = json.load(fh)
@@ -188,8 +190,8 @@ def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
     p = Path(path)
     if not p.is_dir():
         raise RecordError(f"{p}: not a run record directory")
-    meta = _load_json(p / "metadata.json")
-    verdict = _load_json(p / "verdict.json")
+    meta = load_json_object(p / "metadata.json")
+    verdict = load_json_object(p / "verdict.json")
     for name, obj in (("metadata.json", meta), ("verdict.json", verdict)):
         v = obj.get("schema_version")
         if v != SCHEMA_VERSION:

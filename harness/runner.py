@@ -149,6 +149,8 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     cfg = dict(scenario.broker_config, **(broker_config or {}))
     if schedule is None and scenario.fault_mix is not None:
         schedule = generate_schedule(seed, scenario.fault_mix)
+    if schedule is not None:
+        scenario = scenario.covering(schedule)
     rec = RunRecorder(runs_dir, scenario.name, metadata={
         "suite": suite, "harness_version": __version__, "git_sha": _git_sha(),
         "kafka_version": info.kafka_version, "broker_image": info.tag, "image_id": info.image_id,
@@ -255,12 +257,22 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
 
 # -- command line ------------------------------------------------------------------------------
 def add_parser(sub) -> None:
-    r = sub.add_parser("run", help="run a suite or scenario on fresh clusters, one run record each")
-    r.add_argument("target", metavar="SUITE_OR_SCENARIO",
-                   help="a suite (smoke, conformance, chaos, nightly) or a scenario name; `list` lists them")
+    r = sub.add_parser("run", help="run a suite or scenario on fresh clusters, one run record each",
+                       description="Run a suite (smoke, conformance, chaos, nightly), a family or one scenario; "
+                                   "or replay a recorded run with --replay RUN_DIR. Exit codes: 0 every verdict "
+                                   "PASS, 1 a check failed, 2 usage or environment error (UNKNOWN).")
+    r.add_argument("target", metavar="SUITE_OR_SCENARIO", nargs="?",
+                   help="a suite (smoke, conformance, chaos, nightly), a family or a scenario name; `list` lists "
+                        "them (optional with --replay)")
     r.add_argument("--runs-dir", default="runs", help="where run records go (default ./runs)")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=int, default=None,
+                   help="run seed (default 0): random targets and generated fault schedules derive from it; "
+                        "repeat i uses seed + i")
     r.add_argument("--repeat", type=int, default=1)
+    r.add_argument("--length", type=float, metavar="SECONDS",
+                   help="seconds of faults for scenarios with a random fault schedule (nightly.*)")
+    r.add_argument("--replay", metavar="RUN_DIR",
+                   help="re-run a recorded run: its scenario, seed, stored fault schedule, image and broker config")
     g = r.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V")
     g.add_argument("--broker-image", metavar="IMG")
@@ -268,8 +280,61 @@ def add_parser(sub) -> None:
     r.set_defaults(func=cmd_run)
 
 
-def cmd_run(args) -> int:
+def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str) -> int:
+    """Execute (scenario, execute-kwargs) jobs in order with a progress line each; the exit code."""
+    outcomes: list[RunOutcome] = []
+    for n, (s, kw) in enumerate(jobs, 1):
+        _say(f"[{n}/{len(jobs)}] {s.name}: running ...")
+        o = execute(s, runs_dir=runs_dir, **kw)
+        outcomes.append(o)
+        _say(f"[{n}/{len(jobs)}] {s.name}: {o.verdict} in {o.seconds:.0f} s — {o.reason}  ({o.path})")
+    passed = sum(o.verdict == "PASS" for o in outcomes)
+    _say(f"{passed}/{len(outcomes)} PASS; run records under {runs_dir}/")
+    if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):
+        return 2
+    return 0 if passed == len(outcomes) else 1
+
+
+def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
     from suites.catalog import scenarios_for
+
+    from .replay import plan_replay
+    plan = plan_replay(args.replay)
+    if args.target and args.target != plan.scenario:
+        raise HarnessError(f"--replay {args.replay} is a run of {plan.scenario!r}, not {args.target!r}; "
+                           "leave SUITE_OR_SCENARIO out")
+    if args.seed is not None or args.length is not None:
+        raise HarnessError("--seed and --length cannot be combined with --replay: the recorded seed and "
+                           "schedule are used")
+    found = [s for s in scenarios_for(plan.scenario) if s.name == plan.scenario]
+    if not found:
+        raise HarnessError(f"--replay {args.replay}: scenario {plan.scenario!r} is not in this harness version "
+                           "(`kafka-chaos run list`)")
+    if args.kafka_version or args.broker_image:   # replay the same schedule against another broker
+        info = images.image_for(args.kafka_version, args.broker_image, build_missing=False)
+        profile = args.profile
+    elif plan.broker_image and images.find_image(plan.broker_image) is not None:
+        info, profile = images.image_for(None, plan.broker_image), args.profile or plan.profile
+    elif plan.kafka_version:
+        info, profile = images.image_for(plan.kafka_version, None, build_missing=True), args.profile or plan.profile
+    else:
+        raise HarnessError(f"--replay {args.replay}: the recorded image {plan.broker_image!r} is not here and the "
+                           "record names no Kafka version; pass --broker-image")
+    _say(f"replaying {plan.run_id}: {plan.scenario}, seed {plan.seed}, {len(plan.schedule)} scheduled fault(s), "
+         f"image {info.tag}")
+    kw = dict(image=info.tag, suite=plan.suite, seed=plan.seed, profile=profile, broker_config=plan.broker_config,
+              schedule=plan.schedule, replay_of=plan.run_id)
+    return [(found[0], kw)] * args.repeat
+
+
+def cmd_run(args) -> int:
+    from suites.catalog import SUITES, scenarios_for
+    if args.repeat < 1:
+        raise HarnessError("--repeat must be at least 1")
+    if args.replay:
+        return _run_many(_replay_jobs(args), args.runs_dir)
+    if not args.target:
+        raise HarnessError("name a suite or scenario (`kafka-chaos run list`), or give --replay RUN_DIR")
     if args.target == "list":
         for s in scenarios_for("all"):
             print(f"{s.name:45} {','.join(s.tags):28} {s.description}")
@@ -277,23 +342,12 @@ def cmd_run(args) -> int:
     chosen = scenarios_for(args.target)
     if not chosen:
         raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
-    if args.repeat < 1:
-        raise HarnessError("--repeat must be at least 1")
     info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
                             and args.broker_image is None)
-    suite = args.target if args.target in ("smoke", "conformance", "chaos", "nightly") else "adhoc"
-    outcomes: list[RunOutcome] = []
-    total = len(chosen) * args.repeat
-    for i in range(args.repeat):
-        for s in chosen:
-            n = len(outcomes) + 1
-            _say(f"[{n}/{total}] {s.name}: running ...")
-            o = execute(s, runs_dir=args.runs_dir, image=info.tag, suite=suite, seed=args.seed + i,
-                        profile=args.profile)
-            outcomes.append(o)
-            _say(f"[{n}/{total}] {s.name}: {o.verdict} in {o.seconds:.0f} s — {o.reason}  ({o.path})")
-    passed = sum(o.verdict == "PASS" for o in outcomes)
-    _say(f"{passed}/{len(outcomes)} PASS; run records under {args.runs_dir}/")
-    if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):
-        return 2
-    return 0 if passed == len(outcomes) else 1
+    suite = args.target if args.target in SUITES else "adhoc"
+    seed = args.seed or 0
+    if args.length is not None:
+        chosen = [s.with_length(args.length) for s in chosen]
+    jobs = [(s, dict(image=info.tag, suite=suite, seed=seed + i, profile=args.profile))
+            for i in range(args.repeat) for s in chosen]
+    return _run_many(jobs, args.runs_dir)

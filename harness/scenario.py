@@ -12,10 +12,10 @@ action in the run's event log.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from .errors import HarnessError
+from .errors import HarnessError, ScenarioError
 
 
 class ExpectationFailed(AssertionError):
@@ -61,6 +61,20 @@ class Scenario:
     @property
     def family(self) -> str:
         return self.name.split(".", 1)[0]
+
+    def with_length(self, seconds: float) -> "Scenario":
+        """This scenario with ``seconds`` of scheduled faults (scenarios with a ``fault_mix`` only)."""
+        if self.fault_mix is None:
+            return self
+        if not seconds > 0:
+            raise ScenarioError(f"--length must be > 0 seconds, got {seconds!r}")
+        extra = max(60.0, self.max_duration_s - float(self.fault_mix.get("length", 0)))
+        return replace(self, fault_mix={**self.fault_mix, "length": seconds}, max_duration_s=seconds + extra)
+
+    def covering(self, schedule) -> "Scenario":
+        """This scenario with a time bound long enough for ``schedule`` (a replayed one may be longer)."""
+        need = schedule.end + 120.0
+        return self if self.max_duration_s >= need else replace(self, max_duration_s=need)
 
 
 class RunContext:

@@ -255,19 +255,16 @@ def load_schedule(run_dir: str | os.PathLike) -> Schedule:
     ``run_dir`` may also be the metadata.json file itself. Raises ScheduleError naming the file and
     the offending item/field.
     """
+    from harness.record import RecordError, load_json_object
+
     p = Path(run_dir)
     meta_path = p if p.is_file() else p / "metadata.json"
     if not p.exists():
         raise ScheduleError(f"{p}: no such run record")
     try:
-        with open(meta_path, encoding="utf-8") as fh:
-            meta = json.load(fh)
-    except FileNotFoundError:
-        raise ScheduleError(f"{meta_path}: missing (is {p} a run record directory?)") from None
-    except json.JSONDecodeError as e:
-        raise ScheduleError(f"{meta_path}: not valid JSON ({e})") from None
-    if not isinstance(meta, dict):
-        raise ScheduleError(f"{meta_path}: expected a JSON object")
+        meta = load_json_object(meta_path)
+    except RecordError as e:
+        raise ScheduleError(f"{e} (is {p} a run record directory?)") from None
     if "schedule" not in meta:
         raise ScheduleError(f"{meta_path}: has no 'schedule' field; this run recorded no fault schedule")
     if meta["schedule"] is None:
