@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from . import docker_util, images
+from . import distributions, docker_util, images
 from .clientlog import with_logger
 from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST, LABEL_OWNER_PID,
                           LABEL_PERSISTENT, LABEL_ROLE)
@@ -93,6 +93,12 @@ class ClusterSpec:
     port_base: int | None = None        # fixed host ports: brokers port_base+id, ZooKeeper port_base+100+n
     startup_timeout_s: float = 120.0
     build_missing: bool = False
+    distribution: str | None = None     # harness/distributions.py: apache-zk (default), apache-kraft, generic
+    node_env: dict[str, str] = field(default_factory=dict)  # extra environment for every Kafka node
+
+    @property
+    def has_zookeeper(self) -> bool:
+        return distributions.get(self.distribution).has_zookeeper
 
     def validate(self) -> None:
         if not 1 <= self.brokers <= 9:
@@ -103,6 +109,7 @@ class ClusterSpec:
             raise HarnessError(f"cluster name {self.name!r}: use lower-case letters, digits and '-' (max 31)")
         if self.port_base is not None and not 1024 <= self.port_base <= 65000:
             raise HarnessError(f"--port-base must be between 1024 and 65000, not {self.port_base}")
+        distributions.get(self.distribution)     # unknown names fail here, with the choices
 
 
 # -- nodes ---------------------------------------------------------------------------------------
@@ -110,13 +117,15 @@ class Node:
     """One container (a broker or a ZooKeeper server) with the process-level operations faults use."""
 
     def __init__(self, cluster_name: str, role: str, node_id: int, container_name: str, alias: str,
-                 host_port: int):
+                 host_port: int, started_line: str | None = None):
         self.cluster_name = cluster_name
         self.role = role
         self.node_id = node_id
         self.name = container_name
         self.alias = alias
         self.host_port = host_port
+        # the log line that ends startup (distribution-specific); "" = none, running is enough
+        self.started_line = f"[KafkaServer id={node_id}] started" if started_line is None else started_line
 
     def __repr__(self) -> str:
         return f"Node({self.name})"
@@ -189,7 +198,8 @@ class Node:
         return self.container.logs(tail=tail).decode(errors="replace")
 
     def started(self) -> bool:
-        """A broker: it logged ``[KafkaServer id=N] started`` since its container last started.
+        """A broker: it logged ``[KafkaServer id=N] started`` (ZooKeeper mode; the distribution's
+        :attr:`started_line` in general) since its container last started.
 
         Registration in ZooKeeper comes before the end of ``KafkaServer.startup()``; a broker that
         loses its session before startup completed exits ("fatal exception during startup"), so a
@@ -204,8 +214,10 @@ class Node:
             since = datetime.fromisoformat(since_s[:26].rstrip("Z") + "+00:00") if since_s else None
         except ValueError:
             since = None
+        if not self.started_line:
+            return True
         logs = c.logs(since=since) if since else c.logs(tail=2000)
-        return f"[KafkaServer id={self.node_id}] started".encode() in logs
+        return self.started_line.encode() in logs
 
 
 # -- ports ---------------------------------------------------------------------------------------
@@ -257,6 +269,8 @@ class Cluster:
         self.started = False
         self._zk = None
         self._admin = None
+        self.distribution = distributions.get(self.spec.distribution)
+        self.cluster_id: str | None = None          # KRaft cluster id (None in ZooKeeper mode)
 
     # ---- addresses
     @property
@@ -305,33 +319,33 @@ class Cluster:
         client = docker_util.client()
         reap_orphans()
         self.image = images.image_for(self.spec.kafka_version, self.spec.image, build_missing=self.spec.build_missing)
-        if self.image.distribution != "apache-zk":
-            raise HarnessError(f"image {self.image.tag} is not a kafka-chaos Apache Kafka image; "
-                               "foreign images need a distribution adapter (not available yet)")
-        if self.image.kafka_version and images._version_key(self.image.kafka_version) >= (4,):
-            raise HarnessError(f"Kafka {self.image.kafka_version} has no ZooKeeper mode; use 3.9 or older")
+        self.distribution.check_image(self.image)
         if client.networks.list(names=[self.network_name]) or _containers(f"{LABEL_CLUSTER}={self.name}"):
             raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
-        zk_ports = _pick_ports(self.spec.zookeepers, self.spec.port_base + 100 if self.spec.port_base else None,
-                               "ZooKeeper")
+        n_zk = self.spec.zookeepers if self.distribution.has_zookeeper else 0
+        zk_ports = _pick_ports(n_zk, self.spec.port_base + 100 if self.spec.port_base else None, "ZooKeeper")
         b_ports = _pick_ports(self.spec.brokers,
                               self.spec.port_base + 1 if self.spec.port_base else None, "broker")
         self.zookeepers = [Node(self.name, "zookeeper", i + 1, f"kc-{self.name}-zk{i + 1}", f"zk{i + 1}",
-                                zk_ports[i]) for i in range(self.spec.zookeepers)]
+                                zk_ports[i]) for i in range(n_zk)]
         self.brokers = {i + 1: Node(self.name, "broker", i + 1, f"kc-{self.name}-b{i + 1}", f"broker{i + 1}",
-                                    b_ports[i]) for i in range(self.spec.brokers)}
+                                    b_ports[i], self.distribution.started_line(i + 1))
+                        for i in range(self.spec.brokers)}
+        if not self.distribution.has_zookeeper:
+            self.cluster_id = distributions.new_cluster_id()
         try:
             net = Network(docker_network_kw={"labels": self._labels(), "driver": "bridge"})
             net.name = self.network_name
             net.create()
             _log(f"{self.name}: starting {len(self.zookeepers)} ZooKeeper + {len(self.brokers)} brokers "
-                 f"({self.image.tag})")
+                 f"({self.image.tag}, {self.distribution.name})")
             for z in self.zookeepers:
                 self._container(DockerContainer, net, z, "zookeeper", self._zk_config(z)).start()
             self.broker_config = self._broker_config_common()
             for b in self.broker_ids:
                 node = self.brokers[b]
-                self._container(DockerContainer, net, node, "broker", self._broker_config(node)).start()
+                self._container(DockerContainer, net, node, "broker", self._broker_config(node),
+                                plan=self._node_plan(node)).start()
             self.started = True
             self.wait_ready(self.spec.startup_timeout_s)
         except BaseException:
@@ -340,17 +354,25 @@ class Cluster:
         _log(f"{self.name}: ready in {time.monotonic() - t0:.1f} s")
         return self
 
-    def _container(self, cls, net, node: Node, mode: str, config: dict[str, str]):
+    def _container(self, cls, net, node: Node, mode: str, config: dict[str, str],
+                   plan: distributions.NodePlan | None = None):
+        """The container of one node; ``mode`` is its role label (zookeeper, broker), ``plan`` the
+        distribution's command and environment for a Kafka node."""
         port = ZK_CLIENT_PORT if mode == "zookeeper" else node.host_port
         env = {"KC_CONFIG": "\n".join(f"{k}={v}" for k, v in config.items())}
+        command: str | None = mode
+        labels = self._labels(mode, node.node_id)
         if mode == "zookeeper":
             env["KC_ZK_MYID"] = str(node.node_id)
-        c = (cls(self.image.tag)
-             .with_name(node.name)
-             .with_command(mode)
-             .with_network(net)
+        elif plan is not None:
+            env, command = dict(plan.env), plan.command
+            labels[distributions.LABEL_DISTRIBUTION] = self.distribution.name
+        c = cls(self.image.tag).with_name(node.name)
+        if command is not None:
+            c = c.with_command(command)
+        c = (c.with_network(net)
              .with_network_aliases(node.alias)
-             .with_kwargs(labels=self._labels(mode, node.node_id), hostname=node.alias,
+             .with_kwargs(labels=labels, hostname=node.alias,
                           cap_add=["NET_ADMIN"], init=False, stop_signal="SIGTERM"))
         # published on loopback only (docker-py accepts (host_ip, port); testcontainers' helper does not)
         c.ports[f"{port}/tcp"] = ("127.0.0.1", node.host_port)
@@ -366,24 +388,15 @@ class Cluster:
         return cfg
 
     def _broker_config_common(self) -> dict[str, str]:
-        rf = str(min(3, len(self.brokers)))
-        cfg = dict(DEFAULT_BROKER_CONFIG)
-        cfg.update({"offsets.topic.replication.factor": rf, "transaction.state.log.replication.factor": rf,
-                    "transaction.state.log.min.isr": "1", "default.replication.factor": rf})
-        cfg.update({k: str(v) for k, v in self.spec.broker_config.items()})
-        return cfg
+        return self.distribution.common_config(DEFAULT_BROKER_CONFIG, len(self.brokers), self.spec.broker_config)
 
     def _broker_config(self, node: Node) -> dict[str, str]:
-        cfg = dict(self.broker_config)
-        cfg.update({
-            "broker.id": str(node.node_id),
-            "listeners": f"INTERNAL://0.0.0.0:{INTERNAL_PORT},EXTERNAL://0.0.0.0:{node.host_port}",
-            "advertised.listeners": f"INTERNAL://{node.alias}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{node.host_port}",
-            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
-            "inter.broker.listener.name": "INTERNAL",
-            "zookeeper.connect": self.internal_zookeeper_connect,
-        })
-        return cfg
+        return self.distribution.node_config(self.broker_config, node, [self.brokers[b] for b in self.broker_ids],
+                                             self.internal_zookeeper_connect)
+
+    def _node_plan(self, node: Node) -> distributions.NodePlan:
+        return self.distribution.plan(self.broker_config, node, [self.brokers[b] for b in self.broker_ids],
+                                      self.internal_zookeeper_connect, self.cluster_id, self.spec.node_env)
 
     # ---- readiness
     def zk(self):

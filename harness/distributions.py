@@ -1,0 +1,257 @@
+"""Distribution adapters: what differs between Kafka-compatible brokers when the harness starts one
+node — which images it accepts, the node's configuration, how the container is started and
+configured, which log line ends startup, and whether the cluster has ZooKeeper.
+
+Adapters (``ClusterSpec.distribution``):
+
+``apache-zk`` (default)
+    Apache Kafka in ZooKeeper mode from an image built by :mod:`harness.images` (2.x–3.9). The
+    image's entrypoint runs ``broker`` with the properties in ``$KC_CONFIG``.
+``apache-kraft``
+    Apache Kafka in KRaft mode from the same images (3.3+; 4.x has only this mode). The first
+    ``min(3, brokers)`` nodes (1 when fewer than 3) are combined ``broker,controller`` nodes and
+    form the static quorum (``controller.quorum.voters``); the others are brokers only. The
+    CONTROLLER listener (port 9094) exists on the Docker network only. The entrypoint's ``kraft``
+    mode formats the storage with ``$KC_CLUSTER_ID`` (idempotent) and runs ``kafka.Kafka``.
+``generic``
+    A user-supplied image, configured by environment variables the way the official
+    ``apache/kafka`` image is: every property ``a.b_c-d`` becomes ``KAFKA_A_B__C___D`` (prefix
+    configurable), plus ``CLUSTER_ID``. The image's own entrypoint and command run. It gets the same
+    KRaft configuration as ``apache-kraft``; readiness is judged by the protocol only (no log line).
+
+Every node has ``INTERNAL://broker<ID>:9093`` (inter-broker) and ``EXTERNAL://127.0.0.1:<P>``
+published on 127.0.0.1:P, exactly as in ZooKeeper mode, so clients and faults see the same
+addresses whatever the distribution.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .errors import HarnessError
+
+INTERNAL_PORT = 9093
+CONTROLLER_PORT = 9094
+LABEL_DISTRIBUTION = "kafka-chaos.distribution"      # on containers (images carry the same key)
+DEFAULT = "apache-zk"
+
+# Settings that only mean something with ZooKeeper; left out of KRaft configs.
+_ZK_ONLY_PREFIXES = ("zookeeper.",)
+# KRaft timings chosen like the ZooKeeper defaults of the harness: a dead broker is fenced after
+# 6 s (production default 9 s, heartbeats every 2 s; controller-spec §9.3).
+KRAFT_DEFAULTS: dict[str, str] = {
+    "broker.heartbeat.interval.ms": "1000",
+    "broker.session.timeout.ms": "6000",
+}
+
+
+class NodeLike(Protocol):
+    node_id: int
+    alias: str
+    host_port: int
+
+
+@dataclass
+class NodePlan:
+    """How to run one node: container command (None = the image's default), environment, and the
+    full server properties (kept for the record and for ``Cluster.attach``)."""
+    command: str | None
+    env: dict[str, str]
+    config: dict[str, str]
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64 without padding (22 characters), never
+    starting with '-' (Kafka's ``Uuid.randomUuid`` avoids those too: they read like options)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+def properties_text(config: dict[str, str]) -> str:
+    return "\n".join(f"{k}={v}" for k, v in config.items())
+
+
+class Distribution:
+    """Base adapter; subclasses say how one node of their kind is started."""
+
+    name = ""
+    has_zookeeper = False
+
+    def check_image(self, image) -> None:
+        """Raise :class:`HarnessError` when ``image`` (an ``images.ImageInfo``) cannot run this way."""
+
+    def common_config(self, defaults: dict[str, str], brokers: int, overrides: dict) -> dict[str, str]:
+        """Properties shared by every node: the harness defaults, replication factors fitted to the
+        cluster size, then the user's overrides (overrides win)."""
+        rf = str(min(3, brokers))
+        cfg = dict(defaults)
+        cfg.update({"offsets.topic.replication.factor": rf, "transaction.state.log.replication.factor": rf,
+                    "transaction.state.log.min.isr": "1", "default.replication.factor": rf})
+        cfg.update({k: str(v) for k, v in overrides.items()})
+        return cfg
+
+    def node_config(self, common: dict[str, str], node: NodeLike, nodes: list[NodeLike],
+                    zookeeper_connect: str = "") -> dict[str, str]:
+        raise NotImplementedError
+
+    def plan(self, common: dict[str, str], node: NodeLike, nodes: list[NodeLike], zookeeper_connect: str = "",
+             cluster_id: str | None = None, extra_env: dict[str, str] | None = None) -> NodePlan:
+        raise NotImplementedError
+
+    def started_line(self, node_id: int) -> str:
+        """The log line that ends a node's startup; "" when only the protocol tells (generic)."""
+        return ""
+
+    def describe(self) -> dict:
+        return {"name": self.name, "has_zookeeper": self.has_zookeeper}
+
+
+def _listeners(node: NodeLike, controller: bool) -> dict[str, str]:
+    listeners = f"INTERNAL://0.0.0.0:{INTERNAL_PORT},EXTERNAL://0.0.0.0:{node.host_port}"
+    proto = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT"
+    if controller:
+        listeners += f",CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"
+    return {
+        "listeners": listeners,
+        "advertised.listeners": f"INTERNAL://{node.alias}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{node.host_port}",
+        "listener.security.protocol.map": proto + ",CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+    }
+
+
+class ApacheZk(Distribution):
+    """Apache Kafka brokers registered in ZooKeeper (what ``harness/cluster.py`` always did)."""
+
+    name = "apache-zk"
+    has_zookeeper = True
+
+    def check_image(self, image) -> None:
+        if image.distribution != "apache-zk":
+            raise HarnessError(f"image {image.tag} is not a kafka-chaos Apache Kafka image; "
+                               "run a foreign image with distribution 'generic'")
+        if image.kafka_version and _version_key(image.kafka_version) >= (4,):
+            raise HarnessError(f"Kafka {image.kafka_version} has no ZooKeeper mode; use 3.9 or older "
+                               "or distribution 'apache-kraft'")
+
+    def node_config(self, common, node, nodes, zookeeper_connect=""):
+        cfg = dict(common)
+        cfg.update({
+            "broker.id": str(node.node_id),
+            "listeners": f"INTERNAL://0.0.0.0:{INTERNAL_PORT},EXTERNAL://0.0.0.0:{node.host_port}",
+            "advertised.listeners": f"INTERNAL://{node.alias}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{node.host_port}",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            "zookeeper.connect": zookeeper_connect,
+        })
+        return cfg
+
+    def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None):
+        cfg = self.node_config(common, node, nodes, zookeeper_connect)
+        return NodePlan("broker", {"KC_CONFIG": properties_text(cfg), **(extra_env or {})}, cfg)
+
+    def started_line(self, node_id: int) -> str:
+        return f"[KafkaServer id={node_id}] started"
+
+
+class ApacheKraft(Distribution):
+    """Apache Kafka in KRaft mode: combined broker+controller nodes forming the quorum."""
+
+    name = "apache-kraft"
+    has_zookeeper = False
+    min_version = (3, 3)
+
+    def check_image(self, image) -> None:
+        if image.distribution not in ("apache-zk", "apache-kraft") or not image.kafka_version:
+            raise HarnessError(f"image {image.tag} is not a kafka-chaos Apache Kafka image; "
+                               "run a foreign image with distribution 'generic'")
+        if _version_key(image.kafka_version) < self.min_version:
+            raise HarnessError(f"Kafka {image.kafka_version} has no production KRaft mode; use 3.3 or newer")
+
+    @staticmethod
+    def voter_ids(nodes: list[NodeLike]) -> list[int]:
+        """The quorum: the first 3 nodes (by id), or only the first when there are fewer than 3."""
+        ids = sorted(n.node_id for n in nodes)
+        return ids[:3] if len(ids) >= 3 else ids[:1]
+
+    def common_config(self, defaults, brokers, overrides):
+        base = {k: v for k, v in defaults.items() if not k.startswith(_ZK_ONLY_PREFIXES)}
+        base.update(KRAFT_DEFAULTS)
+        return super().common_config(base, brokers, overrides)
+
+    def node_config(self, common, node, nodes, zookeeper_connect=""):
+        voters = self.voter_ids(nodes)
+        by_id = {n.node_id: n for n in nodes}
+        is_voter = node.node_id in voters
+        cfg = dict(common)
+        cfg.update(_listeners(node, controller=is_voter))
+        cfg.update({
+            "node.id": str(node.node_id),
+            "process.roles": "broker,controller" if is_voter else "broker",
+            "controller.quorum.voters": ",".join(f"{v}@{by_id[v].alias}:{CONTROLLER_PORT}" for v in voters),
+            "controller.listener.names": "CONTROLLER",
+        })
+        return cfg
+
+    def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None):
+        if not cluster_id:
+            raise HarnessError("a KRaft node needs a cluster id")
+        cfg = self.node_config(common, node, nodes)
+        env = {"KC_CONFIG": properties_text(cfg), "KC_CLUSTER_ID": cluster_id, **(extra_env or {})}
+        return NodePlan("kraft", env, cfg)
+
+    def started_line(self, node_id: int) -> str:
+        return f"[KafkaRaftServer nodeId={node_id}] Kafka Server started"
+
+
+def property_env_name(prop: str, prefix: str = "KAFKA_") -> str:
+    """``log.dirs`` → ``KAFKA_LOG_DIRS``; '_' → '__' and '-' → '___' first (apache/kafka image rules)."""
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", prop):
+        raise HarnessError(f"property {prop!r} cannot be passed as an environment variable")
+    return prefix + prop.replace("_", "__").replace("-", "___").replace(".", "_").upper()
+
+
+class Generic(ApacheKraft):
+    """Any image configured by environment variables; KRaft layout, readiness by protocol only."""
+
+    name = "generic"
+
+    def __init__(self, env_prefix: str = "KAFKA_", cluster_id_env: str = "CLUSTER_ID"):
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", env_prefix):
+            raise HarnessError(f"environment prefix {env_prefix!r}: use upper-case letters, digits and '_'")
+        self.env_prefix, self.cluster_id_env = env_prefix, cluster_id_env
+
+    def check_image(self, image) -> None:
+        return None         # anything local; whether it answers is judged by readiness
+
+    def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None):
+        cfg = self.node_config(common, node, nodes)
+        env = {property_env_name(k, self.env_prefix): v for k, v in cfg.items()}
+        env[self.cluster_id_env] = cluster_id or new_cluster_id()
+        env.update(extra_env or {})
+        return NodePlan(None, env, cfg)
+
+    def started_line(self, node_id: int) -> str:
+        return ""
+
+
+_ADAPTERS = {"apache-zk": ApacheZk, "apache-kraft": ApacheKraft, "generic": Generic}
+NAMES = tuple(_ADAPTERS)
+
+
+def get(name: str | None) -> Distribution:
+    """The adapter called ``name`` (None: the default, ``apache-zk``)."""
+    key = name or DEFAULT
+    if key not in _ADAPTERS:
+        raise HarnessError(f"unknown distribution {name!r}: choose one of {', '.join(NAMES)}")
+    return _ADAPTERS[key]()
