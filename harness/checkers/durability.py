@@ -191,6 +191,12 @@ class _Judge:
             why = None
             if pf is None or not pf.idempotent:
                 why = "producer without idempotence (retries may duplicate)"
+            elif s.timeouts.get(proc):
+                # librdkafka cannot retry a timed-out message under the same sequence: it drains the
+                # partition, bumps the producer epoch and re-sends what was in flight with new
+                # sequence numbers, so a copy already written is written again (librdkafka #4953)
+                why = (f"idempotent producer with {s.timeouts[proc]} message timeouts (_MSG_TIMED_OUT): the "
+                       "epoch bump that follows may re-send in-flight messages")
             else:
                 why = next((self.tp_allowance(tp) for tp, _ in positions if self.tp_allowance(tp)), None)
             d = {"value": value, "process": proc, "positions": [_pos(tp, o) for tp, o in positions]}

@@ -82,6 +82,7 @@ class Scan:
         self.failed: dict = {}  # value -> (error, process)
         self.n_invoke = self.n_ok = self.n_fail = self.n_info = 0
         self.n_not_enough_replicas = 0
+        self.timeouts: dict[str, int] = {}  # process -> message timeouts (_MSG_TIMED_OUT) it reported
         self.errors: dict[str, int] = {}
         self.latencies: list[float] = []
         self.send_order: dict[tuple, list] = {}  # (process, topic, partition) -> [(op_id, offset)]
@@ -223,6 +224,8 @@ class Scan:
                             self.n_info += 1
                             err = ev.get("error") or "unknown"
                             self.errors[err] = self.errors.get(err, 0) + 1
+                            if err == "_MSG_TIMED_OUT":
+                                self.timeouts[proc] = self.timeouts.get(proc, 0) + 1
                         else:
                             raise ValueError(f"event seq {ev.get('seq')}: send phase {phase!r} "
                                              "is not invoke/ok/fail/info")
