@@ -503,6 +503,7 @@ def cmd_certify(args) -> int:
     for c in cert["capabilities"]:
         _say(f"  {c['name']:20} {c['status']:15} {c['reason']}")
     _say(f"{cert['overall']}: {cert['overall_reason']}; certificate {html} (and {js.name})")
+    print(f"{cert['overall']} {html}")
     if interrupted:
         raise KeyboardInterrupt
     return cert["exit_code"]

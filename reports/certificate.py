@@ -61,7 +61,8 @@ def _run_links(run: dict) -> str:
     verdict = run["verdict"]
     extra = ""
     if run.get("run_verdict") and run["run_verdict"] != verdict:
-        extra = f' <span class="muted">(run record: {_e(run["run_verdict"])})</span>'
+        extra = (f' <span class="muted">(the run record, judged with the applied configuration, says '
+                 f'{_e(run["run_verdict"])}; this verdict is against the {_e(run.get("judged_against"))})</span>')
     return (f'{_badge(verdict)} <a href="{_e(_href(p))}/"><code>{_e(run["run_id"])}</code></a>{extra} '
             f'<span class="muted">[<a href="{_e(_href(p + "/verdict.json"))}">verdict</a> · '
             f'<a href="{_e(_href(p + "/events.jsonl"))}">events</a> · '
@@ -112,7 +113,8 @@ def render_html(cert: dict) -> str:
             runs = "".join(f"<div>{_run_links(r)}<div class=\"muted\">{_e(r['reason'])}</div>"
                            f"{_rules(r.get('failing_rules') or []) if r['verdict'] != 'PASS' else ''}</div>"
                            for r in sc["runs"]) or f'<div class="muted">{_e(sc.get("note") or "not run")}</div>'
-            ev.append(f'<div style="margin-bottom:6px"><code>{_e(sc["name"])}</code>: {runs}</div>')
+            ev.append(f'<div style="margin-bottom:6px"><code title="{_e(sc.get("description"))}">'
+                      f'{_e(sc["name"])}</code>: {runs}</div>')
         rows.append(
             f'<tr id="cap-{_e(c["name"])}" data-status="{_e(c["status"])}"><td><b>{_e(c["title"])}</b><br>'
             f'<code class="muted">{_e(c["name"])}</code></td><td>{_badge(c["status"])}<div class="muted">'
