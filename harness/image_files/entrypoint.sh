@@ -1,5 +1,6 @@
 #!/bin/sh
-# kafka-chaos image entrypoint: runs a ZooKeeper server or a Kafka broker from the same jars.
+# kafka-chaos image entrypoint: runs a ZooKeeper server, a ZooKeeper-mode Kafka broker, or a KRaft
+# node (kraft) from the same jars.
 # The harness passes the whole properties file in $KC_CONFIG (newline separated).
 set -e
 JAVA_BASE_OPTS="-Djava.awt.headless=true -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError -Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
@@ -15,6 +16,22 @@ case "$mode" in
   broker)
     mkdir -p /var/lib/kafka/data /etc/kafka-chaos
     printf '%s\n' "$KC_CONFIG" > /etc/kafka-chaos/server.properties
+    exec java ${KC_HEAP_OPTS:--Xms128m -Xmx512m} $JAVA_BASE_OPTS \
+      -cp '/opt/kafka/libs/*' kafka.Kafka /etc/kafka-chaos/server.properties
+    ;;
+  kraft)
+    # KRaft node (broker, controller or both, per process.roles in $KC_CONFIG): format the storage
+    # with the cluster id in $KC_CLUSTER_ID (a no-op when already formatted, so a restarted
+    # container keeps its data), then run the server.
+    if [ -z "${KC_CLUSTER_ID:-}" ]; then
+      echo "kraft mode needs KC_CLUSTER_ID (22-character base64 cluster id)" >&2
+      exit 2
+    fi
+    mkdir -p /var/lib/kafka/data /etc/kafka-chaos
+    printf '%s\n' "$KC_CONFIG" > /etc/kafka-chaos/server.properties
+    java -Xmx256m -Dlog4j.configuration=file:/opt/kafka/config/tools-log4j.properties \
+      -cp '/opt/kafka/libs/*' kafka.tools.StorageTool format --ignore-formatted \
+      -t "$KC_CLUSTER_ID" -c /etc/kafka-chaos/server.properties
     exec java ${KC_HEAP_OPTS:--Xms128m -Xmx512m} $JAVA_BASE_OPTS \
       -cp '/opt/kafka/libs/*' kafka.Kafka /etc/kafka-chaos/server.properties
     ;;
