@@ -405,6 +405,9 @@ class Cluster:
         kazoo retries a lost connection only a few times, then stays closed; after a ZooKeeper
         outage the next call opens a fresh client.
         """
+        if not self.distribution.has_zookeeper:
+            raise HarnessError(f"cluster {self.name} runs {self.distribution.name}: it has no ZooKeeper; "
+                               "observe it through the protocol (cluster.quorum(), cluster.protocol_metadata())")
         if self._zk is not None and not self._zk.connected:
             self._close_zk()
         if self._zk is None:
@@ -421,7 +424,10 @@ class Cluster:
         return self._zk
 
     def registered_brokers(self) -> set[int]:
-        """Broker ids registered in ZooKeeper right now (children of /brokers/ids)."""
+        """Broker ids registered in ZooKeeper right now (children of /brokers/ids); without ZooKeeper,
+        the brokers a Metadata response lists (KRaft: registered and not fenced)."""
+        if not self.distribution.has_zookeeper:
+            return {b.node_id for b in self.protocol_metadata([]).brokers}
         from kazoo.exceptions import NoNodeError
         try:
             return {int(c) for c in self.zk().get_children("/brokers/ids")}
@@ -436,8 +442,11 @@ class Cluster:
 
     def wait_ready(self, timeout_s: float = 120.0, brokers: Iterable[int] | None = None) -> None:
         """Wait (bounded) until every broker is registered in ZooKeeper, visible in metadata and has
-        finished its startup."""
+        finished its startup. Without ZooKeeper: until each broker answers Metadata listing all of
+        them, the quorum has a leader (DescribeQuorum) and each finished its startup."""
         want = set(self.broker_ids if brokers is None else brokers)
+        if not self.distribution.has_zookeeper:
+            return self._wait_ready_protocol(want, timeout_s)
         deadline = time.monotonic() + timeout_s
         last = "not checked"
         while time.monotonic() < deadline:
@@ -460,6 +469,67 @@ class Cluster:
                 last = f"{type(e).__name__}: {e}"
             time.sleep(0.5)
         raise ClusterError(f"cluster {self.name} not ready after {timeout_s:.0f} s ({last})")
+
+    def _wait_ready_protocol(self, want: set[int], timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        last = "not checked"
+        while time.monotonic() < deadline:
+            self._check_running([self.brokers[b] for b in sorted(want)])
+            try:
+                last = self._protocol_not_ready(want)
+                if last is None:
+                    return
+            except HarnessError as e:   # ProtocolError: still starting
+                last = str(e)
+            time.sleep(0.5)
+        raise ClusterError(f"cluster {self.name} not ready after {timeout_s:.0f} s ({last})")
+
+    def _protocol_not_ready(self, want: set[int]) -> str | None:
+        """What readiness still waits for (None: ready), asked through the Kafka protocol."""
+        from .protocol import ProtocolClient
+        for b in sorted(want):
+            with ProtocolClient(port=self.brokers[b].host_port, timeout=5.0) as c:
+                seen = {x.node_id for x in c.metadata([]).brokers}
+            if not want <= seen:
+                return f"broker {b} lists {sorted(seen)} in metadata, waiting for {sorted(want - seen)}"
+        q = self.quorum()
+        if q.error is not None or q.leader_id < 0:
+            return f"the metadata quorum has no leader ({q.error or 'leader -1'})"
+        starting = [b for b in sorted(want) if not self.brokers[b].started()]
+        if starting:
+            return f"startup not finished on brokers {starting}"
+        return None
+
+    # ---- the protocol (leader epochs, KRaft quorum)
+    def _protocol_ports(self) -> list[int]:
+        """Published broker ports, running brokers first."""
+        nodes = [self.brokers[b] for b in self.broker_ids]
+        return [n.host_port for n in sorted(nodes, key=lambda n: n.status() != "running")]
+
+    def protocol_metadata(self, topics: list[str] | None = None, timeout_s: float = 5.0):
+        """A Metadata response (v7+, with leader epochs) from the first broker that answers
+        (:class:`harness.protocol.MetadataResult`); raises ProtocolError when none does."""
+        from .protocol import first_answer
+        return first_answer(self._protocol_ports(), lambda c: c.metadata(topics), timeout_s)[1]
+
+    def quorum(self, timeout_s: float = 5.0):
+        """The KRaft metadata quorum (DescribeQuorum through the first broker that answers):
+        :class:`harness.protocol.QuorumInfo` with ``leader_id``, ``leader_epoch``, ``voters``."""
+        from .protocol import first_answer
+        return first_answer(self._protocol_ports(), lambda c: c.describe_quorum(), timeout_s)[1]
+
+    def active_controller(self) -> int | None:
+        """The controller: ZooKeeper ``/controller`` in ZooKeeper mode, the quorum leader in KRaft."""
+        if not self.distribution.has_zookeeper:
+            q = self.quorum()
+            return q.leader_id if q.error is None and q.leader_id >= 0 else None
+        import json
+        from kazoo.exceptions import NoNodeError
+        try:
+            data, _ = self.zk().get("/controller")
+        except NoNodeError:
+            return None
+        return json.loads(data)["brokerid"]
 
     # ---- clients
     def admin(self, **conf):
@@ -512,12 +582,19 @@ class Cluster:
         self.brokers[broker_id].stop(timeout=timeout)
 
     def broker_epoch(self, broker_id: int) -> int | None:
-        """czxid of /brokers/ids/<id> (the broker epoch), None when not registered."""
+        """czxid of /brokers/ids/<id> (the broker epoch), None when not registered. ZooKeeper mode
+        only: a KRaft broker epoch is not exposed by client APIs."""
         st = self.zk().exists(f"/brokers/ids/{broker_id}")
         return st.czxid if st else None
 
     def start_broker(self, broker_id: int, wait: bool = True, timeout_s: float = 60.0) -> None:
-        """Start a stopped/killed broker; with ``wait``, until it registered anew (a new broker epoch)."""
+        """Start a stopped/killed broker; with ``wait``, until it registered anew (a new broker epoch;
+        without ZooKeeper: until it finished startup and is listed in metadata again)."""
+        if not self.distribution.has_zookeeper:
+            self.brokers[broker_id].start()
+            if wait:
+                self.wait_ready(timeout_s, brokers=[broker_id])
+            return
         old = self.broker_epoch(broker_id) if wait else None
         self.brokers[broker_id].start()
         if not wait:
@@ -563,6 +640,7 @@ class Cluster:
     def describe(self) -> dict:
         return {"name": self.name, "image": self.image.tag if self.image else None,
                 "kafka_version": self.image.kafka_version if self.image else None,
+                "distribution": self.distribution.name, "cluster_id": self.cluster_id,
                 "brokers": len(self.brokers), "zookeepers": len(self.zookeepers),
                 "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
                 "broker_config": self.broker_config}
@@ -578,6 +656,8 @@ class Cluster:
         spec = ClusterSpec(name=name, persistent=c0.labels.get(LABEL_PERSISTENT) == "1")
         spec.brokers = max(1, sum(1 for c in cs if c.labels.get(LABEL_ROLE) == "broker"))
         spec.zookeepers = sum(1 for c in cs if c.labels.get(LABEL_ROLE) == "zookeeper") or 1
+        spec.distribution = next((c.labels[distributions.LABEL_DISTRIBUTION] for c in cs
+                                  if distributions.LABEL_DISTRIBUTION in c.labels), None)
         cl = cls(spec)
         for c in cs:
             role, nid = c.labels.get(LABEL_ROLE), int(c.labels.get(LABEL_NODE_ID, "0"))
@@ -586,9 +666,11 @@ class Cluster:
             if role == "zookeeper":
                 cl.zookeepers.append(Node(name, role, nid, c.name, f"zk{nid}", host_port))
             elif role == "broker":
-                cl.brokers[nid] = Node(name, role, nid, c.name, f"broker{nid}", host_port)
+                cl.brokers[nid] = Node(name, role, nid, c.name, f"broker{nid}", host_port,
+                                       cl.distribution.started_line(nid))
                 env = dict(e.split("=", 1) for e in c.attrs["Config"].get("Env", []) if "=" in e)
                 cl.broker_config = dict(l.split("=", 1) for l in env.get("KC_CONFIG", "").splitlines() if "=" in l)
+                cl.cluster_id = env.get("KC_CLUSTER_ID") or env.get("CLUSTER_ID") or cl.cluster_id
         cl.zookeepers.sort(key=lambda n: n.node_id)
         try:
             cl.image = images.inspect(c0.image.tags[0] if c0.image.tags else c0.image.id)
