@@ -1,0 +1,192 @@
+"""Periodic protocol-level sampler: what the brokers *say*, including what confluent-kafka 2.16
+hides — the **leader epoch** of every partition (Metadata v7+) and the **KRaft quorum**
+(DescribeQuorum). It is the observer for brokers without ZooKeeper (controller-spec §9.8).
+
+Each sample asks one broker (the one that answered last, else the next in order) over
+:mod:`harness.protocol` and emits:
+
+* ``admin.metadata`` — the same fields as :mod:`harness.observer.admin_sampler` but with
+  ``leader_epoch`` filled (-1 from the broker becomes null) and ``offline_replicas`` per partition;
+  ``source: "protocol"``. ``controller_id``: when the cluster answers DescribeQuorum (KRaft) it is
+  the quorum leader from the same sample, because a KRaft Metadata ``ControllerId`` is a random live
+  broker (KA:1426–1431); otherwise (ZooKeeper mode) Metadata's ``ControllerId``.
+* ``kraft.quorum`` — ``{leader_id, leader_epoch, high_watermark, voters: [{id, log_end_offset}],
+  observers: [...], answered_by, error}`` when the cluster supports DescribeQuorum.
+
+Caveats of MD(b) observations (§8.1) apply: an entry with an error (e.g. LEADER_NOT_AVAILABLE)
+carries the answering broker's cached epoch, not an election result; only ``error: null`` entries
+pair a leader with its epoch.
+
+Bounded like the Admin sampler: stops after ``max_samples``, after ``duration`` seconds, or on
+:meth:`stop`; each request is bounded by ``request_timeout`` per broker asked.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from harness.protocol import MetadataResult, ProtocolClient, ProtocolError, QuorumInfo, UnsupportedApi
+
+
+def _none_if_negative(v: int) -> int | None:
+    return v if v >= 0 else None
+
+
+def metadata_fields(md: MetadataResult, topics: list[str] | None = None, include_internal: bool = False) -> dict:
+    """``admin.metadata`` fields from one Metadata response (controller from Metadata itself)."""
+    parts = []
+    for t in sorted(md.topics, key=lambda t: t.name or ""):
+        name = t.name or ""
+        if topics is not None and name not in topics:
+            continue
+        if topics is None and not include_internal and (t.is_internal or name.startswith("__")):
+            continue
+        if t.error is not None and not t.partitions:
+            parts.append({"topic": name, "partition": None, "leader": None, "leader_epoch": None,
+                          "replicas": [], "isr": [], "offline_replicas": [], "error": t.error})
+            continue
+        for p in sorted(t.partitions, key=lambda p: p.partition):
+            parts.append({"topic": name, "partition": p.partition, "leader": p.leader,
+                          "leader_epoch": _none_if_negative(p.leader_epoch), "replicas": list(p.replicas),
+                          "isr": list(p.isr), "offline_replicas": list(p.offline_replicas), "error": p.error})
+    return {"controller_id": _none_if_negative(md.controller_id),
+            "brokers": sorted(b.node_id for b in md.brokers), "partitions": parts}
+
+
+def quorum_fields(q: QuorumInfo) -> dict:
+    """``kraft.quorum`` fields from one DescribeQuorum response."""
+    return {"leader_id": _none_if_negative(q.leader_id), "leader_epoch": _none_if_negative(q.leader_epoch),
+            "high_watermark": _none_if_negative(q.high_watermark),
+            "voters": [{"id": v.replica_id, "log_end_offset": v.log_end_offset} for v in q.voters],
+            "observers": [{"id": o.replica_id, "log_end_offset": o.log_end_offset} for o in q.observers],
+            "error": q.error}
+
+
+class ProtocolSampler:
+    """Samples Metadata (+ DescribeQuorum) in a background thread.
+
+    ``brokers`` maps broker id → port published on 127.0.0.1 (``{b: cluster.brokers[b].host_port}``,
+    see :meth:`for_cluster`). ``emit`` has the signature of :meth:`harness.record.RunRecorder.emit`;
+    emitted events are also kept in :attr:`samples`. ``quorum``: None = ask DescribeQuorum when the
+    broker supports it, False = never, True = always (an unsupported API is then an ``error``).
+    """
+
+    def __init__(self, brokers: dict[int, int], emit: Callable[..., dict] | None = None, interval: float = 1.0,
+                 max_samples: int | None = None, duration: float | None = None,
+                 topics: list[str] | None = None, include_internal: bool = False,
+                 request_timeout: float = 3.0, quorum: bool | None = None):
+        if interval <= 0:
+            raise ValueError(f"interval must be > 0, got {interval}")
+        if not brokers:
+            raise ValueError("no broker ports to sample")
+        if max_samples is None and duration is None:
+            max_samples = 100_000           # bounded even if the caller forgets stop()
+        self.brokers = dict(sorted(brokers.items()))
+        self._emit_fn = emit
+        self.interval, self.max_samples, self.duration = interval, max_samples, duration
+        self.topics, self.include_internal = topics, include_internal
+        self.request_timeout, self.quorum = request_timeout, quorum
+        self.samples: list[dict] = []
+        self._preferred: int | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def for_cluster(cls, cluster, emit=None, **kw) -> "ProtocolSampler":
+        """A sampler of every broker of a :class:`harness.cluster.Cluster`."""
+        return cls({b: cluster.brokers[b].host_port for b in cluster.broker_ids}, emit, **kw)
+
+    # -- one sample ----------------------------------------------------------------------------
+    def _order(self) -> list[int]:
+        ids = list(self.brokers)
+        if self._preferred in self.brokers:
+            ids.remove(self._preferred)
+            ids.insert(0, self._preferred)
+        return ids
+
+    def _ask(self) -> tuple[int, MetadataResult, QuorumInfo | None, str | None]:
+        """Metadata (and DescribeQuorum) from the first broker that answers, on one connection."""
+        last: Exception | None = None
+        for b in self._order():
+            with ProtocolClient(port=self.brokers[b], timeout=self.request_timeout,
+                                client_id="kafka-chaos-protocol-sampler") as c:
+                try:
+                    md = c.metadata(self.topics)
+                except ProtocolError as e:
+                    last = e
+                    continue
+                self._preferred = b
+                q, q_err = None, None
+                if self.quorum is not False and (self.quorum or c.supports_describe_quorum()):
+                    try:
+                        q = c.describe_quorum()
+                    except (ProtocolError, UnsupportedApi) as e:
+                        q_err = str(e)
+                return b, md, q, q_err
+        raise last or ProtocolError("no broker to ask")
+
+    def sample(self) -> list[dict]:
+        """Take one sample now; returns the events emitted (metadata, then quorum if asked)."""
+        try:
+            b, md, q, q_err = self._ask()
+        except ProtocolError as e:      # the cluster may be partitioned/killed on purpose
+            return [self._emit("admin.metadata", {"controller_id": None, "brokers": [], "partitions": [],
+                                                  "answered_by": None, "source": "protocol",
+                                                  "error": str(e)})]
+        fields = metadata_fields(md, self.topics, self.include_internal)
+        quorum_asked = q is not None or q_err is not None
+        if quorum_asked:    # KRaft: Metadata's ControllerId is a random broker; the quorum leader is the controller
+            fields["controller_id"] = _none_if_negative(q.leader_id) if q is not None and q.error is None else None
+        fields.update({"answered_by": b, "source": "protocol", "error": None})
+        out = [self._emit("admin.metadata", fields)]
+        if quorum_asked:
+            qf = quorum_fields(q) if q is not None else {"leader_id": None, "leader_epoch": None,
+                                                          "high_watermark": None, "voters": [], "observers": [],
+                                                          "error": q_err}
+            qf["answered_by"] = b
+            out.append(self._emit("kraft.quorum", qf))
+        return out
+
+    def _emit(self, type_: str, fields: dict) -> dict:
+        if self._emit_fn is not None:
+            ev = self._emit_fn(type_, **fields) or dict(fields, type=type_)
+        else:
+            ev = dict(fields, type=type_, wall=round(time.time(), 6))
+        self.samples.append(ev)
+        return ev
+
+    # -- background thread ---------------------------------------------------------------------
+    def start(self) -> "ProtocolSampler":
+        if self._thread is not None:
+            raise RuntimeError("sampler already started")
+        self._thread = threading.Thread(target=self._run, name="protocol-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        n = 0
+        while not self._stop.is_set():
+            if self.max_samples is not None and n >= self.max_samples:
+                break
+            if self.duration is not None and time.monotonic() - t0 >= self.duration:
+                break
+            started = time.monotonic()
+            self.sample()
+            n += 1
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop and join the thread (waits at most one in-flight sample)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout if timeout is not None
+                              else self.request_timeout * 2 * len(self.brokers) + 2)
+
+    def __enter__(self) -> "ProtocolSampler":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
