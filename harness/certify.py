@@ -223,8 +223,9 @@ def failing_rules(checks: dict) -> list[dict]:
     out: list[dict] = []
     conf = checks.get("conformance") or {}
     for d in list(conf.get("invariant_violations") or []) + list(conf.get("divergences") or []):
-        out.append({"check": "conformance", "rule": str(d.get("rule_id") or d.get("rule") or "?"),
-                    "detail": _short(f"{d.get('subject', '')} {d.get('explanation', '')}".strip())})
+        full = str(d.get("rule_id") or d.get("rule") or "?")  # "§8.2/§4.1.3/H11": spec sections, then the id
+        out.append({"check": "conformance", "rule": full.rsplit("/", 1)[-1],
+                    "detail": _short(f"{d.get('subject', '')} {d.get('explanation', '')} ({full})".strip())})
     dur = checks.get("durability") or {}
     inner = dur.get("checks") if isinstance(dur.get("checks"), dict) else {
         k: v for k, v in dur.items() if isinstance(v, dict)}

@@ -155,14 +155,14 @@ def test_failing_rules_from_fixture_records():
     flat = read_run(FIXTURES / "20250601T070000Z-controller.failover-000010", with_events=False)
     assert certify.failing_rules(flat.verdict["checks"]) == []
     real_shape = {"conformance": {"verdict": "FAIL", "invariant_violations": [
-                      {"rule": "§8.2/H11", "rule_id": "H11", "subject": "chaos-0", "explanation": "unclean"}],
+                      {"rule": "H11", "rule_id": "§8.2/§4.1.3/H11", "subject": "chaos-0", "explanation": "unclean"}],
                       "divergences": []},
                   "durability": {"verdict": "FAIL", "checks": {"lost": {"verdict": "PASS"},
                                                                "acks_semantics": {"verdict": "FAIL", "reason": "r"}}},
                   "expectations": {"verdict": "FAIL", "items": [{"what": "a leader", "ok": False},
                                                                 {"what": "b", "ok": True}], "error": "boom"}}
     assert certify.failing_rules(real_shape) == [
-        {"check": "conformance", "rule": "H11", "detail": "chaos-0 unclean"},
+        {"check": "conformance", "rule": "H11", "detail": "chaos-0 unclean (§8.2/§4.1.3/H11)"},
         {"check": "durability", "rule": "acks_semantics", "detail": "r"},
         {"check": "expectations", "rule": "expectation", "detail": "a leader"},
         {"check": "expectations", "rule": "script", "detail": "boom"}]
@@ -205,6 +205,58 @@ def test_judge_run_against_the_declared_configuration(tmp_path):
     # an override the scenario does not care about changes nothing
     j = certify.judge_run(run, s, {"log.retention.ms": "1000"}, defaults={})
     assert j["verdict"] == "PASS" and j["run_verdict"] == "PASS"
+
+
+def _unclean_election_run(root: Path, applied_unclean: str) -> Path:
+    """Replicas 1-3 of t-0 die in turn (ISR [1] at the end, leader -1); broker 2, out of sync,
+    returns and is elected with isr [2], RECOVERING: an unclean election (§4.1.3)."""
+    b = RunBuilder("20250701T000000Z-unclean.all_isr_dead-0000cc", scenario="unclean.all_isr_dead",
+                   min_isr=None, unclean=applied_unclean)
+    zxid = iter(range(100, 1000))
+
+    def broker(t, i, registered):
+        z = next(zxid)
+        b.emit(t, "zk.broker", broker_id=i, registered=registered, broker_epoch=z if registered else None,
+               zxid=z, source="watch")
+
+    def state(t, leader, epoch, isr, recovery=0):
+        b.emit(t, "zk.partition_state", topic="t", partition=0, leader=leader, leader_epoch=epoch, isr=isr,
+               controller_epoch=1, leader_recovery_state=recovery, version=epoch, deleted=False,
+               zxid=next(zxid), source="watch")
+    for i in (1, 2, 3, 4):
+        broker(0.1, i, True)
+    z = next(zxid)
+    b.emit(0.2, "zk.controller", broker_id=4, zxid=z, source="watch")
+    b.emit(0.2, "zk.controller_epoch", epoch=1, version=1, zxid=z, source="watch")
+    b.emit(0.3, "zk.topic", topic="t", topic_id="abc", partitions={"0": [1, 2, 3]}, adding_replicas={},
+           removing_replicas={}, version=0, deleted=False, zxid=next(zxid), source="watch")
+    state(0.4, 1, 0, [1, 2, 3])
+    b.fault(1.0, "kill", [2])
+    broker(1.5, 2, False)
+    state(1.6, 1, 1, [1, 3])
+    b.fault(2.0, "kill", [3])
+    broker(2.5, 3, False)
+    state(2.6, 1, 2, [1])
+    b.fault(3.0, "kill", [1])
+    broker(3.5, 1, False)
+    state(3.6, -1, 3, [1])
+    broker(5.0, 2, True)
+    state(5.2, 2, 4, [2], recovery=1)
+    return b.write(root, "PASS", "all checks passed", {"expectations": {"verdict": "PASS", "items": [], "error": None}})
+
+
+def test_unclean_election_forced_on_fails_against_the_declared_configuration(tmp_path):
+    from harness.record import read_run
+    from harness.runner import judge
+    s = Scenario("unclean.all_isr_dead", "d", None, brokers=4, broker_config={"unclean.leader.election.enable": "false"},
+                 topics=[TopicSpec("t", 1, 3)], checks=("conformance", "expectations"))
+    run = _unclean_election_run(tmp_path, applied_unclean="true")
+    rec = read_run(run)
+    assert judge(rec.events, rec.metadata, s, [], None)[0] == "PASS"   # the configuration applied allows it
+    j = certify.judge_run(run, s, {"unclean.leader.election.enable": "true"},
+                          defaults={"unclean.leader.election.enable": "false"})
+    assert j["verdict"] == "FAIL" and [r["rule"] for r in j["failing_rules"]] == ["H11"], j
+    assert "with unclean leader election disabled" in j["reason"]
 
 
 def test_judge_run_keeps_an_environment_failure_unknown(tmp_path):
