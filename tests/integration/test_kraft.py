@@ -1,0 +1,178 @@
+"""A real Apache Kafka KRaft cluster (3 combined broker+controller nodes, no ZooKeeper), observed
+only through the Kafka protocol (issue 8: KRaft and protocol-only observation; controller-spec §9).
+
+One cluster serves the module (a KRaft start takes ~30–60 s on a loaded host); every test that kills
+a node starts it again and waits until the cluster is ready, so the next test sees 3 live nodes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from harness import images
+from harness.cluster import LABEL_CLUSTER, Cluster, ClusterSpec, leftovers
+from harness.errors import HarnessError
+from harness.observer.protocol_sampler import ProtocolSampler
+
+pytestmark = pytest.mark.docker
+
+WAIT_S = 120.0      # generous: fencing takes broker.session.timeout.ms (9 s) plus a loaded host
+
+
+def _wait(what: str, predicate, timeout_s: float = WAIT_S, interval: float = 0.5):
+    """Poll ``predicate`` until it returns a truthy value; fail with ``what`` after the timeout."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+        except HarnessError as e:            # a broker being killed / restarted
+            last = e
+        else:
+            if last:
+                return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {last!r})")
+
+
+@pytest.fixture(scope="module")
+def kraft_image(request, docker_engine):
+    """The Apache image with the current entrypoint (the build is cached; it reruns only when
+    harness/image_files changed, e.g. an image that predates the ``kraft`` mode)."""
+    image = request.config.getoption("--broker-image")
+    if image:
+        return images.inspect(image)
+    return images.inspect(images.build(request.config.getoption("--kafka-version")).tag)
+
+
+@pytest.fixture(scope="module")
+def kraft(kraft_image, docker_engine):
+    cl = Cluster(ClusterSpec(brokers=3, distribution="apache-kraft", image=kraft_image.tag,
+                             startup_timeout_s=240))
+    t0 = time.monotonic()
+    cl.start()
+    print(f"\nKRaft cluster {cl.name} ready in {time.monotonic() - t0:.1f} s")
+    yield cl
+    name = cl.name
+    cl.remove()
+    left = leftovers()
+    assert not [c for c in left["containers"] if c.startswith(f"kc-{name}-")], left
+    assert f"kc-{name}" not in left["networks"]
+    assert not docker_engine.volumes.list(filters={"label": f"{LABEL_CLUSTER}={name}"})
+
+
+def _restore(cluster: Cluster, broker_id: int) -> None:
+    if cluster.brokers[broker_id].status() != "running":
+        cluster.start_broker(broker_id, timeout_s=WAIT_S)
+    cluster.wait_ready(WAIT_S)
+
+
+def test_cluster_is_kraft_with_a_quorum_and_no_zookeeper(kraft):
+    assert kraft.zookeepers == [] and kraft.cluster_id and len(kraft.cluster_id) == 22
+    assert kraft.describe()["distribution"] == "apache-kraft"
+    q = kraft.quorum()
+    assert q.error is None and q.leader_id in (1, 2, 3) and q.leader_epoch >= 1
+    assert sorted(v.replica_id for v in q.voters) == [1, 2, 3]
+    assert kraft.registered_brokers() == {1, 2, 3}
+    assert kraft.active_controller() == q.leader_id
+    with pytest.raises(HarnessError, match="no ZooKeeper"):
+        kraft.zk()
+    cfg = kraft.brokers[2].exec(["cat", "/etc/kafka-chaos/server.properties"], check=True)[1]
+    assert "process.roles=broker,controller" in cfg and "node.id=2" in cfg
+    assert "controller.quorum.voters=1@broker1:9094,2@broker2:9094,3@broker3:9094" in cfg
+    assert "zookeeper.connect" not in cfg
+    # only the EXTERNAL listener is published, on loopback; CONTROLLER stays on the Docker network
+    for node in kraft.nodes():
+        bindings = node.container.attrs["HostConfig"]["PortBindings"]
+        assert list(bindings) == [f"{node.host_port}/tcp"]
+        assert all(b["HostIp"] == "127.0.0.1" for bs in bindings.values() for b in bs)
+    # another process can attach to it and sees the same distribution
+    other = Cluster.attach(kraft.name)
+    assert other.distribution.name == "apache-kraft" and other.cluster_id == kraft.cluster_id
+    assert other.brokers[1].started()
+
+
+def test_rf3_topic_produces_and_consumes(kraft):
+    from confluent_kafka import Consumer, Producer
+    topic = f"rt-{uuid.uuid4().hex[:6]}"
+    kraft.create_topic(topic, partitions=3, replication_factor=3)
+    md = kraft.protocol_metadata([topic])
+    (t,) = md.topics
+    assert t.error is None and len(t.partitions) == 3
+    for p in t.partitions:
+        assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isr) == [1, 2, 3] and p.leader_epoch == 0
+    values = [f"v-{i}-{uuid.uuid4().hex[:6]}" for i in range(200)]
+    acked, errors = [], []
+    prod = Producer({"bootstrap.servers": kraft.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+    for v in values:
+        prod.produce(topic, v.encode(), on_delivery=lambda e, m: errors.append(e) if e else acked.append(m))
+    assert prod.flush(60) == 0 and not errors
+    assert len(acked) == 200
+    cons = Consumer({"bootstrap.servers": kraft.bootstrap_servers, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    cons.subscribe([topic])
+    seen: list[str] = []
+    deadline = time.monotonic() + WAIT_S
+    while len(seen) < len(values) and time.monotonic() < deadline:
+        msg = cons.poll(1.0)
+        if msg is not None and not msg.error():
+            seen.append(msg.value().decode())
+    cons.close()
+    assert sorted(seen) == sorted(values)
+
+
+def test_sampler_sees_the_leader_epoch_rise_when_the_leader_is_killed(kraft):
+    topic = f"le-{uuid.uuid4().hex[:6]}"
+    kraft.create_topic(topic, partitions=1, replication_factor=3)
+    sampler = ProtocolSampler.for_cluster(kraft, interval=0.5, topics=[topic], duration=WAIT_S * 2)
+
+    def part(ev):
+        return next((p for p in ev.get("partitions", []) if p["topic"] == topic and p["partition"] == 0), None)
+
+    with sampler:
+        first = _wait("a sample with a leader", lambda: next(
+            (part(e) for e in list(sampler.samples)
+             if e["type"] == "admin.metadata" and part(e) and part(e)["error"] is None and part(e)["leader"] >= 0),
+            None))
+        leader, epoch = first["leader"], first["leader_epoch"]
+        assert epoch is not None and sorted(first["isr"]) == [1, 2, 3]
+        assert any(e["type"] == "kraft.quorum" and e["leader_id"] in (1, 2, 3) for e in sampler.samples)
+        kraft.kill_broker(leader)
+        try:
+            after = _wait("a new leader with a higher epoch", lambda: next(
+                (part(e) for e in list(sampler.samples)
+                 if e["type"] == "admin.metadata" and part(e) and part(e)["error"] is None
+                 and part(e)["leader"] not in (-1, leader) and part(e)["leader_epoch"] > epoch), None))
+        finally:
+            _restore(kraft, leader)
+    assert after["leader"] in {1, 2, 3} - {leader}
+    assert leader not in after["isr"]                  # the fenced broker left the ISR
+    # H3 on the sampled history: per answering broker, the epoch never decreases
+    by_broker: dict[int, list[int]] = {}
+    for e in sampler.samples:
+        p = part(e) if e["type"] == "admin.metadata" else None
+        if p and p["error"] is None:
+            by_broker.setdefault(e["answered_by"], []).append(p["leader_epoch"])
+    assert all(eps == sorted(eps) for eps in by_broker.values()), by_broker
+
+
+def test_describe_quorum_names_a_new_leader_when_the_leader_is_killed(kraft):
+    q0 = kraft.quorum()
+    assert q0.error is None and q0.leader_id in (1, 2, 3)
+    old = q0.leader_id
+    kraft.kill_broker(old)
+    try:
+        q1 = _wait("a new quorum leader", lambda: (lambda q: q if q.error is None and q.leader_id not in (-1, old)
+                                                   else None)(kraft.quorum()))
+    finally:
+        _restore(kraft, old)
+    assert q1.leader_id in {1, 2, 3} - {old}
+    assert q1.leader_epoch > q0.leader_epoch
+    # the restarted node (storage formatted before: --ignore-formatted) rejoins as a voter that catches up
+    q2 = _wait("the restarted voter caught up", lambda: (lambda q: q if q.error is None and all(
+        v.log_end_offset >= 0 for v in q.voters) and old in {v.replica_id for v in q.voters} else None)(kraft.quorum()))
+    assert kraft.registered_brokers() == {1, 2, 3}
+    assert q2.leader_epoch >= q1.leader_epoch
