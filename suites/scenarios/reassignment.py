@@ -1,0 +1,308 @@
+"""7. Partition reassignment (seed 003; spec §7, KIP-455 ZooKeeper controller 2.4–3.9).
+
+Four brokers; the workload topic ``chaos`` lives on brokers 1–3 only, so broker 4 starts with no
+replica and a reassignment can move one onto it. Reassignments go through Kafka's own tool
+(``kafka-reassign-partitions`` run in a broker container: generate / execute / verify / cancel, as in
+seed 003) or through the legacy ``/admin/reassign_partitions`` znode.
+
+What the spec says and the scripts check (besides the conformance checker, which judges every
+write of the whole history):
+
+* start (U1, §7.1): the topic znode gets ``RS' = distinct(target ++ ORS)``, ``AR = RS' − ORS``,
+  ``RR = RS' − target``; then (A1) one leader-epoch bump with leader and ISR unchanged;
+* completion (§7.4 B3–B6) once ``target ⊆ ISR``: the leader stays if it is in the target and online,
+  else the first target replica online and in the ISR is elected; each removed replica leaves the
+  ISR with one bump; the topic znode is rewritten last with ``RS = target``;
+* ``ΔLE = #A1 + 1 (B3) + |RR ∩ ISR|`` (§7.5); a broker startup resumes a reassignment whose target
+  contains it with another A1 (§7.7);
+* cancel (§7.8): the replicas become ORS in target-first order (``[1,2,3] → [4,2,3]`` cancelled
+  gives ``[2,3,1]``), one bump (B3);
+* the API path rejects a target broker that is not alive (§7.3); the znode path does not validate,
+  and such a reassignment waits until the broker is back (§7.7).
+
+Slow reassignments (for cancel and a kill in the middle) copy a preloaded partition under the
+tool's ``--throttle`` (1000 B/s) and are released by clearing the broker throttle rates.
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness import admin_ops as ao
+from harness.scenario import RunContext, Scenario, TopicSpec
+
+from .common import T, state
+
+BULK = "bulk"                     # a preloaded topic the throttled scenarios move
+ASSIGN = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}   # chaos on brokers 1-3; broker 4 holds nothing
+THROTTLE = 1000                   # B/s, the tool's minimum
+TOPICS = [TopicSpec(T, 3, 3, assignment=ASSIGN)]
+BULK_TOPICS = TOPICS + [TopicSpec(BULK, 1, 3, assignment={0: [1, 2, 3]})]
+
+
+# ---------------------------------------------------------------------------- helpers
+def _distinct(xs):
+    out = []
+    for x in xs:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def _u1(ors: list[int], target: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """The topic-znode entry a reassignment starts with (spec §7.1 ``reassignTo``)."""
+    rs = _distinct(target + ors)
+    return rs, [r for r in rs if r not in ors], [r for r in rs if r not in target]
+
+
+def _assignment(ctx: RunContext, topic: str, p: int) -> tuple[list[int], list[int], list[int]]:
+    a = ao.topic_assignment(ctx.cluster, topic).get(p)
+    assert a is not None, f"{topic}-{p} not in its topic znode"
+    return a
+
+
+def _reassigning(ctx: RunContext, topic: str, p: int) -> bool:
+    _, ar, rr = _assignment(ctx, topic, p)
+    return bool(ar or rr)
+
+
+def _preload(ctx: RunContext, topic: str, mb: int = 4) -> None:
+    """Write ``mb`` MB to partition 0 of ``topic`` (acks=all) so that copying it under a 1 KB/s throttle
+    takes far longer than any scenario: the first throttled fetch gets at most 1 MB."""
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": ctx.cluster.bootstrap_servers, "acks": "all", "linger.ms": 50,
+                  "message.max.bytes": 1_000_000})
+    value = b"r" * 10_000
+    for _ in range(mb * 100):
+        while True:
+            try:
+                p.produce(topic, value, partition=0)
+                break
+            except BufferError:
+                p.poll(0.1)
+        p.poll(0)
+    left = p.flush(60)
+    assert left == 0, f"preloading {topic}: {left} records not delivered in 60 s"
+
+
+def _history(ctx: RunContext, marker: int, topic: str, p: int) -> tuple[list[dict], list[dict]]:
+    """(topic-znode entries of p, state-znode writes of p) after ``marker``, from ZooKeeper's txn log."""
+    evs = ao.zk_writes_since(ctx.cluster, marker, ("zk.topic", "zk.partition_state"))
+    topic_w = [(e["partitions"].get(str(p)), (e.get("adding_replicas") or {}).get(str(p), []),
+                (e.get("removing_replicas") or {}).get(str(p), []))
+               for e in evs if e["type"] == "zk.topic" and e["topic"] == topic and not e.get("deleted")]
+    state_w = [e for e in evs if e["type"] == "zk.partition_state" and e["topic"] == topic
+               and e["partition"] == p and not e.get("deleted")]
+    return topic_w, state_w
+
+
+def _expect_history(ctx: RunContext, marker: int, topic: str, p: int, ors: list[int], target: list[int],
+                    before: dict, leader: int, bumps: int) -> None:
+    """The spec's expectations on the whole reassignment of ``topic-p`` from ``ors`` to ``target``,
+    read from ZooKeeper's transaction log after ``marker``: U1 entry, final entry, leader, ISR, ΔLE."""
+    tp = f"{topic}-{p}"
+    topic_w, state_w = _history(ctx, marker, topic, p)
+    moving = bool(set(target) - set(ors))
+    if moving:
+        exp = _u1(ors, target)
+        started = [(list(rs), list(ar), list(rr)) for rs, ar, rr in topic_w if ar or rr]
+        ctx.expect(f"{tp}: the reassignment started with RS={exp[0]} adding={exp[1]} removing={exp[2]} (§7.1 U1)",
+                   bool(started) and list(started[0]) == list(exp), {"reassigning entries": started[:3]})
+    final = topic_w[-1] if topic_w else None
+    ctx.expect(f"{tp}: the topic znode ends with replicas {target}, nothing adding or removing (§7.4 B6)",
+               final is not None and list(final[0]) == target and not final[1] and not final[2],
+               {"last entry": final})
+    st = state_w[-1] if state_w else before
+    ctx.expect(f"{tp}: leader {leader} after the reassignment (§7.4 B3, §4.2)", st["leader"] == leader, st)
+    ctx.expect(f"{tp}: ISR = the target {sorted(target)} (§7.4 B4)", sorted(st["isr"]) == sorted(target), st)
+    ctx.expect(f"{tp}: leader epoch {before['leader_epoch']} + {bumps} (§7.5: one bump per A1, B3 and "
+               f"removed ISR member)", st["leader_epoch"] == before["leader_epoch"] + bumps,
+               {"before": before["leader_epoch"], "after": st["leader_epoch"],
+                "epochs": [w["leader_epoch"] for w in state_w]})
+
+
+def _wait_complete(ctx: RunContext, plan: dict, timeout_s: float = 150.0) -> None:
+    """Wait until ``--verify`` reports every partition of the plan complete (as seed 003 step 4)."""
+    ctx.wait_until("kafka-reassign-partitions --verify: every partition completed",
+                   lambda: all(s == "complete" for s in ao.reassign_verify(ctx.cluster, plan).values()),
+                   timeout_s, interval_s=1.0)
+
+
+# ---------------------------------------------------------------------------- scenarios
+def move_replicas(ctx: RunContext) -> None:
+    """Seed 003's flow: --generate a plan for chaos over brokers 1-4, --execute it, --verify."""
+    current, proposed = ao.reassign_generate(ctx.cluster, [T], [1, 2, 3, 4])   # read-only: not an action
+    now = {(e["topic"], e["partition"]): e["replicas"] for e in current["partitions"]}
+    ctx.expect("--generate reports the current assignment", now == {(T, p): r for p, r in ASSIGN.items()}, ao.by_name(now))
+    targets = ao.plan_targets(proposed)
+    ctx.expect("--generate proposes 3 distinct replicas on brokers 1-4 for every partition, broker 4 included",
+               set(targets) == {(T, p) for p in ASSIGN}
+               and all(len(set(r)) == 3 and set(r) <= {1, 2, 3, 4} for r in targets.values())
+               and any(4 in r for r in targets.values()), ao.by_name(targets))
+    plan = ao.make_plan(targets)
+    before = {p: state(ctx, p) for p in ASSIGN}
+    marker = ao.last_zxid(ctx.cluster)
+    ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
+    _wait_complete(ctx, plan)
+    for (_, p), target in sorted(targets.items()):
+        ors, b = ASSIGN[p], before[p]
+        leader = b["leader"] if b["leader"] in target else target[0]
+        removed = [r for r in ors if r not in target]
+        moving = bool(set(target) - set(ors))
+        _expect_history(ctx, marker, T, p, ors, target, b, leader, int(moving) + 1 + len(removed))
+
+
+def via_znode(ctx: RunContext) -> None:
+    """The legacy path: write /admin/reassign_partitions; the controller carries it out and deletes
+    the node. chaos-1 [2,3,1] → [3,4,2]: leader 2 stays (it is in the target), 1 is removed."""
+    ors, target = ASSIGN[1], [3, 4, 2]
+    plan = ao.make_plan({(T, 1): target})
+    before = state(ctx, 1)
+    marker = ao.last_zxid(ctx.cluster)
+    ctx.action("reassign", lambda: ao.write_reassign_znode(ctx.cluster, plan), **ao.action_params(plan, via="znode"))
+    ctx.wait_until(f"{T}-1: replicas {target} and /admin/reassign_partitions deleted by the controller (§1.6)",
+                   lambda: _assignment(ctx, T, 1) == (target, [], []) and ao.reassign_znode(ctx.cluster) is None,
+                   90, interval_s=0.5)
+    _expect_history(ctx, marker, T, 1, ors, target, before, before["leader"], 1 + 1 + 1)
+
+
+def controller_not(ctx: RunContext, broker: int, attempts: int = 6) -> None:
+    """Make sure ``broker`` is not the controller (so killing it is not also a controller failover,
+    whose extra writes, §2.5, would blur the epoch accounting): delete /controller until another
+    broker wins the election (seed 004's trick; each round is a recorded fault)."""
+    ctx.wait_until("a controller is elected", lambda: ctx.controller() is not None, 30)
+    for _ in range(attempts):
+        c = ctx.controller()
+        if c is not None and c != broker:
+            return
+        e0 = ctx.view.controller_epoch() or 0
+        ctx.fault("delete_controller_znode", "controller")
+        ctx.wait_until("a controller is re-elected", lambda: ctx.controller() is not None
+                       and (ctx.view.controller_epoch() or 0) > e0, 30)
+    ctx.expect(f"broker {broker} is not the controller", ctx.controller() != broker, ctx.controller())
+
+
+def _start_throttled(ctx: RunContext, target: list[int]) -> tuple[dict, dict, int]:
+    """Preload bulk-0 and start its reassignment to ``target`` under the tool's throttle; returns
+    (plan, state before, zxid marker) once the topic znode shows it in progress."""
+    _preload(ctx, BULK)
+    plan = ao.make_plan({(BULK, 0): target})
+    before = state(ctx, 0, BULK)
+    marker = ao.last_zxid(ctx.cluster)
+    ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan, throttle=THROTTLE),
+               **ao.action_params(plan, via="tool", throttle=THROTTLE))
+    exp = _u1([1, 2, 3], target)
+    ctx.wait_until(f"{BULK}-0: topic znode shows RS={exp[0]} adding={exp[1]} removing={exp[2]} (§7.1)",
+                   lambda: _assignment(ctx, BULK, 0) == exp, 30)
+    return plan, before, marker
+
+
+def cancel(ctx: RunContext) -> None:
+    """Cancel an in-flight reassignment bulk-0 [1,2,3] → [4,2,3] (held back by a throttle)."""
+    plan, before, marker = _start_throttled(ctx, [4, 2, 3])
+    ctx.sleep(3)
+    states = ao.reassign_verify(ctx.cluster, plan)
+    ctx.expect(f"{BULK}-0: still in progress under the throttle before the cancel", states[(BULK, 0)] == "in_progress",
+               ao.by_name(states))
+    ctx.expect(f"{BULK}-0: broker 4 not in the ISR yet", 4 not in ctx.isr(BULK, 0), state(ctx, 0, BULK))
+    ctx.action("cancel_reassign", lambda: ao.reassign_cancel(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
+    # §7.8: ORS in the order it has in RS' = [4,2,3,1], i.e. [2,3,1], not the original [1,2,3]
+    ctx.wait_until(f"{BULK}-0: replicas [2, 3, 1] after the cancel (§7.8: ORS in target-first order)",
+                   lambda: _assignment(ctx, BULK, 0) == ([2, 3, 1], [], []), 30)
+    st = state(ctx, 0, BULK)
+    ctx.expect(f"{BULK}-0: leader 1 kept (it is in ORS and online, §7.8 B3)", st["leader"] == before["leader"] == 1, st)
+    ctx.expect(f"{BULK}-0: ISR back to [1, 2, 3]", sorted(st["isr"]) == [1, 2, 3], st)
+    ctx.expect(f"{BULK}-0: leader epoch +2 in all (A1 at the start, B3 at the cancel; §7.5, §7.8)",
+               st["leader_epoch"] == before["leader_epoch"] + 2, {"before": before, "after": st})
+    topic_w, _ = _history(ctx, marker, BULK, 0)
+    ctx.expect(f"{BULK}-0: broker 4 never entered the ISR", all(4 not in w["isr"] for w in _history(ctx, marker, BULK, 0)[1]),
+               None)
+    ctx.expect(f"{BULK}-0: the topic znode went [4,2,3,1]+AR[4]+RR[1] → [2,3,1]",
+               [list(w[0]) for w in topic_w][:1] == [[4, 2, 3, 1]] and list(topic_w[-1][0]) == [2, 3, 1], topic_w)
+    ctx.wait_until("broker 4 deleted its bulk-0 replica (StopReplica delete=true, §7.8 U3)",
+                   lambda: "bulk-0" not in ctx.cluster.brokers[4].exec(["ls", "/var/lib/kafka/data"])[1].split(), 60)
+    ctx.wait_until("no reassignment listed any more", lambda: "No partition reassignments found" in
+                   ao.reassign_list(ctx.cluster), 60, interval_s=1.0)
+
+
+def kill_broker_mid(ctx: RunContext) -> None:
+    """bulk-0 [1,2,3] → [1,3,4] under a throttle; the leader (1, in the target) is killed mid-way.
+    The offline election uses RS' = [1,3,4,2] order (§7.10); with the throttle cleared, 4 joins the
+    ISR but the reassignment cannot complete without 1; after 1 restarts it completes."""
+    controller_not(ctx, 1)
+    plan, before, marker = _start_throttled(ctx, [1, 3, 4])
+    ctx.expect(f"{BULK}-0: leader 1 before the kill", before["leader"] == 1, before)
+    h = ctx.fault("kill", "broker:1")
+    ctx.wait_until(f"{BULK}-0: leader 3, the first of RS' [1,3,4,2] online and in the ISR (§4.1, §7.10)",
+                   lambda: ctx.leader(BULK, 0) == 3, 40)
+    live = [b for b in ctx.live_brokers() if b != 1]
+    ctx.action("set_config", lambda: ao.clear_replication_throttle(ctx.cluster, live),
+               topic=None, brokers=live, config={k: None for k in ao.THROTTLE_KEYS})
+    ctx.wait_until(f"{BULK}-0: broker 4 caught up and joined the ISR once unthrottled (§5.8)",
+                   lambda: 4 in ctx.isr(BULK, 0), 90)
+    ctx.sleep(2)
+    ctx.expect(f"{BULK}-0: still being reassigned while broker 1 (in the target) is down (§7.6)",
+               _reassigning(ctx, BULK, 0), _assignment(ctx, BULK, 0))
+    ctx.heal(h)
+    ctx.action("set_config", lambda: ao.clear_replication_throttle(ctx.cluster, [1]),
+               topic=None, brokers=[1], config={k: None for k in ao.THROTTLE_KEYS})
+    ctx.wait_until(f"{BULK}-0: reassignment completed after broker 1 came back",
+                   lambda: _assignment(ctx, BULK, 0) == ([1, 3, 4], [], []), 120)
+    # A1 at the start, the offline election, A1 again at broker 1's startup (§7.7), B3, B4 for 2
+    _expect_history(ctx, marker, BULK, 0, [1, 2, 3], [1, 3, 4], before, 3, 5)
+    _wait_complete(ctx, plan, 60)
+
+
+def target_down(ctx: RunContext) -> None:
+    """chaos-2 [3,1,2] → [4,1,2] while broker 4 is down: the API path refuses (§7.3), the znode path
+    starts it but it cannot complete (§7.6); after broker 4 restarts it resumes (§7.7) and completes."""
+    ors, target = ASSIGN[2], [4, 1, 2]
+    plan = ao.make_plan({(T, 2): target})
+    h = ctx.fault("kill", "broker:4")
+    ctx.wait_until("broker 4 deregistered", lambda: 4 not in ctx.live_brokers(), 40)
+    try:
+        ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
+        refused = None
+    except ao.AdminOpError as e:
+        refused = str(e)
+    ctx.expect("the tool refuses a reassignment onto a dead broker (§7.3)", refused is not None, refused)
+    ctx.expect(f"{T}-2: assignment unchanged after the refusal", _assignment(ctx, T, 2) == (ors, [], []),
+               _assignment(ctx, T, 2))
+    before = state(ctx, 2)
+    marker = ao.last_zxid(ctx.cluster)
+    ctx.action("reassign", lambda: ao.write_reassign_znode(ctx.cluster, plan), **ao.action_params(plan, via="znode"))
+    exp = _u1(ors, target)
+    ctx.wait_until(f"{T}-2: the znode path started it anyway: RS={exp[0]} adding={exp[1]} removing={exp[2]} (§7.3)",
+                   lambda: _assignment(ctx, T, 2) == exp, 30)
+    t0 = time.monotonic()
+    ctx.sleep(10)
+    ctx.expect(f"{T}-2: still in progress {time.monotonic() - t0:.0f} s later with broker 4 down (§7.6)",
+               _assignment(ctx, T, 2) == exp and 4 not in ctx.isr(T, 2)
+               and ao.reassign_znode(ctx.cluster) is not None, {"assignment": _assignment(ctx, T, 2),
+                                                                "state": state(ctx, 2)})
+    ctx.heal(h)
+    ctx.wait_until(f"{T}-2: completed after broker 4 restarted; /admin/reassign_partitions deleted",
+                   lambda: _assignment(ctx, T, 2) == (target, [], []) and ao.reassign_znode(ctx.cluster) is None,
+                   90)
+    # A1 at the start, A1 at broker 4's startup (§7.7), B3 (3 is not in the target: election of 4), B4 for 3
+    _expect_history(ctx, marker, T, 2, ors, target, before, 4, 4)
+
+
+_WL = {"topic": T, "partitions": 3}
+SCENARIOS: list[Scenario] = [
+    Scenario("reassignment.move_replicas", "seed 003 flow: --generate over brokers 1-4, --execute, --verify",
+             move_replicas, tags=("conformance", "chaos"), brokers=4, topics=TOPICS, workload=_WL,
+             min_version="2.6", max_duration_s=240),
+    Scenario("reassignment.znode", "legacy /admin/reassign_partitions: chaos-1 [2,3,1] → [3,4,2]",
+             via_znode, tags=("conformance", "chaos"), brokers=4, topics=TOPICS, workload=_WL,
+             min_version="2.4", max_duration_s=180),
+    Scenario("reassignment.kill_broker_mid", "throttled bulk-0 → [1,3,4]; leader 1 killed mid-way; "
+             "completes after restart", kill_broker_mid, tags=("conformance", "chaos"), brokers=4,
+             topics=BULK_TOPICS, workload=_WL, min_version="2.6", max_duration_s=300),
+    Scenario("reassignment.cancel", "throttled bulk-0 [1,2,3] → [4,2,3] cancelled: replicas [2,3,1]",
+             cancel, tags=("conformance", "chaos"), brokers=4, topics=BULK_TOPICS, workload=_WL,
+             min_version="2.6", max_duration_s=240),
+    Scenario("reassignment.target_down", "target broker 4 down: API refuses, znode path waits, "
+             "completes after restart", target_down, tags=("conformance", "chaos"), brokers=4,
+             topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240),
+]
