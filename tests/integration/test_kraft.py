@@ -160,19 +160,39 @@ def test_sampler_sees_the_leader_epoch_rise_when_the_leader_is_killed(kraft):
 
 
 def test_describe_quorum_names_a_new_leader_when_the_leader_is_killed(kraft):
+    """Kill the quorum leader, which follows (does not lead) a partition: a new quorum leader with a
+    higher Raft epoch; the partition keeps its leader and — KRaft, MV >= 3.6 (spec §9.2) — its leader
+    epoch while the fenced follower leaves the ISR (ZooKeeper mode would bump the epoch)."""
     q0 = kraft.quorum()
     assert q0.error is None and q0.leader_id in (1, 2, 3)
     old = q0.leader_id
+    others = sorted({1, 2, 3} - {old})
+    topic = f"qf-{uuid.uuid4().hex[:6]}"
+    kraft.create_topic(topic, assignment={0: [others[0], old, others[1]]})
+
+    def part():
+        (t,) = kraft.protocol_metadata([topic]).topics
+        return t.partitions[0]
+
+    p0 = _wait("the follower in the ISR", lambda: (lambda p: p if p.error is None and sorted(p.isr) == [1, 2, 3]
+                                                   else None)(part()))
+    assert p0.leader == others[0]
     kraft.kill_broker(old)
     try:
         q1 = _wait("a new quorum leader", lambda: (lambda q: q if q.error is None and q.leader_id not in (-1, old)
                                                    else None)(kraft.quorum()))
+        p1 = _wait("the fenced follower out of the ISR", lambda: (lambda p: p if p.error is None
+                                                                   and old not in p.isr else None)(part()))
     finally:
         _restore(kraft, old)
-    assert q1.leader_id in {1, 2, 3} - {old}
-    assert q1.leader_epoch > q0.leader_epoch
-    # the restarted node (storage formatted before: --ignore-formatted) rejoins as a voter that catches up
+    assert q1.leader_id in set(others) and q1.leader_epoch > q0.leader_epoch
+    assert (p1.leader, p1.leader_epoch) == (p0.leader, p0.leader_epoch)
+    assert sorted(p1.isr) == others
+    # the restarted node (storage formatted before: --ignore-formatted) rejoins the quorum and the ISR
     q2 = _wait("the restarted voter caught up", lambda: (lambda q: q if q.error is None and all(
         v.log_end_offset >= 0 for v in q.voters) and old in {v.replica_id for v in q.voters} else None)(kraft.quorum()))
     assert kraft.registered_brokers() == {1, 2, 3}
     assert q2.leader_epoch >= q1.leader_epoch
+    p2 = _wait("the ISR restored", lambda: (lambda p: p if p.error is None and sorted(p.isr) == [1, 2, 3]
+                                            else None)(part()))
+    assert p2.leader_epoch == p0.leader_epoch          # ISR expansion: no leader epoch bump either
