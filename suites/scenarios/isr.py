@@ -1,22 +1,39 @@
-"""5. Follower fetch and ISR shrink / expand (spec §5.7, §5.8)."""
+"""5. Follower fetch and ISR shrink / expand (spec §5.7, §5.8, §5.9).
+
+A follower taken out of replication leaves the ISR after ``replica.lag.time.max.ms`` (5 s in the
+test clusters) and rejoins once it has caught up. Who writes the shrink depends on the fault:
+
+* paused follower: it also stops heartbeating to ZooKeeper, so the controller may remove it first
+  (session expiry, §4.6, leader epoch + 1);
+* follower cut from the other brokers only (``link_cut links=[broker-broker]``): it keeps its
+  ZooKeeper session, so only its leader can shrink the ISR, with AlterPartition to the controller
+  (§5.7, §5.9; leader epoch kept). The follower must therefore not be the controller: a leader
+  cannot reach a controller cut from the brokers, and then nothing shrinks the ISR at all
+  (``isr.partition_controller_follower`` asserts exactly that).
+"""
 
 from __future__ import annotations
 
-from harness.scenario import RunContext, Scenario
+from harness.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, state
 
+CUT = {"links": ["broker-broker"]}
+
 
 def _isr_follower_fault(fault: str, leader_driven: bool = False, **params):
-    """Take a follower of chaos-0 out of replication. A paused follower also stops heartbeating to
-    ZooKeeper, so the controller may remove it first (session expiry, §4.6, LE + 1); a follower cut
-    from the other brokers only keeps its session, so the leader shrinks the ISR (§5.7, LE kept)."""
+    """Take a follower of chaos-0 out of replication (never the controller when ``leader_driven``)."""
     def script(ctx: RunContext) -> None:
         before = state(ctx)
-        follower = next(r for r in ctx.view.replicas(T, 0) if r != before["leader"])
+        followers = [r for r in ctx.view.replicas(T, 0) if r != before["leader"]]
+        if leader_driven:
+            ctx.wait_until("a controller is elected", lambda: ctx.controller() is not None, 30)
+            ctrl = ctx.controller()
+            followers = [f for f in followers if f != ctrl]   # the leader must reach the controller (§5.9)
+        follower = followers[0]
         h = ctx.fault(fault, f"broker:{follower}", **params)
         ctx.wait_until(f"follower {follower} leaves the ISR of {T}-0 after replica.lag.time.max.ms (§5.7)",
-                       lambda: follower not in ctx.isr(T, 0), 30)
+                       lambda: follower not in ctx.isr(T, 0), 40)
         mid = state(ctx)
         ctx.expect("the leader stays the leader while a follower drops out", mid["leader"] == before["leader"], mid)
         if leader_driven:
@@ -28,11 +45,62 @@ def _isr_follower_fault(fault: str, leader_driven: bool = False, **params):
     return script
 
 
+STALL_S = 15.0   # three times replica.lag.time.max.ms
+
+
+def _ok_after(ctx: RunContext, p: int, t_from: float, t_to: float) -> int:
+    """Acknowledged sends to chaos-``p`` invoked at or after ``t_from`` and acknowledged by ``t_to``."""
+    inv: dict[tuple, float] = {}
+    n = 0
+    for e in ctx.recorder.read_events():
+        if e["type"] != "client" or e.get("f") != "send":
+            continue
+        k = (e["process"], e["op_id"])
+        if e["phase"] == "invoke":
+            inv[k] = e["t"]
+        elif e["phase"] == "ok" and e.get("partition") == p and inv.get(k, -1.0) >= t_from and e["t"] <= t_to:
+            n += 1
+    return n
+
+
+def _partition_controller_follower(ctx: RunContext) -> None:
+    """Cut the controller, a follower of a partition led by another broker, from the brokers only."""
+    ctx.wait_until("a controller is elected", lambda: ctx.controller() is not None, 30)
+    c = ctx.controller()
+    p = next(q for q in range(3) if ctx.leader(T, q) not in (None, -1, c))
+    before = state(ctx, p)
+    h = ctx.fault("link_cut", f"broker:{c}", **CUT)
+    t_cut = ctx.recorder.now()
+    ctx.sleep(STALL_S)
+    mid = state(ctx, p)
+    ctx.expect(f"broker {c} keeps its ZooKeeper session and stays controller", ctx.controller() == c,
+               {"controller": ctx.controller()})
+    ctx.expect(f"{T}-{p}: leader {before['leader']} cannot reach controller {c} with AlterPartition, so the "
+               f"cut follower {c} stays in the ISR past replica.lag.time.max.ms (§5.7, §5.9)",
+               c in mid["isr"] and mid["version"] == before["version"], {"before": before, "after": mid})
+    stalled = _ok_after(ctx, p, t_cut + 1.0, ctx.recorder.now())
+    ctx.expect(f"acks=all writes to {T}-{p} stall: its maximal ISR still holds {c}, the high watermark "
+               "cannot advance (§5.13)", stalled == 0, {"acknowledged_in_window": stalled})
+    ctx.heal(h)
+    t_heal = ctx.recorder.now()
+    ctx.wait_until(f"acks=all writes to {T}-{p} resume once the cut is healed",
+                   lambda: _ok_after(ctx, p, t_cut, ctx.recorder.now()) > 0, 60)
+    ctx.expect("the stalled writes complete after the heal, none before", _ok_after(ctx, p, t_cut, t_heal) == 0)
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("isr.pause_follower", "pause a follower: it leaves the ISR after the lag time and rejoins",
              _isr_follower_fault("pause"), tags=("smoke", "conformance", "chaos")),
-    Scenario("isr.partition_follower", "cut a follower from the other brokers (ZooKeeper link intact): "
-             "leader-driven ISR shrink and expand", _isr_follower_fault("link_cut", leader_driven=True,
-                                                                        links=["broker-broker"]),
-             tags=("conformance", "chaos")),
+    Scenario("isr.partition_follower", "cut a follower (not the controller) from the other brokers, ZooKeeper "
+             "link intact: leader-driven ISR shrink and expand",
+             _isr_follower_fault("link_cut", leader_driven=True, **CUT), tags=("conformance", "chaos")),
+    Scenario("isr.partition_controller_follower", "cut the controller, a follower of a partition led by another "
+             "broker, from the brokers only: that leader cannot shrink the ISR (AlterPartition needs the "
+             "controller), acks=all writes stall until healed",
+             _partition_controller_follower, tags=("conformance", "chaos"),
+             topics=[TopicSpec(T, 3, 3)],
+             # the stall outlasts no delivery timeout: a timed-out message would make librdkafka bump
+             # the producer epoch and possibly duplicate in-flight messages (librdkafka #4953)
+             workload={"topic": T, "partitions": 3, "acks": "all", "enable_idempotence": True,
+                       "delivery_timeout_ms": 120000, "request_timeout_ms": 10000}),
 ]
