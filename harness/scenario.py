@@ -73,7 +73,7 @@ class Scenario:
 
     def covering(self, schedule) -> "Scenario":
         """This scenario with a time bound long enough for ``schedule`` (a replayed one may be longer)."""
-        need = schedule.end + 120.0
+        need = schedule.end + 120.0 + 15.0 * len(schedule)   # heals may run late (run_schedule shifts)
         return self if self.max_duration_s >= need else replace(self, max_duration_s=need)
 
 
@@ -170,7 +170,8 @@ def run_scheduled(ctx: RunContext) -> None:
                           applied_at=None if res.applied_at is None else round(res.applied_at, 3),
                           healed_at=None if res.healed_at is None else round(res.healed_at, 3))
 
-    results = run_schedule(ctx.nemesis, ctx.schedule, max_overrun_s=60.0, on_result=record)
+    overrun = max(60.0, ctx.scenario.max_duration_s - ctx.schedule.end - 15.0)
+    results = run_schedule(ctx.nemesis, ctx.schedule, max_overrun_s=overrun, on_result=record)
     tried = sum(1 for r in results if r.ok)
     ctx.expect(f"the schedule ran: {tried} of {len(ctx.schedule)} faults applied and healed",
                len(results) == len(ctx.schedule), {"applied": tried, "planned": len(ctx.schedule)})

@@ -287,8 +287,11 @@ class ItemResult:
 def run_schedule(nemesis, schedule: Schedule, stop_event: threading.Event | None = None, *,
                  max_overrun_s: float = 120.0, clock: Callable[[], float] = time.monotonic,
                  on_result: Callable[[ItemResult], Any] | None = None) -> list[ItemResult]:
-    """Apply each item at its time and heal it ``duration`` later; returns one result per item tried.
+    """Apply each item at its time and heal it ``duration`` after its apply returned; one result per item tried.
 
+    Heals can block (a killed broker is started and waited for): when a heal ends later than
+    planned, every later item shifts by that lateness, so the quiet interval after each heal and each
+    fault's duration stay as planned and consecutive faults never overlap because of a slow heal.
     Bounded: it returns by ``schedule.end + max_overrun_s`` (items not started by then are skipped)
     or soon after ``stop_event`` is set. Every fault it applied is healed before it returns, also on
     exceptions and KeyboardInterrupt (the caller still runs ``nemesis.heal_all()`` for everything
@@ -304,14 +307,17 @@ def run_schedule(nemesis, schedule: Schedule, stop_event: threading.Event | None
     results: list[ItemResult] = []
     nxt = 0
     seq = 0
+    drift = 0.0  # how late the plan runs because heals (or applies) took longer than planned
 
     def now() -> float:
         return clock() - start
 
     def do_heal(entry) -> None:
+        nonlocal drift
         _, _, handle, res = entry
         ok = nemesis.heal(handle)
         res.healed_at = now()
+        drift = max(drift, res.healed_at - (res.item.at + res.item.duration))
         if not ok and res.ok:
             res.ok, res.error = False, "heal failed"
         if on_result:
@@ -322,7 +328,7 @@ def run_schedule(nemesis, schedule: Schedule, stop_event: threading.Event | None
             t = now()
             if t > deadline:
                 break
-            next_apply = items[nxt].at if nxt < len(items) else math.inf
+            next_apply = items[nxt].at + drift if nxt < len(items) else math.inf
             next_heal = heals[0][0] if heals else math.inf
             due = min(next_apply, next_heal)
             if due > t:
@@ -344,7 +350,7 @@ def run_schedule(nemesis, schedule: Schedule, stop_event: threading.Event | None
                 continue
             res.fault_id, res.ok = getattr(handle, "fault_id", None), True
             seq += 1
-            heapq.heappush(heals, (item.at + item.duration, seq, handle, res))
+            heapq.heappush(heals, (now() + item.duration, seq, handle, res))
     finally:
         while heals:
             do_heal(heapq.heappop(heals))

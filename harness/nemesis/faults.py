@@ -109,6 +109,24 @@ def wait_started(cluster: "Cluster", brokers=None, timeout_s: float = 60.0) -> N
         raise FaultError(str(e)) from None
 
 
+def _await_old_session_gone(ctx: Context, node: "Node") -> None:
+    """Before starting a killed broker, wait (bounded) until its previous registration is gone.
+
+    A broker killed a moment ago still has its ephemeral ``/brokers/ids/<id>`` until its ZooKeeper
+    session expires; a broker started before then finds the node owned by another session, fails
+    with ``NodeExistsException`` and exits (``KafkaZkClient.registerBroker``). A supervisor would
+    restart it; the heal waits for the expiry instead, so the restart succeeds the first time.
+    """
+    deadline = time.monotonic() + ctx.session_timeout_s() + 10.0
+    while time.monotonic() < deadline:
+        try:
+            if ctx.cluster.broker_epoch(node.node_id) is None:
+                return
+        except Exception:  # ZooKeeper unreachable right now: let start_broker report what it finds
+            return
+        time.sleep(0.2)
+
+
 def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float = 60.0) -> None:
     """Bring a node back: unpause, or start it; with ``wait`` until it serves again (bounded)."""
     st = node.status()
@@ -120,6 +138,7 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
     if st == "missing":
         raise FaultError(f"{node.name} no longer exists")
     if node.role == "broker":
+        _await_old_session_gone(ctx, node)
         try:
             ctx.cluster.start_broker(node.node_id, wait=wait, timeout_s=timeout_s)
         except HarnessError as e:

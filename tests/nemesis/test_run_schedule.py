@@ -91,3 +91,30 @@ def test_bounded_by_schedule_end_plus_overrun():
     res = run_schedule(nem, _sched((0.0, 1.0), (2.0, 1.0)), clock=lambda: t[0], max_overrun_s=5.0)
     assert [r.item.at for r in res] == [0.0]          # the second item would start past end + overrun
     assert nem.log == [("apply", 1), ("heal", 1)]
+
+
+def test_a_late_heal_shifts_the_rest_of_the_plan():
+    """A heal that blocks (a restarted broker waited for) must not make the next fault start early
+    relative to it: the next item keeps its planned quiet interval after the actual heal."""
+    t = [0.0]
+
+    class _SlowHeal(_Nemesis):
+        def heal(self, h):
+            if h.fault_id == 1:
+                t[0] += 20.0          # the first heal takes 20 s of (fake) time
+            return super().heal(h)
+
+    nem = _SlowHeal()
+
+    class _FakeStop:                  # waiting advances the fake clock instead of sleeping
+        def is_set(self):
+            return False
+
+        def wait(self, seconds):
+            t[0] += seconds
+    # planned: fault 1 at 0-5, quiet 3 s, fault 2 at 8-13
+    res = run_schedule(nem, _sched((0.0, 5.0), (8.0, 5.0)), _FakeStop(), clock=lambda: t[0], max_overrun_s=100.0)
+    assert [r.ok for r in res] == [True, True]
+    gap = res[1].applied_at - res[0].healed_at
+    assert 2.9 <= gap <= 3.2, (res[0], res[1])         # the planned quiet interval, after the late heal
+    assert res[1].healed_at - res[1].applied_at >= 5.0  # and the planned duration
