@@ -7,6 +7,8 @@ a node starts it again and waits until the cluster is ready, so the next test se
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 import uuid
 
@@ -46,6 +48,62 @@ def kraft_image(request, docker_engine):
     if image:
         return images.inspect(image)
     return images.inspect(images.build(request.config.getoption("--kafka-version")).tag)
+
+
+# A "foreign" image for the generic adapter: its own entrypoint reads only KAFKA_* variables and
+# CLUSTER_ID (the conventions of the official apache/kafka image), nothing of the harness's KC_CONFIG.
+_GENERIC_ENTRYPOINT = r"""#!/bin/sh
+set -e
+mkdir -p /tmp/generic
+env | grep '^KAFKA_' | while IFS='=' read -r name value; do
+  key=$(echo "${name#KAFKA_}" | tr 'A-Z' 'a-z' | sed -e 's/___/-/g' -e 's/__/@/g' -e 's/_/./g' -e 's/@/_/g')
+  echo "$key=$value"
+done > /tmp/generic/server.properties
+java -Xmx256m -cp '/opt/kafka/libs/*' kafka.tools.StorageTool format --ignore-formatted \
+  -t "$CLUSTER_ID" -c /tmp/generic/server.properties
+exec java -Xmx512m -Dlog4j.configuration=file:/opt/kafka/config/log4j.properties \
+  -cp '/opt/kafka/libs/*' kafka.Kafka /tmp/generic/server.properties
+"""
+
+
+def test_generic_adapter_runs_an_image_configured_by_environment(kraft_image, docker_engine, tmp_path):
+    """Runs first (no module cluster yet), so only one cluster of this module exists at a time."""
+    tag = f"kafka-chaos-test/generic:{uuid.uuid4().hex[:8]}"
+    (tmp_path / "entrypoint.sh").write_text(_GENERIC_ENTRYPOINT)
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {kraft_image.tag}\n"
+        "COPY entrypoint.sh /generic-entrypoint.sh\n"
+        "RUN chmod 0755 /generic-entrypoint.sh\n"
+        # not a harness image: no kafka-chaos=1 / distribution / version labels
+        "LABEL kafka-chaos=0 kafka-chaos.distribution=generic kafka-chaos.kafka-version=\n"
+        'ENTRYPOINT ["/generic-entrypoint.sh"]\n')
+    res = subprocess.run(["docker", "build", "-q", "-t", tag, str(tmp_path)], capture_output=True, text=True,
+                         env={**os.environ, "DOCKER_BUILDKIT": "0"})
+    assert res.returncode == 0, res.stderr
+    cl = None
+    try:
+        info = images.inspect(tag)
+        assert info.distribution == "generic" and not info.kafka_version
+        with pytest.raises(HarnessError, match="generic"):
+            Cluster(ClusterSpec(image=tag)).start()         # the default adapter refuses a foreign image
+        cl = Cluster(ClusterSpec(brokers=3, distribution="generic", image=tag, startup_timeout_s=240))
+        cl.start()
+        env = dict(e.split("=", 1) for e in cl.brokers[1].container.attrs["Config"]["Env"] if "=" in e)
+        assert "KC_CONFIG" not in env and env["KAFKA_NODE_ID"] == "1" and env["CLUSTER_ID"] == cl.cluster_id
+        props = cl.brokers[1].exec(["cat", "/tmp/generic/server.properties"], check=True)[1]
+        assert "process.roles=broker,controller" in props and "broker.session.timeout.ms=9000" in props
+        q = cl.quorum()
+        assert q.error is None and sorted(v.replica_id for v in q.voters) == [1, 2, 3]
+        topic = "generic-rt"
+        cl.create_topic(topic, partitions=1, replication_factor=3)
+        (t,) = cl.protocol_metadata([topic]).topics
+        assert sorted(t.partitions[0].isr) == [1, 2, 3] and t.partitions[0].leader_epoch == 0
+    finally:
+        if cl is not None:
+            cl.remove()
+        docker_engine.images.remove(tag, force=True)
+    assert not [c for c in leftovers()["containers"] if c.startswith(f"kc-{cl.name}-")]
+    assert not docker_engine.images.list(name=tag)
 
 
 @pytest.fixture(scope="module")
