@@ -51,6 +51,38 @@ def _window_sends(ctx: RunContext, t_from: float, t_to: float) -> dict:
     return counts
 
 
+def _kafka_version(ctx: RunContext) -> tuple[int, ...] | None:
+    v = ctx.recorder.metadata.get("kafka_version")
+    try:
+        return tuple(int(x) for x in str(v).split(".")[:2]) if v else None
+    except ValueError:
+        return None
+
+
+def _expect_visibility(ctx: RunContext, t_from: float, t_to: float) -> None:
+    """acks=0/1 writes made while the ISR is below min ISR: visible to consumers at once before 3.7,
+    only once the ISR is back from 3.7 on (KAFKA-15583: no HW advance under min ISR, §5.13, §10.3)."""
+    version = _kafka_version(ctx)
+    if version is None:
+        return                      # a foreign image: the gate is unknown
+    invoked: dict[str, float] = {}
+    seen = 0
+    for e in ctx.recorder.read_events():
+        if e["type"] != "client":
+            continue
+        if e.get("f") == "send" and e["phase"] == "invoke":
+            invoked[e["value"]] = e["t"]
+        elif e.get("f") == "poll" and t_from <= e["t"] <= t_to and invoked.get(e.get("value"), -1.0) >= t_from:
+            seen += 1
+    detail = {"kafka_version": ctx.recorder.metadata.get("kafka_version"), "polled_in_window": seen}
+    if version >= (3, 7):
+        ctx.expect("3.7+: writes made while the ISR is below min ISR stay invisible to consumers "
+                   "(the high watermark does not advance, §5.13)", seen == 0, detail)
+    else:
+        ctx.expect("before 3.7: writes made while the ISR is below min ISR are visible at once "
+                   "(the high watermark advances with any ISR size, §5.13)", seen > 0, detail)
+
+
 def _shrink_below_min_isr(acks: str, min_isr: int):
     """Pause both followers of chaos-0 until the ISR is the leader alone, hold it ``WINDOW_S``,
     then check what the producer saw in that window against §5.12; heal and wait for the full ISR."""
@@ -77,6 +109,8 @@ def _shrink_below_min_isr(acks: str, min_isr: int):
                        "leader alone in the ISR (§5.12)", seen["ok"] > 0, seen)
             ctx.expect(f"acks={acks}, min.insync.replicas={min_isr}: no NOT_ENOUGH_REPLICAS",
                        seen["not_enough_replicas"] == 0, seen)
+        if min_isr > 1 and acks != "all":
+            _expect_visibility(ctx, t_shrunk + LAG_S, ctx.recorder.now())
         for h in handles:
             ctx.heal(h)
         ctx.wait_until(f"ISR of {T}-0 is full again (§5.8)", lambda: len(ctx.isr(T, 0)) == 3, 60)
