@@ -1,0 +1,51 @@
+"""Wall time of every scenario of a suite (cluster start to verdict) and of the whole suite, serially.
+
+    python benchmarks/conformance_suite.py [--suite conformance] [--kafka-version V] [--runs-dir DIR]
+
+Targets (issue 6, 2-core machine): a single-fault scenario <= 60 s from cluster start to verdict;
+the whole conformance suite <= 15 min. Prints one line per scenario, then the total; the last line
+is ``conformance_suite: SECONDS s``. Verdicts are printed too: a FAIL still counts its time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import images  # noqa: E402
+from harness.runner import execute  # noqa: E402
+from suites.catalog import scenarios_for  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", default="conformance")
+    ap.add_argument("--kafka-version")
+    ap.add_argument("--runs-dir")
+    a = ap.parse_args()
+    info = images.image_for(a.kafka_version, None, build_missing=True)
+    chosen = [s for s in scenarios_for(a.suite) if "nightly" not in s.tags]
+    runs = a.runs_dir or tempfile.mkdtemp(prefix="kc-bench-")
+    print(f"{len(chosen)} scenarios of {a.suite!r} on {info.tag}, cpus {os.cpu_count()}, "
+          f"load {os.getloadavg()[0]:.1f}; records under {runs}", flush=True)
+    t0 = time.monotonic()
+    rows = []
+    for s in chosen:
+        o = execute(s, runs_dir=runs, image=info.tag, suite="benchmark")
+        rows.append((s.name, o.verdict, o.seconds))
+        print(f"  {s.name:50} {o.verdict:8} {o.seconds:6.1f} s", flush=True)
+    total = time.monotonic() - t0
+    single = [sec for name, _, sec in rows]
+    print(f"scenarios: {len(rows)}, PASS {sum(v == 'PASS' for _, v, _ in rows)}, "
+          f"slowest {max(single):.1f} s, median {sorted(single)[len(single) // 2]:.1f} s")
+    print(f"conformance_suite: {total:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
