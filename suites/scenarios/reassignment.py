@@ -36,6 +36,8 @@ from .common import T, state
 BULK = "bulk"                     # a preloaded topic the throttled scenarios move
 ASSIGN = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}   # chaos on brokers 1-3; broker 4 holds nothing
 THROTTLE = 1000                   # B/s, the tool's minimum
+SMALL_FETCH = 16384               # replica.fetch.max.bytes and producer batch.size of the throttled scenarios
+SLOW = {"replica.fetch.max.bytes": str(SMALL_FETCH)}
 TOPICS = [TopicSpec(T, 3, 3, assignment=ASSIGN)]
 BULK_TOPICS = TOPICS + [TopicSpec(BULK, 1, 3, assignment={0: [1, 2, 3]})]
 
@@ -67,11 +69,15 @@ def _reassigning(ctx: RunContext, topic: str, p: int) -> bool:
 
 
 def _preload(ctx: RunContext, topic: str, mb: int = 4) -> None:
-    """Write ``mb`` MB to partition 0 of ``topic`` (acks=all) so that copying it under a 1 KB/s throttle
-    takes far longer than any scenario: the first throttled fetch gets at most 1 MB."""
+    """Write ``mb`` MB to partition 0 of ``topic`` (acks=all) in batches of at most ``SMALL_FETCH`` bytes.
+
+    Copying it under the 1 KB/s throttle then takes far longer than any scenario: the replication
+    quota lets one fetch through whenever the rate over its window (11 × 1 s) is below the limit,
+    and with ``replica.fetch.max.bytes = SMALL_FETCH`` such a fetch carries one batch. (With the
+    default 1 MB fetch size a throttled follower still gets about 1 MB every 11 s.)"""
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": ctx.cluster.bootstrap_servers, "acks": "all", "linger.ms": 50,
-                  "message.max.bytes": 1_000_000})
+                  "batch.size": SMALL_FETCH})
     value = b"r" * 10_000
     for _ in range(mb * 100):
         while True:
@@ -85,9 +91,14 @@ def _preload(ctx: RunContext, topic: str, mb: int = 4) -> None:
     assert left == 0, f"preloading {topic}: {left} records not delivered in 60 s"
 
 
-def _history(ctx: RunContext, marker: int, topic: str, p: int) -> tuple[list[dict], list[dict]]:
-    """(topic-znode entries of p, state-znode writes of p) after ``marker``, from ZooKeeper's txn log."""
-    evs = ao.zk_writes_since(ctx.cluster, marker, ("zk.topic", "zk.partition_state"))
+def _writes(ctx: RunContext, marker: int) -> list[dict]:
+    """Topic and state znode writes after ``marker`` from ZooKeeper's txn log (read once per check:
+    copying the preallocated log out of the container takes seconds)."""
+    return ao.zk_writes_since(ctx.cluster, marker, ("zk.topic", "zk.partition_state"))
+
+
+def _history(evs: list[dict], topic: str, p: int) -> tuple[list[tuple], list[dict]]:
+    """(topic-znode entries (RS, AR, RR) of p, state-znode writes of p) among ``evs``."""
     topic_w = [(e["partitions"].get(str(p)), (e.get("adding_replicas") or {}).get(str(p), []),
                 (e.get("removing_replicas") or {}).get(str(p), []))
                for e in evs if e["type"] == "zk.topic" and e["topic"] == topic and not e.get("deleted")]
@@ -96,12 +107,12 @@ def _history(ctx: RunContext, marker: int, topic: str, p: int) -> tuple[list[dic
     return topic_w, state_w
 
 
-def _expect_history(ctx: RunContext, marker: int, topic: str, p: int, ors: list[int], target: list[int],
+def _expect_history(ctx: RunContext, evs: list[dict], topic: str, p: int, ors: list[int], target: list[int],
                     before: dict, leader: int, bumps: int) -> None:
     """The spec's expectations on the whole reassignment of ``topic-p`` from ``ors`` to ``target``,
-    read from ZooKeeper's transaction log after ``marker``: U1 entry, final entry, leader, ISR, ΔLE."""
+    read from ZooKeeper's transaction log (``evs`` = :func:`_writes`): U1 entry, final entry, leader, ISR, ΔLE."""
     tp = f"{topic}-{p}"
-    topic_w, state_w = _history(ctx, marker, topic, p)
+    topic_w, state_w = _history(evs, topic, p)
     moving = bool(set(target) - set(ors))
     if moving:
         exp = _u1(ors, target)
@@ -144,12 +155,13 @@ def move_replicas(ctx: RunContext) -> None:
     marker = ao.last_zxid(ctx.cluster)
     ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
     _wait_complete(ctx, plan)
+    evs = _writes(ctx, marker)
     for (_, p), target in sorted(targets.items()):
         ors, b = ASSIGN[p], before[p]
         leader = b["leader"] if b["leader"] in target else target[0]
         removed = [r for r in ors if r not in target]
         moving = bool(set(target) - set(ors))
-        _expect_history(ctx, marker, T, p, ors, target, b, leader, int(moving) + 1 + len(removed))
+        _expect_history(ctx, evs, T, p, ors, target, b, leader, int(moving) + 1 + len(removed))
 
 
 def via_znode(ctx: RunContext) -> None:
@@ -163,7 +175,7 @@ def via_znode(ctx: RunContext) -> None:
     ctx.wait_until(f"{T}-1: replicas {target} and /admin/reassign_partitions deleted by the controller (§1.6)",
                    lambda: _assignment(ctx, T, 1) == (target, [], []) and ao.reassign_znode(ctx.cluster) is None,
                    90, interval_s=0.5)
-    _expect_history(ctx, marker, T, 1, ors, target, before, before["leader"], 1 + 1 + 1)
+    _expect_history(ctx, _writes(ctx, marker), T, 1, ors, target, before, before["leader"], 1 + 1 + 1)
 
 
 def controller_not(ctx: RunContext, broker: int, attempts: int = 6) -> None:
@@ -214,9 +226,9 @@ def cancel(ctx: RunContext) -> None:
     ctx.expect(f"{BULK}-0: ISR back to [1, 2, 3]", sorted(st["isr"]) == [1, 2, 3], st)
     ctx.expect(f"{BULK}-0: leader epoch +2 in all (A1 at the start, B3 at the cancel; §7.5, §7.8)",
                st["leader_epoch"] == before["leader_epoch"] + 2, {"before": before, "after": st})
-    topic_w, _ = _history(ctx, marker, BULK, 0)
-    ctx.expect(f"{BULK}-0: broker 4 never entered the ISR", all(4 not in w["isr"] for w in _history(ctx, marker, BULK, 0)[1]),
-               None)
+    topic_w, state_w = _history(_writes(ctx, marker), BULK, 0)
+    ctx.expect(f"{BULK}-0: broker 4 never entered the ISR", all(4 not in w["isr"] for w in state_w),
+               [w["isr"] for w in state_w])
     ctx.expect(f"{BULK}-0: the topic znode went [4,2,3,1]+AR[4]+RR[1] → [2,3,1]",
                [list(w[0]) for w in topic_w][:1] == [[4, 2, 3, 1]] and list(topic_w[-1][0]) == [2, 3, 1], topic_w)
     ctx.wait_until("broker 4 deleted its bulk-0 replica (StopReplica delete=true, §7.8 U3)",
@@ -249,7 +261,7 @@ def kill_broker_mid(ctx: RunContext) -> None:
     ctx.wait_until(f"{BULK}-0: reassignment completed after broker 1 came back",
                    lambda: _assignment(ctx, BULK, 0) == ([1, 3, 4], [], []), 120)
     # A1 at the start, the offline election, A1 again at broker 1's startup (§7.7), B3, B4 for 2
-    _expect_history(ctx, marker, BULK, 0, [1, 2, 3], [1, 3, 4], before, 3, 5)
+    _expect_history(ctx, _writes(ctx, marker), BULK, 0, [1, 2, 3], [1, 3, 4], before, 3, 5)
     _wait_complete(ctx, plan, 60)
 
 
@@ -285,7 +297,7 @@ def target_down(ctx: RunContext) -> None:
                    lambda: _assignment(ctx, T, 2) == (target, [], []) and ao.reassign_znode(ctx.cluster) is None,
                    90)
     # A1 at the start, A1 at broker 4's startup (§7.7), B3 (3 is not in the target: election of 4), B4 for 3
-    _expect_history(ctx, marker, T, 2, ors, target, before, 4, 4)
+    _expect_history(ctx, _writes(ctx, marker), T, 2, ors, target, before, 4, 4)
 
 
 _WL = {"topic": T, "partitions": 3}
@@ -298,9 +310,9 @@ SCENARIOS: list[Scenario] = [
              min_version="2.4", max_duration_s=180),
     Scenario("reassignment.kill_broker_mid", "throttled bulk-0 → [1,3,4]; leader 1 killed mid-way; "
              "completes after restart", kill_broker_mid, tags=("conformance", "chaos"), brokers=4,
-             topics=BULK_TOPICS, workload=_WL, min_version="2.6", max_duration_s=300),
+             topics=BULK_TOPICS, workload=_WL, broker_config=SLOW, min_version="2.6", max_duration_s=300),
     Scenario("reassignment.cancel", "throttled bulk-0 [1,2,3] → [4,2,3] cancelled: replicas [2,3,1]",
-             cancel, tags=("conformance", "chaos"), brokers=4, topics=BULK_TOPICS, workload=_WL,
+             cancel, tags=("conformance", "chaos"), brokers=4, topics=BULK_TOPICS, workload=_WL, broker_config=SLOW,
              min_version="2.6", max_duration_s=240),
     Scenario("reassignment.target_down", "target broker 4 down: API refuses, znode path waits, "
              "completes after restart", target_down, tags=("conformance", "chaos"), brokers=4,

@@ -61,7 +61,8 @@ def test_tool_class_and_version_gates():
 @pytest.fixture(scope="module")
 def cluster(broker_image):
     from harness.cluster import Cluster, ClusterSpec
-    cl = Cluster(ClusterSpec(brokers=4, image=broker_image.tag))
+    # small replica fetches: a throttled follower gets one batch per quota window, not 1 MB
+    cl = Cluster(ClusterSpec(brokers=4, image=broker_image.tag, broker_config={"replica.fetch.max.bytes": "16384"}))
     cl.start()
     yield cl
     cl.remove()
@@ -86,7 +87,8 @@ def _state(cluster, topic, p=0):
 
 def _preload(cluster, topic, mb):
     from confluent_kafka import Producer
-    pr = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 50})
+    pr = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 50,
+                   "batch.size": 16384})
     for _ in range(mb * 100):
         pr.produce(topic, b"x" * 10_000, partition=0)
         pr.poll(0)

@@ -1,0 +1,158 @@
+"""8. Preferred-replica election (manual and auto rebalance) and controlled shutdown (spec §4.3, §4.4,
+§4.7, §5.5).
+
+The workload topic ``chaos`` has a fixed assignment, so partition ``p`` has preferred replica
+``p + 1``: ``{0: [1,2,3], 1: [2,3,1], 2: [3,1,2]}``.
+
+What the spec says and the scripts check (ZooKeeper's transaction log is read after each act):
+
+* preferred election (§4.3): only ``RS[0]``, only if online and in the ISR, no fallback; ISR unchanged,
+  one leader-epoch bump; a partition already led by ``RS[0]`` is not elected (ELECTION_NOT_NEEDED);
+* auto rebalance (§4.7): with ``auto.leader.rebalance.enable`` every
+  ``leader.imbalance.check.interval.seconds`` a broker whose imbalance ratio exceeds 10 % gets its
+  partitions back by preferred elections — no admin act;
+* controlled shutdown (§4.4, §5.5): before the stopping broker B deregisters, each partition it
+  leads gets the first replica in RS order that is in the ISR and not shutting down, ISR − B, one
+  bump; each partition it follows loses B from the ISR with one bump; nothing more is written for
+  them when B's registration goes; the controller (not B) and its epoch do not change.
+"""
+
+from __future__ import annotations
+
+from harness import admin_ops as ao
+from harness.scenario import RunContext, Scenario, TopicSpec
+
+from .common import T, state
+
+ASSIGN = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+TOPICS = [TopicSpec(T, 3, 3, assignment=ASSIGN)]
+PARTS = [(T, p) for p in ASSIGN]
+
+
+def _state_writes(events: list[dict], p: int) -> list[dict]:
+    return [e for e in events if e["type"] == "zk.partition_state" and e["topic"] == T and e["partition"] == p
+            and not e.get("deleted")]
+
+
+def _expect_preferred_write(ctx: RunContext, marker: int, p: int, before: dict, how: str) -> None:
+    """Exactly one write for ``chaos-p`` after ``marker``: leader RS[0], ISR unchanged, LE + 1 (§4.3)."""
+    writes = _state_writes(ao.zk_writes_since(ctx.cluster, marker, ("zk.partition_state",)), p)
+    pref = ASSIGN[p][0]
+    ctx.expect(f"{T}-{p}: {how} wrote leader {pref} (RS[0]) with the ISR unchanged and leader epoch + 1, "
+               "in one write (§4.3)",
+               len(writes) == 1 and writes[0]["leader"] == pref and sorted(writes[0]["isr"]) == sorted(before["isr"])
+               and writes[0]["leader_epoch"] == before["leader_epoch"] + 1,
+               {"before": before, "writes": writes})
+
+
+def _move_leadership_away(ctx: RunContext, p: int):
+    """Kill the preferred leader of chaos-p; returns the fault handle once another replica leads."""
+    pref = ASSIGN[p][0]
+    ctx.wait_until(f"{T}-{p} led by its preferred replica {pref}", lambda: ctx.leader(T, p) == pref, 30)
+    h = ctx.fault("kill", f"broker:{pref}")
+    nxt = ASSIGN[p][1]
+    ctx.wait_until(f"{T}-{p}: leader {nxt}, the next replica in RS order (§4.1)", lambda: ctx.leader(T, p) == nxt, 40)
+    return h
+
+
+def manual(ctx: RunContext) -> None:
+    """Kill broker 1 (preferred for chaos-0); an election while it is down fails (no fallback); after it
+    rejoined the ISR, ElectLeaders(PREFERRED) gives chaos-0 back to it; the others need no election."""
+    h = _move_leadership_away(ctx, 0)
+    res = ctx.action("elect_preferred", lambda: ao.elect_preferred(ctx.cluster, [(T, 0)]), partitions=[
+        {"topic": T, "partition": 0}], via="admin-api")
+    ctx.expect(f"{T}-0: preferred election refused while broker 1 is down (§4.3: no fallback)",
+               res.get((T, 0)) == "PREFERRED_LEADER_NOT_AVAILABLE", ao.by_name(res))
+    ctx.expect(f"{T}-0: leader still 2", ctx.leader(T, 0) == 2, state(ctx, 0))
+    ctx.heal(h)
+    ctx.wait_until(f"broker 1 back in the ISR of {T}-0 (§5.8)", lambda: 1 in ctx.isr(T, 0), 60)
+    ctx.sleep(2)
+    ctx.expect(f"{T}-0: leadership did not return by itself (auto.leader.rebalance.enable=false)",
+               ctx.leader(T, 0) == 2, state(ctx, 0))
+    before = state(ctx, 0)
+    others = {p: state(ctx, p) for p in (1, 2)}
+    marker = ao.last_zxid(ctx.cluster)
+    res = ctx.action("elect_preferred", lambda: ao.elect_preferred(ctx.cluster, PARTS),
+                     partitions=[{"topic": t, "partition": p} for t, p in PARTS], via="admin-api")
+    ctx.expect(f"{T}-0 elected; {T}-1 and {T}-2 already led by RS[0]: ELECTION_NOT_NEEDED (§4.3)",
+               res == {(T, 0): None, (T, 1): "ELECTION_NOT_NEEDED", (T, 2): "ELECTION_NOT_NEEDED"}, ao.by_name(res))
+    ctx.wait_until(f"{T}-0: leader 1 again", lambda: ctx.leader(T, 0) == 1, 30)
+    _expect_preferred_write(ctx, marker, 0, before, "ElectLeaders(PREFERRED)")
+    evs = ao.zk_writes_since(ctx.cluster, marker, ("zk.partition_state",))
+    for p in (1, 2):
+        ctx.expect(f"{T}-{p}: no write (no election needed)", not _state_writes(evs, p),
+                   {"before": others[p], "writes": _state_writes(evs, p)})
+
+
+def auto_rebalance(ctx: RunContext) -> None:
+    """With auto.leader.rebalance.enable and a 5 s check interval, chaos-0's leadership returns to broker
+    1 by itself once it is back in the ISR."""
+    h = _move_leadership_away(ctx, 0)
+    marker = ao.last_zxid(ctx.cluster)
+    ctx.heal(h)
+    ctx.wait_until(f"{T}-0: leader 1 again without any admin act (auto rebalance, §4.7)",
+                   lambda: ctx.leader(T, 0) == 1, 90)
+    writes = _state_writes(ao.zk_writes_since(ctx.cluster, marker, ("zk.partition_state",)), 0)
+    k = next((i for i, w in enumerate(writes) if w["leader"] == 1), None)
+    prev = writes[k - 1] if k else None
+    ctx.expect(f"{T}-0: the rebalance elected 1 only once it was in the ISR, ISR unchanged, leader epoch + 1 "
+               "(§4.3)", prev is not None and prev["leader"] == 2 and 1 in prev["isr"]
+               and sorted(writes[k]["isr"]) == sorted(prev["isr"]) and writes[k]["leader_epoch"] == prev["leader_epoch"] + 1,
+               {"writes": writes})
+
+
+def controlled_shutdown(ctx: RunContext) -> None:
+    """Clean stop of a broker B that leads a partition and is not the controller: its leadership and
+    ISR memberships move before it deregisters; the controller and its epoch stay."""
+    ctx.wait_until("a controller is elected", lambda: ctx.controller() is not None, 30)
+    ctl, epoch = ctx.controller(), ctx.view.controller_epoch()
+    b = min(x for x in (1, 2, 3) if x != ctl)
+    led = b - 1                                          # chaos-(b-1) has RS[0] = b
+    ctx.wait_until(f"{T}-{led} led by broker {b}", lambda: ctx.leader(T, led) == b, 30)
+    before = {p: state(ctx, p) for p in ASSIGN}
+    marker = ao.last_zxid(ctx.cluster)
+    h = ctx.fault("stop", f"broker:{b}")                # SIGTERM: controlled shutdown, then exit
+    ctx.wait_until(f"broker {b} deregistered", lambda: b not in ctx.live_brokers(), 60)
+    evs = ao.zk_writes_since(ctx.cluster, marker)
+    gone = [e["zxid"] for e in evs if e["type"] == "zk.broker" and e["broker_id"] == b and not e["registered"]]
+    ctx.expect(f"broker {b}'s registration went away once", len(gone) == 1, gone)
+    gone_z = gone[0] if gone else float("inf")
+    for p, rs in ASSIGN.items():
+        st0 = before[p]
+        writes = _state_writes(evs, p)
+        early = [w for w in writes if w["zxid"] < gone_z]
+        late = [w for w in writes if w["zxid"] > gone_z]
+        isr = [r for r in st0["isr"] if r != b]
+        if p == led:
+            new = next(r for r in rs if r != b and r in st0["isr"])
+            what = f"leader {new} (first of RS {rs} in the ISR, not shutting down), ISR {sorted(isr)}"
+            ok = len(early) == 1 and early[0]["leader"] == new
+        else:
+            what = f"leader {st0['leader']} kept, {b} removed from the ISR"
+            ok = len(early) == 1 and early[0]["leader"] == st0["leader"]
+        ok = ok and sorted(early[0]["isr"]) == sorted(isr) and early[0]["leader_epoch"] == st0["leader_epoch"] + 1
+        ctx.expect(f"{T}-{p}: before broker {b} deregistered, one write: {what}, leader epoch + 1 "
+                   f"(§4.4, §5.5)", ok, {"before": st0, "writes before": early})
+        ctx.expect(f"{T}-{p}: nothing written when broker {b}'s registration went (§5.2: not in any ISR)",
+                   not late, late)
+    ctx.expect(f"the controller ({ctl}) and its epoch ({epoch}) did not change",
+               ctx.controller() == ctl and ctx.view.controller_epoch() == epoch
+               and not [e for e in evs if e["type"] == "zk.controller_epoch"],
+               {"controller": ctx.controller(), "epoch": ctx.view.controller_epoch()})
+    ctx.heal(h)
+    ctx.wait_until(f"broker {b} back in every ISR", lambda: all(b in ctx.isr(T, p) for p in ASSIGN), 60)
+
+
+_WL = {"topic": T, "partitions": 3}
+SCENARIOS: list[Scenario] = [
+    Scenario("preferred_election.manual", "leadership moved away by a kill; ElectLeaders(PREFERRED) brings "
+             "it back (refused while RS[0] is down)", manual, tags=("conformance", "chaos"), topics=TOPICS,
+             workload=_WL, min_version="2.4"),
+    Scenario("preferred_election.auto_rebalance", "auto.leader.rebalance.enable with a 5 s check: "
+             "leadership returns to RS[0] by itself", auto_rebalance, tags=("conformance", "chaos"), topics=TOPICS,
+             workload=_WL, broker_config={"auto.leader.rebalance.enable": "true",
+                                          "leader.imbalance.check.interval.seconds": "5"}),
+    Scenario("preferred_election.controlled_shutdown", "clean stop of a partition leader: leadership and "
+             "ISR move before it deregisters; controller epoch unchanged", controlled_shutdown,
+             tags=("conformance", "chaos"), topics=TOPICS, workload=_WL),
+]
