@@ -1,0 +1,148 @@
+"""10. Network partitions (spec §1.3, §2.3-§2.5, §5.2, §5.7-§5.8).
+
+In ZooKeeper mode the controller sees the network only through ZooKeeper sessions: a broker cut
+from ZooKeeper for longer than ``zookeeper.session.timeout.ms`` is dead (§5.2) and re-registers
+with a new broker epoch when it can reach ZooKeeper again (§5.1); a broker cut only from its
+clients keeps its session, its replication and its ISR membership.
+"""
+
+from __future__ import annotations
+
+from harness.scenario import RunContext, Scenario
+
+from .common import T, state
+
+PARTS = 3
+
+
+def _states(ctx: RunContext) -> dict[int, dict]:
+    return {p: state(ctx, p) for p in range(PARTS)}
+
+
+def _hosted(ctx: RunContext, broker: int) -> list[int]:
+    return [p for p in range(PARTS) if broker in ctx.view.replicas(T, p)]
+
+
+def _out_of_isrs(ctx: RunContext, broker: int) -> bool:
+    return not any(broker in ctx.isr(T, p) for p in range(PARTS))
+
+
+def _in_all_isrs(ctx: RunContext, broker: int) -> bool:
+    return all(broker in ctx.isr(T, p) for p in _hosted(ctx, broker))
+
+
+def _acked(ctx: RunContext, t0: float, t1: float, partitions) -> int:
+    parts = set(partitions)
+    return sum(1 for e in ctx.recorder.read_events() if e["type"] == "client" and e["f"] == "send"
+               and e["phase"] == "ok" and t0 <= e["t"] <= t1 and e.get("partition") in parts)
+
+
+def _cut_from_zookeeper(ctx: RunContext, victim: int, fault: str, target: str, **params) -> None:
+    """Apply a fault that cuts ``victim`` from ZooKeeper and the other brokers; expect §5.2 for it
+    (session expiry, removal from every ISR, leaders elsewhere), then its return with a new epoch."""
+    e0 = ctx.cluster.broker_epoch(victim)
+    before = _states(ctx)
+    h = ctx.fault(fault, target, **params)
+    ctx.wait_until(f"broker {victim}'s session expired: /brokers/ids/{victim} removed (§1.3, §5.2)",
+                   lambda: victim not in ctx.live_brokers(), 60)
+    ctx.wait_until(f"every partition of {T} is led by a live broker other than {victim} (§5.2 step 3)",
+                   lambda: all(ctx.leader(T, p) not in (None, victim) and ctx.leader(T, p) in ctx.live_brokers()
+                               for p in range(PARTS)), 40)
+    ctx.wait_until(f"broker {victim} removed from every ISR of {T} (§5.2 step 4, §4.6)",
+                   lambda: _out_of_isrs(ctx, victim), 40)
+    mid = _states(ctx)
+    ctx.expect("each leader change bumped the leader epoch (§4.10)",
+               all(mid[p]["leader_epoch"] > before[p]["leader_epoch"] for p in range(PARTS)
+                   if mid[p]["leader"] != before[p]["leader"]), {"before": before, "during": mid})
+    ctx.heal(h)
+    ctx.wait_until(f"broker {victim} registered again with a new broker epoch (§5.1)",
+                   lambda: ctx.cluster.broker_epoch(victim) not in (None, e0), 60)
+    ctx.wait_until(f"broker {victim} rejoins every ISR of {T} (§5.3, §5.8)", lambda: _in_all_isrs(ctx, victim), 90)
+
+
+def _isolate_controller(ctx: RunContext) -> None:
+    ctx.wait_until("a controller is elected", lambda: ctx.controller() is not None, 20)
+    c0, ep0 = ctx.controller(), ctx.view.controller_epoch()
+    e0 = ctx.cluster.broker_epoch(c0)
+    h = ctx.fault("isolate", f"broker:{c0}")  # peer links: other brokers and ZooKeeper; clients keep theirs
+    ctx.wait_until(f"a new controller replaces the isolated controller {c0} (§2.1)",
+                   lambda: ctx.controller() not in (None, c0), 60)
+    ctx.wait_until("controller epoch is old + 1 (§2.2, D11)", lambda: ctx.view.controller_epoch() == ep0 + 1, 20)
+    ctx.wait_until(f"every partition of {T} is led by a live broker other than {c0} (§2.4 steps 7-8)",
+                   lambda: all(ctx.leader(T, p) not in (None, c0) and ctx.leader(T, p) in ctx.live_brokers()
+                               for p in range(PARTS)), 40)
+    ctx.wait_until(f"broker {c0} removed from every ISR of {T} (§2.4 step 7)", lambda: _out_of_isrs(ctx, c0), 40)
+    ctx.heal(h)
+    ctx.wait_until(f"broker {c0} registered again with a new broker epoch (§2.3: session expired, re-register)",
+                   lambda: ctx.cluster.broker_epoch(c0) not in (None, e0), 60)
+    ctx.expect(f"the old controller {c0} did not take the controller role back (/controller is held)",
+               ctx.controller() != c0, {"controller": ctx.controller()})
+    ctx.wait_until(f"broker {c0} rejoins every ISR of {T} (§5.3, §5.8)", lambda: _in_all_isrs(ctx, c0), 90)
+
+
+def _minority_split(ctx: RunContext) -> None:
+    controller = ctx.controller()
+    st = state(ctx)
+    # the minority: the leader of chaos-0 unless it is the controller (that is isolate_controller)
+    victim = st["leader"] if st["leader"] != controller else next(
+        r for r in ctx.view.replicas(T, 0) if r != controller)
+    _cut_from_zookeeper(ctx, victim, "partition", f"broker:{victim}")
+    ctx.expect("the controller (in the majority with ZooKeeper) did not change",
+               ctx.controller() == controller, {"before": controller, "after": ctx.controller()})
+
+
+def _client_only(ctx: RunContext) -> None:
+    st = state(ctx)
+    leader = st["leader"]
+    led = [p for p in range(PARTS) if ctx.leader(T, p) == leader]
+    others = [p for p in range(PARTS) if p not in led]
+    e0 = ctx.cluster.broker_epoch(leader)
+    before = _states(ctx)
+    h = ctx.fault("link_cut", f"broker:{leader}", links=["client"])
+    t0 = ctx.recorder.now()
+    ctx.sleep(15)  # > zookeeper.session.timeout.ms and > replica.lag.time.max.ms (5 s)
+    t1 = ctx.recorder.now()
+    during = _states(ctx)
+    ctx.expect("ISR, leaders and leader epochs unchanged: replication and the ZooKeeper session are intact",
+               all(set(during[p]["isr"]) == set(before[p]["isr"]) and during[p]["leader"] == before[p]["leader"]
+                   and during[p]["leader_epoch"] == before[p]["leader_epoch"] for p in range(PARTS)),
+               {"before": before, "during": during})
+    ctx.expect(f"broker {leader} keeps its registration (same broker epoch)",
+               ctx.cluster.broker_epoch(leader) == e0, {"before": e0, "now": ctx.cluster.broker_epoch(leader)})
+    cut = _acked(ctx, t0 + 3, t1, led)
+    ctx.expect(f"no write to the partitions led by {leader} ({led}) was acknowledged while its client link was cut",
+               cut == 0, {"acked": cut, "partitions": led})
+    ctx.heal(h)
+    t2 = ctx.recorder.now()
+    ctx.wait_until(f"writes to {led} are acknowledged again after the heal (clients reconnect)",
+                   lambda: _acked(ctx, t2, ctx.recorder.now() + 1, led) > 0, 60, interval_s=1.0)
+    ctx.expect(f"writes to the other partitions {others} were acknowledged while {leader} was cut off",
+               _acked(ctx, t0 + 3, t1, others) > 0 if others else True,
+               {"acked": _acked(ctx, t0 + 3, t1, others), "partitions": others})
+
+
+def _one_way(ctx: RunContext) -> None:
+    st = state(ctx)
+    controller = ctx.controller()
+    follower = next(r for r in ctx.view.replicas(T, 0) if r not in (st["leader"], controller))
+    # direction "out": its packets to the other brokers and ZooKeeper are dropped; it still receives theirs
+    _cut_from_zookeeper(ctx, follower, "one_way", f"broker:{follower}", direction="out")
+    after = state(ctx)
+    ctx.expect(f"the leader of {T}-0 did not change (a follower was cut)", after["leader"] == st["leader"],
+               {"before": st, "after": after})
+
+
+SCENARIOS: list[Scenario] = [
+    Scenario("network.isolate_controller", "isolate the controller from brokers and ZooKeeper: session expiry, "
+             "new controller (epoch + 1), leaders elsewhere; it re-registers after the heal (§2.3-2.5)",
+             _isolate_controller, tags=("conformance", "chaos"), max_duration_s=240),
+    Scenario("network.minority_split", "partition one broker (the leader of chaos-0, not the controller) from the "
+             "majority and ZooKeeper: broker failure (§5.2), return with a new epoch", _minority_split,
+             tags=("conformance", "chaos"), max_duration_s=240),
+    Scenario("network.client_only", "cut only the client link of the leader of chaos-0: replication, session and "
+             "ISR intact; its partitions' writes stall until the heal", _client_only,
+             tags=("conformance", "chaos"), max_duration_s=200),
+    Scenario("network.one_way", "one-way loss of a follower (its outgoing packets dropped): ZooKeeper session "
+             "expires, the controller removes it from the ISR (§5.2), it returns with a new epoch", _one_way,
+             tags=("conformance", "chaos"), max_duration_s=240),
+]
