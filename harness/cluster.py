@@ -536,10 +536,10 @@ class Cluster:
         """A shared AdminClient (a fresh one when ``conf`` is given). Keep a reference while futures are pending."""
         from confluent_kafka.admin import AdminClient
         if conf:
-            return AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 10000, **conf}))
+            return AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 30000, **conf}))
         if self._admin is None:
             self._admin = AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers,
-                                                 "socket.timeout.ms": 10000}))
+                                                 "socket.timeout.ms": 30000}))
         return self._admin
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
@@ -556,8 +556,22 @@ class Cluster:
         else:
             nt = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                           config={k: str(v) for k, v in (config or {}).items()})
-        fut = self.admin().create_topics([nt], operation_timeout=timeout_s)[name]
-        fut.result(timeout=timeout_s)
+        from confluent_kafka import KafkaError, KafkaException
+        deadline = time.monotonic() + 2 * timeout_s
+        timed_out = False
+        while True:
+            try:
+                self.admin().create_topics([nt], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
+                break
+            except KafkaException as e:
+                code = e.args[0].code() if e.args and hasattr(e.args[0], "code") else None
+                if code == KafkaError.TOPIC_ALREADY_EXISTS and timed_out:
+                    break  # our own earlier attempt created it; only its answer was lost
+                # a loaded machine can be slower than the request timeout: ask again, bounded
+                if code not in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT) or time.monotonic() > deadline:
+                    raise
+                timed_out = True
+                _log(f"{self.name}: creating topic {name} timed out; asking again")
         self.wait_leaders(name, partitions, timeout_s)
 
     def wait_leaders(self, topic: str, partitions: int, timeout_s: float = 30.0) -> None:

@@ -6,6 +6,7 @@ misbehaving; UNKNOWN when the environment failed (cluster did not start, Docker 
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import random
@@ -269,6 +270,9 @@ def add_parser(sub) -> None:
                    help="run seed (default 0): random targets and generated fault schedules derive from it; "
                         "repeat i uses seed + i")
     r.add_argument("--repeat", type=int, default=1)
+    r.add_argument("--parallel", type=int, default=1, metavar="N",
+                   help="run N scenarios at a time, each in its own process and cluster (default 1)")
+    r.add_argument("--suite", help=argparse.SUPPRESS)  # set by --parallel for its child processes
     r.add_argument("--length", type=float, metavar="SECONDS",
                    help="seconds of faults for scenarios with a random fault schedule (nightly.*)")
     r.add_argument("--replay", metavar="RUN_DIR",
@@ -331,7 +335,11 @@ def cmd_run(args) -> int:
     from suites.catalog import SUITES, scenarios_for
     if args.repeat < 1:
         raise HarnessError("--repeat must be at least 1")
+    if args.parallel < 1:
+        raise HarnessError("--parallel must be at least 1")
     if args.replay:
+        if args.parallel > 1:
+            _say("(--parallel is not used with --replay: replays run one at a time)")
         return _run_many(_replay_jobs(args), args.runs_dir)
     if not args.target:
         raise HarnessError("name a suite or scenario (`kafka-chaos run list`), or give --replay RUN_DIR")
@@ -344,10 +352,18 @@ def cmd_run(args) -> int:
         raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
     info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
                             and args.broker_image is None)
-    suite = args.target if args.target in SUITES else "adhoc"
+    suite = args.suite or (args.target if args.target in SUITES else "adhoc")
     seed = args.seed or 0
     if args.length is not None:
         chosen = [s.with_length(args.length) for s in chosen]
+    if args.parallel > 1 and len(chosen) * args.repeat > 1:
+        from .parallel import Job, run_parallel
+        extra = (["--profile", args.profile] if args.profile else []) + (
+            ["--length", str(args.length)] if args.length is not None else [])
+        pjobs = [Job(s.name, [s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
+                              args.runs_dir, "--suite", suite, *extra])
+                 for i in range(args.repeat) for s in chosen]
+        return run_parallel(pjobs, args.parallel, args.runs_dir)
     jobs = [(s, dict(image=info.tag, suite=suite, seed=seed + i, profile=args.profile))
             for i in range(args.repeat) for s in chosen]
     return _run_many(jobs, args.runs_dir)

@@ -1,0 +1,116 @@
+"""``kafka-chaos run ... --parallel N``: scenarios in N child processes, one isolated cluster each.
+
+Each job runs as its own ``kafka-chaos run SCENARIO --seed S ...`` child (its own Docker network,
+ports, recorder and ZooKeeper client), so one scenario's faults and failures cannot touch another's.
+Children run in their own process groups: Ctrl-C reaches this process only, which forwards exactly
+one SIGINT to every running child (each heals, removes its cluster and publishes its record as
+UNKNOWN) and waits for them, bounded. Each child's output goes to
+``RUNS_DIR/.logs/<n>-<scenario>.log`` (readers of run records skip dot-directories); its result line
+is echoed here. Exit code: 1 if any child found a FAIL, else 2 if any was UNKNOWN or failed to run,
+else 0 (the same convention as a serial run).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULT = re.compile(r"^\[1/1\] (\S+): (PASS|FAIL|UNKNOWN) in (.*)$")
+STOP_GRACE_S = 300.0
+
+
+@dataclass
+class Job:
+    scenario: str
+    argv: list[str]          # arguments after ``kafka-chaos run``
+
+
+@dataclass
+class _Child:
+    n: int
+    job: Job
+    proc: subprocess.Popen
+    log: Path
+    fh: object
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _result_line(log: Path) -> tuple[str | None, str]:
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None, ""
+    for line in reversed(lines):
+        m = RESULT.match(line)
+        if m:
+            return m.group(2), m.group(3)
+    tail = next((ln for ln in reversed(lines) if ln.strip()), "")
+    return None, tail
+
+
+def run_parallel(jobs: list[Job], workers: int, runs_dir: str) -> int:
+    logs = Path(runs_dir) / ".logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    pending = list(enumerate(jobs, 1))
+    running: list[_Child] = []
+    codes: list[int] = []
+    verdicts: list[str] = []
+    total = len(jobs)
+
+    def start(n: int, job: Job) -> None:
+        log = logs / f"{n:03d}-{job.scenario}.log"
+        fh = open(log, "w", encoding="utf-8")
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", *job.argv], stdout=fh,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        running.append(_Child(n, job, proc, log, fh))
+        _say(f"[{n}/{total}] {job.scenario}: running ... (log {log})")
+
+    def reap(c: _Child) -> None:
+        c.fh.close()
+        verdict, rest = _result_line(c.log)
+        codes.append(c.proc.returncode)
+        verdicts.append(verdict or "UNKNOWN")
+        if verdict:
+            _say(f"[{c.n}/{total}] {c.job.scenario}: {verdict} in {rest}")
+        else:
+            _say(f"[{c.n}/{total}] {c.job.scenario}: no verdict (exit {c.proc.returncode}): {rest}  (log {c.log})")
+
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                start(*pending.pop(0))
+            time.sleep(0.5)
+            for c in [c for c in running if c.proc.poll() is not None]:
+                running.remove(c)
+                reap(c)
+    except KeyboardInterrupt:
+        _say(f"interrupted: stopping {len(running)} running scenario(s) (each heals and records UNKNOWN) ...")
+        for c in running:
+            try:
+                os.killpg(c.proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + STOP_GRACE_S
+        for c in running:
+            try:
+                c.proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(c.proc.pid, signal.SIGKILL)  # its cluster is reaped as an orphan later
+                c.proc.wait()
+            reap(c)
+        raise
+    passed = verdicts.count("PASS")
+    _say(f"{passed}/{total} PASS; run records under {runs_dir}/")
+    if 1 in codes or "FAIL" in verdicts:
+        return 1
+    return 0 if all(c == 0 for c in codes) and passed == total else 2
