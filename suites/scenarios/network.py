@@ -92,6 +92,10 @@ def _minority_split(ctx: RunContext) -> None:
 
 
 def _client_only(ctx: RunContext) -> None:
+    # an idempotent producer needs a producer id (InitProducerId, sent to any broker) before its first
+    # send: cut the client link only once writes flow on every partition, or all partitions stall
+    ctx.wait_until(f"the workload's writes are acknowledged on every partition of {T}", lambda: all(
+        _acked(ctx, 0, ctx.recorder.now() + 1, [p]) > 0 for p in range(PARTS)), 60, interval_s=0.5)
     st = state(ctx)
     leader = st["leader"]
     led = [p for p in range(PARTS) if ctx.leader(T, p) == leader]
