@@ -12,7 +12,8 @@ rule (``D1``..``D20``) it implements. Where to find a rule:
 * ``invariants.py``  -- §8.2: single-state and transition hard invariants
 * ``checker.py``     -- §8: conformance checking of observed run-record events
 * ``events.py``      -- adapter from run-record ``zk.*`` events to typed observations
-* ``profiles.py``    -- ``apache-zk-<version>`` / ``compatible`` profiles and version gates
+* ``profiles.py``    -- ``apache-zk-<version>`` / ``kraft-<version>`` / ``compatible`` profiles, version gates
+* ``kraft.py``       -- §8.1, §9: KRaft runs judged from protocol samples (``check_protocol_conformance``)
 * ``render.py``      -- model writes rendered as run-record events
 """
 
@@ -20,8 +21,10 @@ from reference.profiles import Profile, profile_for
 from reference.state import Assignment, ClusterState, LeaderAndIsr, ModelConfig
 from reference.model import ControllerModel, Outcome
 from reference.checker import ConformanceResult, Divergence, check_conformance
+from reference.kraft import check_protocol_conformance
 
 __all__ = [
     "Assignment", "ClusterState", "ConformanceResult", "ControllerModel", "Divergence",
-    "LeaderAndIsr", "ModelConfig", "Outcome", "Profile", "check_conformance", "profile_for",
+    "LeaderAndIsr", "ModelConfig", "Outcome", "Profile", "check_conformance", "check_protocol_conformance",
+    "profile_for",
 ]

@@ -34,7 +34,8 @@ from reference.elections import (clean_offline, controlled_shutdown_election, in
                                  preferred_election, reassign_election, remove_from_isr, unclean_offline)
 from reference.events import normalize, parse_gap_path
 from reference.invariants import state_violations, transition_violations
-from reference.profiles import (GATE_FENCING, GATE_KIP455, GATE_KIP841, GATE_RECOVERY, Profile, profile_for)
+from reference.profiles import (GATE_FENCING, GATE_KIP455, GATE_KIP841, GATE_RECOVERY, Profile, profile_for,
+                                run_without_zookeeper)
 from reference.rules import RULES, rule_id
 from reference.state import NO_LEADER, RECOVERING, distinct, list_minus
 
@@ -785,10 +786,22 @@ def check_conformance(events: list[dict], metadata: dict | None = None,
                       profile: str | Profile | None = None) -> ConformanceResult:
     """Check a run's observed controller behaviour against ``profile`` (spec §8).
 
-    ``profile``: a :class:`Profile`, a profile name (``"apache-zk-3.9"``, ``"compatible"``), or None to
-    use ``metadata["profile"]`` / ``metadata["kafka_version"]``.
+    ``profile``: a :class:`Profile`, a profile name (``"apache-zk-3.9"``, ``"compatible"``,
+    ``"kraft-3.9"``), or None to use ``metadata["profile"]`` / ``metadata["kafka_version"]``.
+
+    KRaft hook: a ``kraft-*`` profile, or any profile on a run without ZooKeeper (metadata
+    ``distribution: "apache-kraft"`` or ``cluster.zookeepers: 0``), is judged from protocol samples by
+    :func:`reference.kraft.check_protocol_conformance` (same result shape). An ``apache-zk-*``
+    profile on such a run is a ``ValueError``.
     """
     metadata = metadata or {}
+    kraft_run = run_without_zookeeper(metadata)
     if not isinstance(profile, Profile):
-        profile = profile_for(metadata.get("kafka_version"), profile or metadata.get("profile"))
+        profile = profile_for(metadata.get("kafka_version"), profile or metadata.get("profile"), kraft_run)
+    elif kraft_run and profile.mode == "zk" and profile.determinism:
+        raise ValueError(f"profile {profile.name} describes the ZooKeeper-mode controller, but this run has no "
+                         "ZooKeeper; use a kraft-<major>.<minor> profile or compatible")
+    if profile.mode == "kraft" or kraft_run:
+        from reference.kraft import check_protocol_conformance
+        return check_protocol_conformance(events, metadata, profile)
     return Checker(profile, metadata).run(events)

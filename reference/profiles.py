@@ -5,6 +5,9 @@
 * ``compatible``: hard invariants only, for other Kafka-compatible brokers. Version gates that
   decide whether a hard invariant is enforced at all (e.g. KIP-841 for H19 on ISR additions)
   use the given Kafka version, or the newest ZK-mode behaviour when none is known.
+* ``kraft-<major>.<minor>`` (alias ``apache-kraft-<major>.<minor>``): a KRaft-mode Apache Kafka run,
+  judged from protocol observations by ``reference/kraft.py`` (spec §9, §8.1). ``Profile.mode`` is
+  ``"kraft"`` for it, and for ``compatible`` when the run has no ZooKeeper (see :func:`profile_for`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class Profile:
     name: str
     version: Version
     determinism: bool
+    mode: str = "zk"        # "zk": ZooKeeper observations (checker.py); "kraft": protocol samples (kraft.py)
 
     def at_least(self, gate: Version) -> bool:
         return self.version >= gate
@@ -69,13 +73,65 @@ def compatible(version: str | Version | None = None) -> Profile:
     return Profile(name="compatible", version=v, determinism=False)
 
 
-def profile_for(kafka_version: str | None, name: str | None) -> Profile:
+# ---------------------------------------------------------------------------- KRaft (spec §9)
+OLDEST_KRAFT: Version = (3, 3)   # KRaft production-ready (spec §9 heading)
+LATEST_KRAFT: Version = (4, 1)   # newest behaviour the spec describes (ELR default for new clusters, §9.5)
+KRAFT_DISTRIBUTIONS = frozenset({"apache-kraft"})
+
+
+def kraft(version: str | Version) -> Profile:
+    """``kraft-<major>.<minor>``: hard invariants and the KRaft determinism of that Apache version."""
+    v = parse_version(version) if isinstance(version, str) else tuple(version)
+    if v < OLDEST_KRAFT:
+        raise ValueError(f"kraft profile requested for Kafka {v[0]}.{v[1]}: KRaft is production-ready from 3.3 "
+                         "(spec §9); use an apache-zk profile")
+    return Profile(name=f"kraft-{v[0]}.{v[1]}", version=v, determinism=True, mode="kraft")
+
+
+def _kraft_profile_for(kafka_version: str | None, name: str | None) -> Profile:
+    """Profile for a run without ZooKeeper (``distribution`` apache-kraft or ``zookeepers`` 0)."""
+    if not name:
+        return kraft(kafka_version) if kafka_version else Profile("compatible", LATEST_KRAFT, False, "kraft")
+    if name == "compatible":
+        v = parse_version(kafka_version) if kafka_version else LATEST_KRAFT
+        return Profile("compatible", v, False, "kraft")
+    if name in ("kraft", "apache-kraft"):
+        if not kafka_version:
+            raise ValueError(f"profile {name!r} needs a kafka_version (or use 'kraft-<major>.<minor>')")
+        return kraft(kafka_version)
+    m = re.fullmatch(r"(?:apache-)?kraft-(\d+\.\d+)(?:\.\d+)?", name)
+    if m:
+        return kraft(m.group(1))
+    if name.startswith("apache-zk"):
+        raise ValueError(f"profile {name!r} describes the ZooKeeper-mode controller, but this run has no "
+                         "ZooKeeper; use 'kraft-<major>.<minor>' (e.g. 'kraft-3.9') or 'compatible'")
+    raise ValueError(f"unknown conformance profile {name!r} for a KRaft run: expected 'compatible', 'kraft' or "
+                     "'kraft-<major>.<minor>' (e.g. 'kraft-3.9')")
+
+
+def run_without_zookeeper(metadata: dict | None) -> bool:
+    """True for a run record of a cluster without ZooKeeper (docs/run-record.md: ``distribution``
+    ``apache-kraft``, or ``cluster.zookeepers`` 0)."""
+    md = metadata or {}
+    if md.get("distribution") in KRAFT_DISTRIBUTIONS:
+        return True
+    cl = md.get("cluster")
+    return isinstance(cl, dict) and cl.get("zookeepers") == 0
+
+
+def profile_for(kafka_version: str | None, name: str | None, kraft_run: bool = False) -> Profile:
     """Resolve a profile from run metadata.
 
     ``name`` wins when given: ``"compatible"``, ``"apache-zk-3.9"`` or plain ``"apache-zk"`` (then the
     version comes from ``kafka_version``). Without a name, a known Apache version selects
     ``apache-zk-<version>`` and an unknown one (foreign image) selects ``compatible``.
+
+    ``kraft-<major>.<minor>`` / ``apache-kraft-<major>.<minor>`` always select the KRaft profile. With
+    ``kraft_run`` (the run had no ZooKeeper, :func:`run_without_zookeeper`) the default is
+    ``kraft-<version>`` and ``compatible`` judges protocol observations; an ``apache-zk`` name is an error.
     """
+    if kraft_run or (name and re.fullmatch(r"(?:apache-)?kraft(?:-.*)?", name)):
+        return _kraft_profile_for(kafka_version, name)
     if name is None or name == "":
         return apache(kafka_version) if kafka_version else compatible()
     if name == "compatible":
@@ -87,5 +143,5 @@ def profile_for(kafka_version: str | None, name: str | None) -> Profile:
     m = re.fullmatch(r"apache-zk-(\d+\.\d+)(?:\.\d+)?", name)
     if m:
         return apache(m.group(1))
-    raise ValueError(f"unknown conformance profile {name!r}: expected 'compatible', 'apache-zk' or "
-                     "'apache-zk-<major>.<minor>' (e.g. 'apache-zk-3.9')")
+    raise ValueError(f"unknown conformance profile {name!r}: expected 'compatible', 'apache-zk', "
+                     "'apache-zk-<major>.<minor>' (e.g. 'apache-zk-3.9') or 'kraft-<major>.<minor>'")

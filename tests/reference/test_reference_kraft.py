@@ -1,0 +1,532 @@
+"""KRaft profile (reference/kraft.py): protocol-sample histories (admin.metadata with leader epochs,
+kraft.quorum, faults, actions) judged against spec §8.2 / §9. A correct history passes; each injected
+violation is reported with its rule id; sampling artefacts (lagging caches, skipped states) do not."""
+
+import json
+
+import pytest
+
+from reference import check_conformance, check_protocol_conformance, profile_for
+from reference.kraft import KRAFT_RULES
+
+KRAFT = "kraft-3.9"
+META = {"distribution": "apache-kraft", "kafka_version": "3.9.2", "cluster": {"brokers": 3, "zookeepers": 0},
+        "broker_config": {}, "topics": [{"name": "t", "partitions": 1, "replication_factor": 3, "config": {}}]}
+
+
+def entry(leader, le, isr, rs=(1, 2, 3), topic="t", p=0, error=None, elr=None, lke=None):
+    e = {"topic": topic, "partition": p, "leader": leader, "leader_epoch": le, "replicas": list(rs),
+         "isr": list(isr), "offline_replicas": [], "error": error}
+    if elr is not None:
+        e["eligible_leader_replicas"] = list(elr)
+        e["last_known_elr"] = list(lke or ())
+    return e
+
+
+def leaderless(le, isr, **kw):
+    """What a KRaft broker answers for a partition with leader -1 (KMC: LEADER_NOT_AVAILABLE, real LE)."""
+    return entry(-1, le, isr, error="LEADER_NOT_AVAILABLE", **kw)
+
+
+class KHistory:
+    """Hand-written KRaft run-record events: each helper appends one event, ``t`` advances by ``dt``."""
+
+    def __init__(self):
+        self.events: list[dict] = []
+        self.t = 0.0
+
+    def _add(self, type_, dt=0.5, **f):
+        self.t += dt
+        self.events.append({"seq": len(self.events), "t": round(self.t, 3), "wall": 1.7e9 + self.t,
+                            "type": type_, **f})
+        return self
+
+    def md(self, *entries, by=1, dt=0.5):
+        return self._add("admin.metadata", dt, controller_id=None, brokers=[1, 2, 3], partitions=list(entries),
+                         answered_by=by, source="protocol", error=None)
+
+    def quorum(self, leader, epoch, by=1, voters=(1, 2, 3), dt=0.0):
+        return self._add("kraft.quorum", dt, leader_id=leader, leader_epoch=epoch, high_watermark=100,
+                         voters=[{"id": v, "log_end_offset": 100} for v in voters], observers=[],
+                         answered_by=by, error=None)
+
+    def fault(self, fault, brokers, **params):
+        fid = len(self.events)
+        self._add("fault.start", 0.0, fault_id=fid, fault=fault, target=f"broker:{brokers[0]}",
+                  nodes=[f"b{b}" for b in brokers], broker_ids=list(brokers), params=params)
+        return fid
+
+    def heal(self, fid, fault="kill"):
+        return self._add("fault.end", 0.0, fault_id=fid, fault=fault, nodes=[], ok=True, error=None)
+
+    def action(self, action, **params):
+        return self._add("action", 0.0, action=action, params=params, ok=True, error=None)
+
+    def wait(self, s):
+        self.t += s
+        return self
+
+
+def check(h, profile=KRAFT, metadata=None):
+    return check_conformance(h.events, metadata or META, profile)
+
+
+def assert_pass(h, profile=KRAFT, metadata=None):
+    r = check(h, profile, metadata)
+    assert r.verdict == "PASS", [str(d) for d in r.divergences + r.invariant_violations]
+    return r
+
+
+def assert_rule(h, rule, profile=KRAFT, metadata=None):
+    r = check(h, profile, metadata)
+    assert r.verdict == "FAIL"
+    assert rule in r.rules(), [str(d) for d in r.divergences + r.invariant_violations]
+    return r
+
+
+def failover_history():
+    """Kill the leader (and quorum leader) 1: fenced after the session timeout, partition leader 2 at
+    LE+1 with ISR [2, 3], new Raft leader 2 at a higher epoch; heal: 1 rejoins the ISR (same LE), then a
+    preferred election moves leadership back to 1 (LE+1). Samples from broker 1, then broker 2."""
+    h = KHistory()
+    for _ in range(3):
+        h.md(entry(1, 0, [1, 2, 3]), by=1).quorum(1, 5, by=1)
+    f = h.fault("kill", [1])
+    for _ in range(6):                                  # not fenced yet: caches still name 1
+        h.md(entry(1, 0, [1, 2, 3]), by=2, dt=1.0).quorum(2, 6, by=2)
+    h.md(entry(2, 1, [2, 3]), by=2, dt=4.0).quorum(2, 6, by=2)
+    h.md(entry(2, 1, [2, 3]), by=2)
+    h.heal(f)
+    h.md(entry(2, 1, [2, 3, 1]), by=2, dt=3.0)
+    h.md(entry(1, 2, [2, 3, 1]), by=2).quorum(2, 6, by=2)
+    h.md(entry(1, 2, [2, 3, 1]), by=1).quorum(2, 6, by=1)
+    return h
+
+
+# -- correct histories ------------------------------------------------------------------------------
+@pytest.mark.parametrize("profile", [KRAFT, "apache-kraft-3.9", "compatible", "kraft-4.1", None])
+def test_failover_history_passes(profile):
+    r = assert_pass(failover_history(), profile)
+    assert r.stats["leader_changes"] == 2 and r.stats["elections_judged"] == 2
+    assert r.stats["quorum_leader_changes"] == 1 and r.stats["samples"] == 14
+
+
+def test_default_profile_of_a_kraft_run_is_kraft_version():
+    r = check(failover_history(), None)
+    assert r.profile == "kraft-3.9"
+    assert check(failover_history(), "compatible").profile == "compatible"
+
+
+def test_last_isr_member_killed_keeps_isr_and_goes_leaderless():
+    """§9.3: fencing the only ISR member leaves ISR = [it], leader -1 (LE+1); unfencing re-elects it."""
+    h = KHistory()
+    h.md(entry(1, 3, [1]), by=2)
+    f = h.fault("kill", [1])
+    h.md(entry(1, 3, [1]), by=2, dt=5.0)
+    h.md(leaderless(4, [1]), by=2, dt=5.0)
+    h.heal(f)
+    h.md(leaderless(4, [1]), by=2)
+    h.md(entry(1, 5, [1]), by=2, dt=3.0)
+    r = assert_pass(h)
+    assert r.stats["leader_changes"] == 1 and r.stats["elections_judged"] == 1
+
+
+def test_lagging_broker_cache_is_not_a_regression():
+    """§8.1 caveat 1: broker 3 answers an older epoch than broker 2 did; per broker nothing goes back."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).md(entry(2, 1, [2, 3]), by=2)
+    h.md(entry(1, 0, [1, 2, 3]), by=3).md(entry(2, 1, [2, 3]), by=3)
+    assert_pass(h)
+
+
+def test_isr_shrink_and_expansion_keep_the_leader_epoch():
+    """§9.2 (MV ≥ 3.6): ISR changes bump only the partition epoch."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).md(entry(1, 0, [1, 2])).md(entry(1, 0, [1, 2, 3]))
+    assert_pass(h)
+
+
+def test_reassignment_completion_bumps_once_with_replica_removal():
+    """§9.6: start grows RS (no LE bump), completion drops replica 3 with LE+1 and the same leader."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]))
+    h.md(entry(1, 0, [1, 2, 3], rs=(1, 2, 4, 3)))
+    h.md(entry(1, 0, [1, 2, 3, 4], rs=(1, 2, 4, 3)))
+    h.md(entry(1, 1, [1, 2, 4], rs=(1, 2, 4)))
+    assert_pass(h)
+
+
+def test_recreated_topic_restarts_its_epochs():
+    """§8.1 caveat 7: a deleted and re-created topic starts again at LE 0 with a new leader."""
+    h = KHistory()
+    h.md(entry(1, 4, [1, 2, 3]))
+    h.action("delete_topic", topic="t").action("create_topic", topic="t")
+    h.md(entry(2, 0, [2, 3, 1], rs=(2, 3, 1)))
+    assert_pass(h)
+
+
+def test_failed_samples_and_entries_without_epoch_are_skipped():
+    h = KHistory()
+    h._add("admin.metadata", controller_id=None, brokers=[], partitions=[], answered_by=None, source="protocol",
+           error="ProtocolError: timed out")
+    h.md(entry(1, None, [1, 2, 3])).md(entry(2, None, [2, 3]))
+    r = assert_pass(h)
+    assert r.stats["samples_failed"] == 1 and r.stats["entries_without_epoch"] == 2
+
+
+# -- single-answer invariants -----------------------------------------------------------------------
+@pytest.mark.parametrize("bad, rule", [
+    (entry(1, 0, [2, 3]), "H5"),                        # leader not in ISR
+    (entry(4, 0, [4, 2], rs=(1, 2, 3)), "H6"),          # leader not a replica
+    (entry(1, 0, [1, 2, 4]), "H8"),                     # ISR ⊄ replicas
+    (leaderless(2, []), "H7"),                          # empty ISR without ELR (§9.3 keeps the last member)
+    (entry(1, 0, [1, 2], elr=[2], lke=[]), "K2"),       # ELR ∩ ISR ≠ ∅
+    (entry(1, 0, [1], elr=[4], lke=[]), "K2"),          # ELR ⊄ replicas
+])
+def test_single_answer_invariants(bad, rule):
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).md(bad)
+    r = assert_rule(h, rule)
+    d = next(d for d in r.invariant_violations if d.rule == rule)
+    assert d.kind == "invariant" and d.rule_id == f"{KRAFT_RULES[rule][0]}/{rule}"
+
+
+def test_empty_isr_with_leader_is_h7_even_with_elr():
+    h = KHistory()
+    h.md(entry(1, 0, []))
+    assert_rule(h, "H7", "kraft-4.1")
+
+
+def test_empty_isr_allowed_leaderless_with_elr():
+    """§9.5: with ELR (4.1 default) the ISR may be empty, then the leader is -1."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).md(leaderless(1, [], elr=[2], lke=[1]))
+    assert_pass(h, "kraft-4.1")
+    assert_pass(h, "kraft-4.0")                 # 4.0: opt-in, and the answers carry an ELR
+    assert_pass(h, "compatible")                # other brokers may implement ELR
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).md(leaderless(1, []))
+    assert_rule(h, "H7", "kraft-4.0")           # no sign of ELR on a 4.0 cluster
+    assert_pass(h, "kraft-4.1")
+
+
+def test_bad_state_repeated_by_every_sample_is_reported_once():
+    h = KHistory()
+    for _ in range(20):
+        h.md(entry(1, 0, [2, 3]))
+    r = assert_rule(h, "H5")
+    assert len(r.invariant_violations) == 1
+
+
+# -- epochs: H3, H4 ---------------------------------------------------------------------------------
+def test_leader_epoch_backwards_in_one_brokers_answers_is_h3():
+    h = KHistory()
+    h.md(entry(1, 3, [1, 2, 3]), by=2).md(entry(1, 2, [1, 2, 3]), by=2)
+    r = assert_rule(h, "H3")
+    d = r.invariant_violations[0]
+    assert d.before["leader_epoch"] == 3 and d.after["leader_epoch"] == 2 and d.seq == 1
+
+
+def test_leaderless_answer_counts_for_h3():
+    """A LEADER_NOT_AVAILABLE entry still carries the broker's real cached epoch (§8.1 caveat 2)."""
+    h = KHistory()
+    h.md(leaderless(4, [1]), by=2).md(entry(1, 3, [1]), by=2)
+    assert_rule(h, "H3")
+
+
+def test_two_leaders_in_one_epoch_across_brokers_is_h4():
+    h = KHistory()
+    h.md(entry(1, 3, [1, 2, 3]), by=1).md(entry(2, 3, [1, 2, 3]), by=2)
+    assert_rule(h, "H4")
+
+
+def test_synthesized_leader_minus_one_is_not_an_epoch_leader():
+    """Only error-free entries pair (LE, leader): -1 with LEADER_NOT_AVAILABLE at LE 3 then leader 1 at
+    LE 3 from another broker is no H4."""
+    h = KHistory()
+    h.md(leaderless(3, [1, 2, 3]), by=2).md(entry(1, 3, [1, 2, 3]), by=1)
+    assert_pass(h)
+
+
+def test_recreated_topic_without_action_is_seen_through_unknown_topic():
+    h = KHistory()
+    h.md(entry(1, 4, [1, 2, 3]), by=1)
+    h.md({"topic": "t", "partition": None, "leader": None, "leader_epoch": None, "replicas": [], "isr": [],
+          "offline_replicas": [], "error": "UNKNOWN_TOPIC_OR_PARTITION"}, by=1)
+    h.md(entry(2, 0, [2, 3, 1], rs=(2, 3, 1)), by=1)
+    assert_pass(h)
+    h2 = KHistory()
+    h2.md(entry(1, 4, [1, 2, 3]), by=1).md(entry(2, 0, [2, 3, 1], rs=(2, 3, 1)), by=1)
+    assert_rule(h2, "H3")
+
+
+# -- H11 clean election ----------------------------------------------------------------------------
+def out_of_sync_elected(first=entry(1, 0, [1, 2]), then=entry(3, 1, [3])):
+    """3 fell out of the ISR; leader 1 dies; 3 becomes leader at LE+1."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).md(first, by=2)
+    h.md(then, by=2, dt=12.0)
+    return h
+
+
+def test_new_leader_outside_previous_isr_is_h11():
+    r = assert_rule(out_of_sync_elected(), "H11")
+    d = r.invariant_violations[0]
+    assert d.rule_id == "§8.2/§9.4/§9.5/H11" and d.before["isr"] == [1, 2] and d.after["leader"] == 3
+    assert "not in the ISR" in d.explanation
+
+
+def test_unclean_election_from_leaderless_partition_is_h11():
+    h = KHistory()
+    h.md(entry(1, 3, [1]), by=2).md(leaderless(4, [1]), by=2).md(entry(2, 5, [2]), by=2)
+    assert_rule(h, "H11")
+
+
+@pytest.mark.parametrize("how", ["topic", "broker", "set_config", "elect_unclean"])
+def test_permitted_unclean_election_passes(how):
+    meta = json.loads(json.dumps(META))
+    h = KHistory()
+    if how == "topic":
+        meta["topics"][0]["config"]["unclean.leader.election.enable"] = "true"
+    elif how == "broker":
+        meta["broker_config"]["unclean.leader.election.enable"] = "true"
+    elif how == "set_config":
+        h.action("set_config", topic="t", config={"unclean.leader.election.enable": "true"})
+    else:
+        h.action("elect_unclean", partitions=[{"topic": "t", "partition": 0}])
+    h.events += [dict(e, seq=e["seq"] + len(h.events)) for e in out_of_sync_elected().events]
+    r = assert_pass(h, metadata=meta)
+    assert r.stats["elections_unclean_permitted"] == 1
+
+
+def test_epoch_jump_is_not_judged():
+    """Two hidden elections (LE+2): the intermediate ISR is unknown, H11 is not judged."""
+    r = assert_pass(out_of_sync_elected(then=entry(3, 2, [3])))
+    assert r.stats["epoch_jumps"] == 1 and r.stats["elections_judged"] == 0
+
+
+def test_hidden_isr_expansion_before_preferred_election_passes():
+    """1 rejoined the ISR between samples and a preferred election made it leader: the new ISR keeps
+    the old members, which an unclean election (ISR := [leader]) would not."""
+    h = KHistory()
+    h.md(entry(2, 5, [2, 3]), by=2).md(entry(1, 6, [2, 3, 1]), by=2)
+    r = assert_pass(h)
+    assert r.stats["elections_hidden_isr_expansion"] == 1
+
+
+def test_elr_member_elected_passes_and_other_fails():
+    """§9.5 (ELR, 4.1): ISR empty, ELR [2] -> 2 elected with ISR [2]; the last known leader too."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).md(leaderless(1, [], elr=[2], lke=[1])).md(entry(2, 2, [2]))
+    assert_pass(h, "kraft-4.1")
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).md(leaderless(1, [], elr=[], lke=[1])).md(entry(1, 2, [1]))
+    assert_pass(h, "kraft-4.1")
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).md(leaderless(1, [], elr=[2], lke=[1])).md(entry(3, 2, [3]))
+    assert_rule(h, "H11", "kraft-4.1")
+
+
+# -- H19 and K3: fault-based liveness ---------------------------------------------------------------
+def test_broker_dead_far_beyond_session_timeout_elected_is_h19():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(1, 5, by=2)
+    h.fault("kill", [3])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=60.0)
+    h.md(entry(3, 1, [2, 3]), by=2)
+    r = assert_rule(h, "H19")
+    assert "must have been fenced" in next(d for d in r.invariant_violations if d.rule == "H19").explanation
+
+
+def test_broker_dead_added_to_isr_is_h19():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2)
+    h.fault("pause", [3])
+    h.md(entry(1, 0, [1, 2]), by=2, dt=60.0).md(entry(1, 0, [1, 2, 3]), by=2)
+    assert_rule(h, "H19")
+
+
+def test_election_before_fencing_deadline_is_allowed():
+    """H19 uses detection, not the crash: a just-killed broker may still be elected (§8.2 H19)."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2)
+    h.fault("kill", [3])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=2.0).md(entry(3, 1, [2, 3]), by=2)
+    assert_pass(h)
+
+
+def test_answers_of_a_faulted_broker_are_not_evidence():
+    """An isolated broker's cache is stale: its answers do not prove an election happened late."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(1, 5, by=1)
+    h.fault("kill", [3])
+    h.fault("isolate", [2])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=60.0).md(entry(3, 1, [2, 3]), by=2)
+    assert "H19" not in check(h).rules()
+
+
+def test_dead_leader_not_replaced_is_k3():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(2, 5, by=2)
+    h.fault("kill", [1])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=20.0)
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=25.0)            # 45 s > 9 s + 30 s
+    r = assert_rule(h, "K3")
+    d = r.divergences[0]
+    assert d.kind == "divergence" and d.rule_id == "§9.3/§8.4/K3" and d.after["leader"] == 1
+
+
+def test_k3_is_a_note_under_compatible():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(2, 5, by=2)
+    h.fault("kill", [1])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=45.0)
+    r = assert_pass(h, "compatible")
+    assert [n["rule"] for n in r.stats["notes"]] == ["K3"]
+
+
+def test_k3_not_judged_without_quorum_majority_or_voters():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=3).quorum(1, 5, by=3)
+    h.fault("kill", [1])
+    h.fault("kill", [2])                                   # 2 of 3 voters down: no controller
+    h.md(entry(1, 0, [1, 2, 3]), by=3, dt=60.0)
+    assert_pass(h)
+    h = KHistory()                                          # voters never sampled
+    h.md(entry(1, 0, [1, 2, 3]), by=2)
+    h.fault("kill", [1])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=60.0)
+    assert_pass(h)
+
+
+def test_k3_deadline_counts_from_quorum_recovery():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=3).quorum(3, 5, by=3)
+    h.fault("kill", [1])
+    f2 = h.fault("kill", [2])
+    h.wait(60.0).heal(f2)                                  # the quorum is back at t≈60.5
+    h.md(entry(1, 0, [1, 2, 3]), by=3, dt=20.0)             # 20 s after recovery: within the bound
+    assert "K3" not in check(h).rules()
+    h.md(entry(1, 0, [1, 2, 3]), by=3, dt=25.0)             # 45 s after recovery
+    assert_rule(h, "K3")
+
+
+def test_killed_with_heal_none_stays_down_until_started():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(2, 5, by=2)
+    f = h.fault("kill", [1], heal="none")
+    h.heal(f)
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=45.0)
+    assert_rule(h, "K3")
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(2, 5, by=2)
+    f = h.fault("kill", [1], heal="none")
+    h.heal(f)
+    h.fault("start", [1])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=45.0)
+    assert_pass(h)
+
+
+# -- D7: KRaft leader-epoch accounting ---------------------------------------------------------------
+def test_epoch_bump_without_leader_change_or_removal_is_d7():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).md(entry(1, 1, [1, 2]), by=2)
+    r = assert_rule(h, "D7")
+    assert r.divergences[0].rule_id == "§9.2/§8.3/D7"
+    assert_pass(h, "compatible")                           # determinism only under kraft-*
+    h.action("reassign", partitions=[{"topic": "t", "partition": 0, "replicas": [1, 2, 3]}])
+    h.md(entry(1, 2, [1, 2]), by=2)
+    assert "D7" in check(h).rules()                        # the first bump happened before the action
+    h2 = KHistory()
+    h2.action("reassign", partitions=[{"topic": "t", "partition": 0, "replicas": [1, 2, 3]}])
+    h2.md(entry(1, 0, [1, 2, 3]), by=2).md(entry(1, 1, [1, 2]), by=2)
+    assert_pass(h2)
+
+
+def test_old_metadata_version_bumps_epoch_on_isr_shrink():
+    """MV < 3.6 (KAFKA-15021): an ISR shrink bumps LE; a shrink at the same LE is the divergence."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).md(entry(1, 0, [1, 2]), by=2)
+    assert_rule(h, "D7", "kraft-3.5")
+    assert_pass(h, KRAFT)
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).md(entry(1, 1, [1, 2]), by=2)
+    assert_pass(h, "kraft-3.5")
+
+
+# -- quorum: H1, K1 ---------------------------------------------------------------------------------
+def test_raft_epoch_backwards_in_one_brokers_answers_is_h1():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).quorum(1, 6, by=2).quorum(1, 5, by=2)
+    r = assert_rule(h, "H1")
+    assert r.invariant_violations[0].rule_id == "§8.2/§9.1/H1"
+
+
+def test_stale_quorum_answer_from_another_broker_passes():
+    """An isolated old quorum leader still answering at its old epoch via broker 1 is not a regression."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).quorum(1, 5, by=1).quorum(2, 6, by=2).quorum(1, 5, by=1)
+    assert_pass(h)
+
+
+def test_two_quorum_leaders_in_one_epoch_is_h1():
+    """A quorum-leader change without a higher Raft epoch."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).quorum(1, 5, by=1).quorum(2, 5, by=2)
+    r = assert_rule(h, "H1")
+    assert "two quorum leaders" in r.invariant_violations[0].explanation
+
+
+def test_quorum_leader_not_a_voter_is_k1():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).quorum(4, 5, voters=(1, 2, 3))
+    assert_rule(h, "K1")
+
+
+def test_failed_quorum_answers_are_ignored():
+    h = KHistory()
+    h._add("kraft.quorum", leader_id=None, leader_epoch=None, high_watermark=None, voters=[], observers=[],
+           answered_by=None, error="NOT_LEADER_OR_FOLLOWER")
+    h.quorum(1, 5)
+    assert assert_pass(h).stats["quorum_samples"] == 1
+
+
+# -- dispatch and result shape ----------------------------------------------------------------------
+def test_zk_profile_on_a_kraft_run_is_an_error():
+    with pytest.raises(ValueError, match="no ZooKeeper"):
+        check(failover_history(), "apache-zk-3.9")
+    with pytest.raises(ValueError, match="no ZooKeeper"):
+        check(failover_history(), profile_for("3.9", "apache-zk-3.9"))
+
+
+def test_run_without_zookeeper_goes_to_the_protocol_checker():
+    meta = {"cluster": {"brokers": 3, "zookeepers": 0}, "distribution": "generic"}
+    r = check_conformance(failover_history().events, meta, "compatible")
+    assert r.profile == "compatible" and r.stats["samples"] == 14
+    zk = check_conformance(failover_history().events, {"distribution": "apache-zk"}, "compatible")
+    assert "samples" not in zk.stats                       # ZooKeeper runs keep the ZK checker
+
+
+def test_kraft_profile_names():
+    assert profile_for(None, "kraft-3.9").mode == "kraft"
+    assert profile_for("3.9.2", "apache-kraft").name == "kraft-3.9"
+    assert profile_for("4.1.0", None, kraft_run=True).name == "kraft-4.1"
+    assert profile_for("3.9.2", None).name == "apache-zk-3.9"          # unchanged for ZooKeeper runs
+    with pytest.raises(ValueError, match="3.3"):
+        profile_for(None, "kraft-3.2")
+
+
+def test_result_shape_matches_the_zk_checker():
+    r = check(out_of_sync_elected())
+    d = r.to_dict()
+    json.dumps(d)
+    v = d["invariant_violations"][0]
+    assert set(v) >= {"rule", "rule_id", "kind", "subject", "seq", "zxid", "before", "after", "allowed",
+                      "explanation"}
+    assert v["subject"] == "t-0" and v["kind"] == "invariant" and d["verdict"] == "FAIL"
+    assert d["profile"] == KRAFT
+
+
+def test_direct_call():
+    r = check_protocol_conformance(failover_history().events, META, profile_for(None, KRAFT))
+    assert r.verdict == "PASS"
