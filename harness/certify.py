@@ -114,22 +114,32 @@ def _vkey(v: str) -> tuple[int, ...]:
 
 def resolve_profile(name: str, subject: Subject) -> str:
     """The profile's canonical name, or a HarnessError saying why it cannot certify this broker."""
+    import inspect
+
     from reference.profiles import profile_for
+    kw = {}
+    if "kraft_run" in inspect.signature(profile_for).parameters:  # a reference with KRaft profiles
+        kw["kraft_run"] = not subject.has_zookeeper
     try:
-        prof = profile_for(subject.kafka_version, name)
+        prof = profile_for(subject.kafka_version, name, **kw)
     except ValueError as e:
         raise HarnessError(str(e)) from None
+    mode = getattr(prof, "mode", "zk")
     if prof.is_apache:
-        if not subject.has_zookeeper:
+        if mode == "zk" and not subject.has_zookeeper:
             raise HarnessError(f"profile {prof.name} describes the ZooKeeper-mode controller, but "
                                f"{subject.broker_image} runs without ZooKeeper; use --profile compatible")
+        if mode != "zk" and subject.has_zookeeper:
+            raise HarnessError(f"profile {prof.name} describes the KRaft controller, but {subject.broker_image} "
+                               "runs with ZooKeeper; use an apache-zk-<major>.<minor> profile or compatible")
         if subject.kafka_version:
             series = tuple(_vkey(subject.kafka_version)[:2])
             if series != tuple(prof.version):
+                family = prof.name.rsplit("-", 1)[0]
                 raise HarnessError(
                     f"profile {prof.name} certifies Apache Kafka {prof.version[0]}.{prof.version[1]}.x, but "
                     f"{subject.broker_image} is Kafka {subject.kafka_version}; use --profile "
-                    f"apache-zk-{series[0]}.{series[1]} or --profile compatible")
+                    f"{family}-{series[0]}.{series[1]} or --profile compatible")
     return prof.name
 
 
@@ -168,12 +178,30 @@ def _scenario_applicability(s, subject: Subject) -> tuple[bool, str]:
     return True, ""
 
 
-def plan(scenarios: Iterable, subject: Subject, selected: Iterable[str] | None = None) -> list[CapabilityPlan]:
-    """Per selected capability (table order), its scenarios from the catalog and whether each applies."""
+def plan(scenarios: Iterable, subject: Subject, selected: Iterable[str] | None = None,
+         only: Iterable[str] | None = None) -> list[CapabilityPlan]:
+    """Per selected capability (table order), its scenarios from the catalog and whether each applies.
+
+    ``only``: scenario names; when given, a capability's other scenarios are left out (a quick,
+    partial certificate) and capabilities none of them belongs to are not selected."""
+    scenarios = list(scenarios)
+    if only:
+        only = set(only)
+        known = {s.name: s for s in scenarios}
+        for n in only:
+            if n not in known:
+                raise HarnessError(f"unknown scenario {n!r} (see `kafka-chaos run list`)")
+            if not any(known[n].family in c.families for c in CAPABILITIES):
+                raise HarnessError(f"scenario {n!r} is evidence for no capability (family {known[n].family!r})")
+        scenarios = [s for s in scenarios if s.name in only]
+        fams = {s.family for s in scenarios}
+        in_only = {c.name for c in CAPABILITIES if fams & set(c.families)}
+        selected = (set(selected) & in_only) if selected else in_only
+        for n in selected or ():
+            capability(n)
     wanted = set(selected) if selected else set(capability_names())
     for n in wanted:
         capability(n)  # unknown names raise
-    scenarios = list(scenarios)
     out = []
     for cap in CAPABILITIES:
         if cap.name not in wanted:
@@ -323,7 +351,8 @@ def overall(statuses: list[str]) -> tuple[str, str, int]:
 
 def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]], *, subject: Subject,
                       profile: str, overrides: dict, started_at: str, finished_at: str, out_dir: Path,
-                      git: dict, selected: list[str] | None, unmapped: list[str], interrupted: bool = False) -> dict:
+                      git: dict, selected: list[str] | None, unmapped: list[str], interrupted: bool = False,
+                      only: list[str] | None = None) -> dict:
     """The certificate as data (the JSON file; the HTML is rendered from it).
 
     ``results``: scenario name -> attempts, each ``judge_run`` output plus ``run_id``, ``path``
@@ -372,7 +401,8 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
         "started_at": started_at, "finished_at": finished_at,
         "broker_config_overrides": dict(overrides),
         "scope": {"capabilities": [c["name"] for c in caps],
-                  "complete": not selected or set(selected) >= set(capability_names())},
+                  "scenarios": sorted(only) if only else None,
+                  "complete": not only and (not selected or set(selected) >= set(capability_names()))},
         "capabilities": caps,
         "unmapped_scenarios": list(unmapped),
         "interrupted": interrupted,
@@ -423,6 +453,8 @@ def add_parser(sub) -> None:
                         "the configuration the certification declares")
     c.add_argument("--capability", action="append", metavar="NAME",
                    help="certify only this capability (repeatable); `--capability list` lists them")
+    c.add_argument("--scenario", action="append", metavar="NAME",
+                   help="only this scenario as evidence (repeatable): a quick, partial certificate")
     c.add_argument("--retries", type=int, default=1, metavar="N",
                    help="re-run a scenario whose run the environment spoiled (UNKNOWN) up to N times (default 1)")
     c.add_argument("--seed", type=int, default=0)
@@ -471,7 +503,8 @@ def cmd_certify(args) -> int:
     out_dir = Path(args.out or f"certificates/{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{profile}")
     runs_dir = Path(args.runs_dir) if args.runs_dir else out_dir / "runs"
     out_dir.mkdir(parents=True, exist_ok=True)
-    plans = plan(SCENARIOS, subject, selected)
+    only = list(dict.fromkeys(args.scenario or [])) or None
+    plans = plan(SCENARIOS, subject, selected, only)
     todo = [(cp, sp) for cp in plans for sp in cp.applicable]
     _say(f"certifying {subject.broker_image} (Kafka {subject.kafka_version or 'unknown'}, {subject.distribution}) "
          f"with profile {profile}: {len(todo)} scenarios in {sum(1 for cp in plans if cp.applicable)} "
@@ -499,7 +532,8 @@ def cmd_certify(args) -> int:
         interrupted = True
     cert = build_certificate(plans, results, subject=subject, profile=profile, overrides=overrides,
                              started_at=started_at, finished_at=_iso_now(), out_dir=out_dir, git=git_facts(),
-                             selected=selected, unmapped=unmapped_scenarios(SCENARIOS), interrupted=interrupted)
+                             selected=selected, unmapped=unmapped_scenarios(SCENARIOS), interrupted=interrupted,
+                             only=only)
     html, js = write_certificate(cert, out_dir)
     for c in cert["capabilities"]:
         _say(f"  {c['name']:20} {c['status']:15} {c['reason']}")

@@ -100,7 +100,8 @@ def render_html(cert: dict) -> str:
          + " <span class=\"muted\">(runs judged against the declared configuration)</span>"
          if overrides else "none"),
         ("Scope", "all capabilities" if scope.get("complete") else
-         '<span class="partial">partial: ' + _e(", ".join(scope["capabilities"])) + " only</span>"),
+         '<span class="partial">partial: ' + _e(", ".join(scope["capabilities"])) + " only"
+         + (_e(f" (scenarios: {', '.join(scope['scenarios'])})") if scope.get("scenarios") else "") + "</span>"),
     ]
     rows = []
     for c in cert["capabilities"]:

@@ -86,6 +86,16 @@ def test_plan_selection_and_unmapped_scenarios():
     plans = certify.plan(scenarios, ZK_39, ["controller_failover"])
     assert [p.capability.name for p in plans] == ["controller_failover"]
     assert certify.unmapped_scenarios(scenarios) == ["chaosmonkey.random"]
+    # --scenario: only those, and only their capabilities
+    scenarios.append(scen("controller_failover.delete_controller_znode"))
+    plans = certify.plan(scenarios, ZK_39, None, ["controller_failover.delete_controller_znode"])
+    assert [(p.capability.name, [s.name for s in p.scenarios]) for p in plans] == \
+        [("controller_failover", ["controller_failover.delete_controller_znode"])]
+    assert certify.plan(scenarios, ZK_39, ["acks", "controller_failover"], ["acks.x"])[0].capability.name == "acks"
+    with pytest.raises(HarnessError, match="unknown scenario 'acks.y'"):
+        certify.plan(scenarios, ZK_39, None, ["acks.y"])
+    with pytest.raises(HarnessError, match="evidence for no capability"):
+        certify.plan(scenarios, ZK_39, None, ["chaosmonkey.random"])
 
 
 def test_plan_of_the_real_catalog_finds_the_existing_families():
@@ -107,10 +117,10 @@ def test_resolve_profile():
     assert certify.resolve_profile("compatible", KRAFT) == "compatible"
     with pytest.raises(HarnessError, match="certifies Apache Kafka 3.7.x, but .* is Kafka 3.9.2"):
         certify.resolve_profile("apache-zk-3.7", ZK_39)
-    with pytest.raises(HarnessError, match="runs without ZooKeeper; use --profile compatible"):
+    with pytest.raises(HarnessError, match="describes the ZooKeeper-mode controller, but .*compatible"):
         certify.resolve_profile("apache-zk-3.9", KRAFT)
-    with pytest.raises(HarnessError, match="unknown conformance profile 'apache-kraft'"):
-        certify.resolve_profile("apache-kraft", ZK_39)
+    with pytest.raises(HarnessError, match="unknown conformance profile 'zk-apache-3.9'"):
+        certify.resolve_profile("zk-apache-3.9", ZK_39)
 
 
 # -- aggregation ---------------------------------------------------------------------------------------
@@ -298,7 +308,7 @@ def test_certificate_data_from_fixture_runs(tmp_path):
     assert caps["reassignment"]["reason"].startswith("no applicable scenario: needs Kafka 4.1+")
     assert (cert["overall"], cert["exit_code"]) == (CERTIFIED, 0)
     assert cert["scope"] == {"capabilities": ["broker_failover", "controller_failover", "reassignment", "network"],
-                             "complete": False}
+                             "scenarios": None, "complete": False}
     (run,) = caps["broker_failover"]["scenarios"][0]["runs"]
     assert not Path(run["path"]).is_absolute() and (tmp_path / run["path"] / "verdict.json").is_file()
 

@@ -2,7 +2,7 @@
 
 * ``--capability controller_failover``: both controller-failover scenarios run and pass, the
   certificate says CERTIFIED for that scope, exit 0, and Chromium shows the green CERTIFIED badge.
-* ``--capability acks --config min.insync.replicas=1``: the broker acknowledges ``acks=all`` writes
+* ``--capability acks --scenario acks.all_below_min_isr --config min.insync.replicas=1``: the broker acknowledges ``acks=all`` writes
   while the ISR is the leader alone, although the scenario declares ``min.insync.replicas=2``; the
   certificate fails the capability, exit 1, and names the failing run with a working link.
 """
@@ -49,7 +49,7 @@ def test_certify_controller_failover_certified(broker_image, tmp_path):
     assert cert["subject"]["broker_image"] == broker_image.tag
     assert cert["subject"]["image_id"] == broker_image.image_id
     assert cert["profile"] == _profile(broker_image)
-    assert cert["scope"] == {"capabilities": ["controller_failover"], "complete": False}
+    assert cert["scope"] == {"capabilities": ["controller_failover"], "scenarios": None, "complete": False}
     assert re.fullmatch(r"[0-9a-f]{40}", cert["harness"]["git_sha"] or "")
     cap = _cap(cert, "controller_failover")
     assert cap["status"] == "PASS"
@@ -73,13 +73,16 @@ def test_certify_controller_failover_certified(broker_image, tmp_path):
 def test_certify_misconfigured_min_isr_fails_acks(broker_image, tmp_path):
     out = tmp_path / "cert"
     res = kc("certify", "--broker-image", broker_image.tag, "--profile", _profile(broker_image),
-             "--capability", "acks", "--config", "min.insync.replicas=1", "--out", str(out))
+             "--capability", "acks", "--scenario", "acks.all_below_min_isr", "--config", "min.insync.replicas=1",
+             "--out", str(out))
     assert res.returncode == 1, res.stderr[-4000:]
     cert = json.loads((out / "certificate.json").read_text())
     assert cert["overall"] == "NOT CERTIFIED" and cert["broker_config_overrides"] == {"min.insync.replicas": "1"}
+    assert cert["scope"] == {"capabilities": ["acks"], "scenarios": ["acks.all_below_min_isr"], "complete": False}
     cap = _cap(cert, "acks")
     assert cap["status"] == "FAIL"
-    (scen,) = [s for s in cap["scenarios"] if s["name"] == "acks.all_below_min_isr"]
+    (scen,) = cap["scenarios"]
+    assert scen["name"] == "acks.all_below_min_isr"
     run = scen["runs"][-1]
     assert run["verdict"] == "FAIL"
     assert "acks_semantics" in [r["rule"] for r in run["failing_rules"]]
