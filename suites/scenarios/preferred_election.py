@@ -34,9 +34,10 @@ def _state_writes(events: list[dict], p: int) -> list[dict]:
             and not e.get("deleted")]
 
 
-def _expect_preferred_write(ctx: RunContext, marker: int, p: int, before: dict, how: str) -> None:
-    """Exactly one write for ``chaos-p`` after ``marker``: leader RS[0], ISR unchanged, LE + 1 (§4.3)."""
-    writes = _state_writes(ao.zk_writes_since(ctx.cluster, marker, ("zk.partition_state",)), p)
+def _expect_preferred_write(ctx: RunContext, evs: list[dict], p: int, before: dict, how: str) -> None:
+    """Exactly one write for ``chaos-p`` among ``evs`` (txn-log events after the act): leader RS[0],
+    ISR unchanged, LE + 1 (§4.3)."""
+    writes = _state_writes(evs, p)
     pref = ASSIGN[p][0]
     ctx.expect(f"{T}-{p}: {how} wrote leader {pref} (RS[0]) with the ISR unchanged and leader epoch + 1, "
                "in one write (§4.3)",
@@ -77,8 +78,8 @@ def manual(ctx: RunContext) -> None:
     ctx.expect(f"{T}-0 elected; {T}-1 and {T}-2 already led by RS[0]: ELECTION_NOT_NEEDED (§4.3)",
                res == {(T, 0): None, (T, 1): "ELECTION_NOT_NEEDED", (T, 2): "ELECTION_NOT_NEEDED"}, ao.by_name(res))
     ctx.wait_until(f"{T}-0: leader 1 again", lambda: ctx.leader(T, 0) == 1, 30)
-    _expect_preferred_write(ctx, marker, 0, before, "ElectLeaders(PREFERRED)")
     evs = ao.zk_writes_since(ctx.cluster, marker, ("zk.partition_state",))
+    _expect_preferred_write(ctx, evs, 0, before, "ElectLeaders(PREFERRED)")
     for p in (1, 2):
         ctx.expect(f"{T}-{p}: no write (no election needed)", not _state_writes(evs, p),
                    {"before": others[p], "writes": _state_writes(evs, p)})

@@ -108,7 +108,8 @@ def _history(evs: list[dict], topic: str, p: int) -> tuple[list[tuple], list[dic
 
 
 def _expect_history(ctx: RunContext, evs: list[dict], topic: str, p: int, ors: list[int], target: list[int],
-                    before: dict, leader: int, bumps: int) -> None:
+                    before: dict, leader: int, bumps: int,
+                    why: str = "one bump per A1, B3 and removed ISR member") -> None:
     """The spec's expectations on the whole reassignment of ``topic-p`` from ``ors`` to ``target``,
     read from ZooKeeper's transaction log (``evs`` = :func:`_writes`): U1 entry, final entry, leader, ISR, ΔLE."""
     tp = f"{topic}-{p}"
@@ -126,8 +127,8 @@ def _expect_history(ctx: RunContext, evs: list[dict], topic: str, p: int, ors: l
     st = state_w[-1] if state_w else before
     ctx.expect(f"{tp}: leader {leader} after the reassignment (§7.4 B3, §4.2)", st["leader"] == leader, st)
     ctx.expect(f"{tp}: ISR = the target {sorted(target)} (§7.4 B4)", sorted(st["isr"]) == sorted(target), st)
-    ctx.expect(f"{tp}: leader epoch {before['leader_epoch']} + {bumps} (§7.5: one bump per A1, B3 and "
-               f"removed ISR member)", st["leader_epoch"] == before["leader_epoch"] + bumps,
+    ctx.expect(f"{tp}: leader epoch {before['leader_epoch']} + {bumps} (§7.5: {why})",
+               st["leader_epoch"] == before["leader_epoch"] + bumps,
                {"before": before["leader_epoch"], "after": st["leader_epoch"],
                 "epochs": [w["leader_epoch"] for w in state_w]})
 
@@ -260,8 +261,8 @@ def kill_broker_mid(ctx: RunContext) -> None:
                topic=None, brokers=[1], config={k: None for k in ao.THROTTLE_KEYS})
     ctx.wait_until(f"{BULK}-0: reassignment completed after broker 1 came back",
                    lambda: _assignment(ctx, BULK, 0) == ([1, 3, 4], [], []), 120)
-    # A1 at the start, the offline election, A1 again at broker 1's startup (§7.7), B3, B4 for 2
-    _expect_history(ctx, _writes(ctx, marker), BULK, 0, [1, 2, 3], [1, 3, 4], before, 3, 5)
+    _expect_history(ctx, _writes(ctx, marker), BULK, 0, [1, 2, 3], [1, 3, 4], before, 3, 5,
+                    "A1 at the start, the offline election, A1 again at broker 1's startup (§7.7), B3, B4 for 2")
     _wait_complete(ctx, plan, 60)
 
 
@@ -296,8 +297,9 @@ def target_down(ctx: RunContext) -> None:
     ctx.wait_until(f"{T}-2: completed after broker 4 restarted; /admin/reassign_partitions deleted",
                    lambda: _assignment(ctx, T, 2) == (target, [], []) and ao.reassign_znode(ctx.cluster) is None,
                    90)
-    # A1 at the start, A1 at broker 4's startup (§7.7), B3 (3 is not in the target: election of 4), B4 for 3
-    _expect_history(ctx, _writes(ctx, marker), T, 2, ors, target, before, 4, 4)
+    _expect_history(ctx, _writes(ctx, marker), T, 2, ors, target, before, 4, 4,
+                    "A1 at the start, A1 at broker 4's startup (§7.7), B3 electing 4 (3 is not in the target), "
+                    "B4 for 3")
 
 
 _WL = {"topic": T, "partitions": 3}
