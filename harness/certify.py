@@ -24,6 +24,7 @@ error (including an inconclusive certificate: a run the environment spoiled and 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -357,7 +358,6 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
 
     ``results``: scenario name -> attempts, each ``judge_run`` output plus ``run_id``, ``path``
     (absolute) and ``seconds``. Paths are stored relative to ``out_dir``."""
-    import os
     caps = []
     for cp in plans:
         scen_rows = []
