@@ -409,3 +409,20 @@ def test_chromium_shows_the_overall_result(tmp_path, with_failure, result):
     dom = _chromium(["--dump-dom"], page).stdout
     assert re.search(rf'id="overall"[^>]*>{result}<', dom)
     assert_shows_overall(page, result, tmp_path)
+
+
+def test_interrupted_certificate_is_inconclusive(tmp_path):
+    plans = certify.plan([scen("controller_failover.kill_controller"), scen("controller_failover.other")], ZK_39,
+                         ["controller_failover"])
+    rid = "20250601T070000Z-controller.failover-000010"
+    j = certify.judge_run(FIXTURES / rid, None, {})
+    j.update(run_id=rid, path=str(FIXTURES / rid), seconds=1.0, attempt=0)
+    cert = certify.build_certificate(
+        plans, {"controller_failover.kill_controller": [j]}, subject=ZK_39, profile="apache-zk-3.9", overrides={},
+        started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
+        selected=["controller_failover"], unmapped=[], interrupted=True)
+    (cap,) = cert["capabilities"]
+    assert [s["status"] for s in cap["scenarios"]] == [PASS, UNKNOWN]
+    assert cap["scenarios"][1]["note"] == "not run (interrupted)"
+    assert (cap["status"], cert["overall"], cert["exit_code"]) == (UNKNOWN, INCONCLUSIVE, 2)
+    assert "Interrupted" in render_html(cert)
