@@ -34,7 +34,9 @@ Rules (ids and sections in :data:`KRAFT_RULES`)
   (§9.5), or the new ISR keeps another member of the old one (then ``x`` may have joined the ISR
   between the two samples: a clean election after a hidden ISR expansion; an unclean election would
   have reset the ISR to ``[x]`` while every old member was fenced). Epoch jumps > 1 are not judged.
-* H19 / K3 use faults as the liveness signal (§9.3: a broker without heartbeats is fenced after
+* H19 (``kraft-*``): a leader absent from the unfenced brokers listed in the same Metadata answer (a
+  KRaft broker lists only unfenced brokers, and fencing moves leadership first).
+* H19 / K3 also use faults as the liveness signal (§9.3: a broker without heartbeats is fenced after
   ``broker.session.timeout.ms``): a broker is *certainly down* from a ``kill``/``pause``/``isolate``
   (``stop``: after its ``stop_timeout_s``) until the fault is healed. H19: it is elected or added to an
   ISR although it has been down for longer than session timeout + grace (judged on two consecutive
@@ -407,6 +409,11 @@ class KraftChecker:
             return
         self.stats["samples"] += 1
         by = ev.get("answered_by")
+        # KRaft Metadata lists only unfenced brokers (KMC getAliveBrokerNodes), and the controller moves
+        # leadership away in the records *before* the fencing record (RCM handleBrokerFenced), so a
+        # leader missing from the same answer's broker list is a fenced leader (H19, kraft-* only).
+        unfenced = frozenset(ev.get("brokers") or ()) if (self.apache and ev.get("source") == "protocol") \
+            else frozenset()
         for p in ev.get("partitions") or []:
             topic = p.get("topic")
             if p.get("partition") is None:
@@ -429,6 +436,11 @@ class KraftChecker:
             self._check_entry(subject, topic, o)
             if o.has_leader:
                 self._check_progress(subject, o)
+                if unfenced and o.leader not in unfenced:
+                    self._report("H19", subject, f"leader {o.leader} is not among the unfenced brokers "
+                                 f"{sorted(unfenced)} of the same answer (broker {by}): a fenced broker is still "
+                                 "leader (KRaft moves leadership before it writes the fencing record, §9.3)",
+                                 None, o.to_dict(), key=("fenced-leader", o.leader, o.le))
             if o.le is None:
                 self.stats["entries_without_epoch"] += 1
                 continue
@@ -531,8 +543,8 @@ class KraftChecker:
     def _check_fenced(self, subject: str, o: PObs, prev_b: PObs | None, elected: bool) -> None:
         """H19: between two answers of one healthy broker, a broker that had been down for longer than
         session timeout + grace became leader or joined the ISR (§9.3: fenced brokers are not electable)."""
-        if prev_b is None or o.by is None:
-            return
+        if prev_b is None or o.by is None or not self.voters or self._quorum_lost:
+            return                  # without a known quorum a new controller may not have fenced anyone yet
         hs = self.live.healthy_since(o.by)
         if hs is None or hs > prev_b.t - self.session_s:
             return
@@ -543,7 +555,8 @@ class KraftChecker:
         cands += [(r, "added to the ISR") for r in o.isr if r not in prev_b.isr]
         for b, what in cands:
             d = self.live.down_since(b)
-            if d is not None and d + bound <= prev_b.t:
+            # a new active controller starts every unfenced broker's session afresh (§9.3)
+            if d is not None and max(d, self.quorum_ok_since) + bound <= prev_b.t:
                 self._report("H19", subject, f"broker {b} {what} (broker {o.by}'s answers at t={prev_b.t:.1f} and "
                              f"t={o.t:.1f}) although it has been down since t={d:.1f}, longer than the session "
                              f"timeout {self.session_s:g}s + {self.grace_s:g}s: it must have been fenced",

@@ -41,8 +41,8 @@ class KHistory:
                             "type": type_, **f})
         return self
 
-    def md(self, *entries, by=1, dt=0.5):
-        return self._add("admin.metadata", dt, controller_id=None, brokers=[1, 2, 3], partitions=list(entries),
+    def md(self, *entries, by=1, dt=0.5, brokers=(1, 2, 3)):
+        return self._add("admin.metadata", dt, controller_id=None, brokers=list(brokers), partitions=list(entries),
                          answered_by=by, source="protocol", error=None)
 
     def quorum(self, leader, epoch, by=1, voters=(1, 2, 3), dt=0.0):
@@ -340,10 +340,46 @@ def test_broker_dead_far_beyond_session_timeout_elected_is_h19():
 
 def test_broker_dead_added_to_isr_is_h19():
     h = KHistory()
-    h.md(entry(1, 0, [1, 2, 3]), by=2)
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(1, 5, by=2)
     h.fault("pause", [3])
     h.md(entry(1, 0, [1, 2]), by=2, dt=60.0).md(entry(1, 0, [1, 2, 3]), by=2)
     assert_rule(h, "H19")
+
+
+def test_h19_needs_a_known_quorum():
+    """Without DescribeQuorum answers a quorum loss (and a new controller's fresh sessions) is invisible."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2)
+    h.fault("kill", [3])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=60.0).md(entry(3, 1, [2, 3]), by=2)
+    assert_pass(h)
+
+
+def test_election_after_quorum_recovery_counts_from_recovery():
+    """After a quorum loss the new controller restarts every unfenced broker's session (§9.3)."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=3).quorum(1, 5, by=3)
+    f1 = h.fault("kill", [1])
+    h.fault("kill", [2])
+    h.wait(60.0).heal(f1)                                  # quorum back at t≈61; 2 is still down
+    h.md(entry(1, 0, [1, 2, 3]), by=3, dt=5.0).md(entry(2, 1, [2, 3]), by=3)
+    assert_pass(h)
+    h.md(entry(2, 1, [2, 3]), by=3, dt=40.0).md(entry(2, 1, [2, 3, 1]), by=3)
+    assert "H19" not in check(h).rules()                   # 1 is back: may rejoin
+    h.md(entry(1, 2, [2, 3, 1]), by=3).md(entry(2, 3, [2, 3, 1]), by=3)
+    assert_rule(h, "H19")                                  # 2 elected 45 s after the quorum came back
+
+
+def test_leader_missing_from_the_unfenced_brokers_of_the_answer_is_h19():
+    """KRaft Metadata lists only unfenced brokers; fencing moves leadership first (RCM handleBrokerFenced)."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).md(entry(1, 0, [1, 2, 3]), by=2, brokers=(2, 3))
+    r = assert_rule(h, "H19")
+    assert "fenced" in r.invariant_violations[0].explanation
+    assert_pass(h, "compatible")                           # another broker's list may mean something else
+    h = KHistory()                                         # leaderless after fencing: fine
+    h.md(entry(1, 0, [1])).md(leaderless(1, [1]), brokers=(2, 3))
+    assert_pass(h)
 
 
 def test_election_before_fencing_deadline_is_allowed():
