@@ -31,9 +31,10 @@ Rules (ids and sections in :data:`KRAFT_RULES`)
 * H11 clean election: the first time a leader ``x`` is seen at epoch ``LE`` and the latest sample at
   ``LE - 1`` shows another leader, ``x`` must be in that sample's ISR -- unless unclean election is
   permitted (config, ``set_config``, ``elect_unclean``), ``x`` came from the ELR / last known leader
-  (§9.5), or the new ISR keeps another member of the old one (then ``x`` may have joined the ISR
-  between the two samples: a clean election after a hidden ISR expansion; an unclean election would
-  have reset the ISR to ``[x]`` while every old member was fenced). Epoch jumps > 1 are not judged.
+  (§9.5), or ``x`` may have joined the ISR between the two samples (a clean election after a hidden ISR
+  expansion): the old leader was untouched by faults and still unfenced, or the new ISR keeps another
+  old member -- an unclean election needs every old ISR member, the old leader included, fenced or
+  shutting down, and resets the ISR to ``[x]``. Epoch jumps > 1 are not judged.
 * H19 (``kraft-*``): a leader absent from the unfenced brokers listed in the same Metadata answer (a
   KRaft broker lists only unfenced brokers, and fencing moves leadership first).
 * H19 / K3 also use faults as the liveness signal (§9.3: a broker without heartbeats is fenced after
@@ -216,6 +217,10 @@ class Liveness:
         if b in self.left_down:
             ts.append(self.left_down[b])
         return min(ts) if ts else None
+
+    def touched_since(self, b: int, t: float) -> bool:
+        """Was ``b`` under any fault at some time since ``t`` (or is it now)?"""
+        return self.healthy_since(b) is None or self.last_touched.get(b, -math.inf) >= t
 
     def healthy_since(self, b: int | None) -> float | None:
         """Since when ``b`` has been under no fault at all (None: under one now, or unknown broker)."""
@@ -412,8 +417,8 @@ class KraftChecker:
         # KRaft Metadata lists only unfenced brokers (KMC getAliveBrokerNodes), and the controller moves
         # leadership away in the records *before* the fencing record (RCM handleBrokerFenced), so a
         # leader missing from the same answer's broker list is a fenced leader (H19, kraft-* only).
-        unfenced = frozenset(ev.get("brokers") or ()) if (self.apache and ev.get("source") == "protocol") \
-            else frozenset()
+        listed = frozenset(ev.get("brokers") or ()) if ev.get("source") == "protocol" else frozenset()
+        unfenced = listed if self.apache else frozenset()
         for p in ev.get("partitions") or []:
             topic = p.get("topic")
             if p.get("partition") is None:
@@ -444,7 +449,7 @@ class KraftChecker:
             if o.le is None:
                 self.stats["entries_without_epoch"] += 1
                 continue
-            self._check_epochs(key, subject, o)
+            self._check_epochs(key, subject, o, listed)
 
     def _check_entry(self, subject: str, topic: str, o: PObs) -> None:
         """H5, H6, H7, H8, K2 on one entry (§8.2; §9.3-§9.5)."""
@@ -472,7 +477,7 @@ class KraftChecker:
                 self._report("K2", subject, f"ELR {list(o.elr)} overlaps the ISR {both} or is not within the "
                              f"replicas {stray}", None, a, key=sk)
 
-    def _check_epochs(self, key, subject: str, o: PObs) -> None:
+    def _check_epochs(self, key, subject: str, o: PObs, listed: frozenset = frozenset()) -> None:
         prev_b = self.last_by.get((key, o.by)) if o.by is not None else None
         if prev_b is not None and o.le < prev_b.le:
             self._report("H3", subject, f"leader epoch went backwards {prev_b.le} -> {o.le} in the answers of "
@@ -484,7 +489,7 @@ class KraftChecker:
             if first is None:
                 epochs[o.le] = o
                 self.stats["leader_epochs"] += 1
-                self._on_new_epoch(key, subject, o, at_le.get(o.le - 1), prev_b)
+                self._on_new_epoch(key, subject, o, at_le.get(o.le - 1), prev_b, listed)
             elif first.leader != o.leader:
                 self._report("H4", subject, f"two leaders in leader epoch {o.le}: {first.leader} and {o.leader}",
                              first.to_dict(), o.to_dict(), key=o.le)
@@ -494,7 +499,8 @@ class KraftChecker:
             self.last_by[(key, o.by)] = o
         at_le[o.le] = o
 
-    def _on_new_epoch(self, key, subject: str, o: PObs, prev: PObs | None, prev_b: PObs | None) -> None:
+    def _on_new_epoch(self, key, subject: str, o: PObs, prev: PObs | None, prev_b: PObs | None,
+                      listed: frozenset = frozenset()) -> None:
         """First entry with a real leader at a new LE: H11 against the latest entry at LE-1, H19."""
         x = o.leader
         if prev is None:
@@ -506,13 +512,19 @@ class KraftChecker:
         if prev.leader != x:
             self.stats["leader_changes"] += 1
             if x not in prev.isr:
-                self._judge_outside_isr(key, subject, prev, o)
+                self._judge_outside_isr(key, subject, prev, o, listed)
             else:
                 self.stats["elections_judged"] += 1
         self._check_fenced(subject, o, prev_b, elected=True)
 
-    def _judge_outside_isr(self, key, subject: str, prev: PObs, o: PObs) -> None:
-        """H11: ``o.leader`` was not in the ISR of the latest sample at LE-1 (§9.4, §9.5)."""
+    def _judge_outside_isr(self, key, subject: str, prev: PObs, o: PObs, listed: frozenset = frozenset()) -> None:
+        """H11: ``o.leader`` was not in the ISR of the latest sample at LE-1 (§9.4, §9.5).
+
+        ``x`` may have joined the ISR after that sample (ISR changes keep LE in KRaft). An unclean election
+        needs every ISR member -- in particular the old leader, which is in the ISR for its whole epoch --
+        to be inactive (fenced or shutting down), and resets the ISR to ``[x]``. So the election is taken
+        as a clean one after a hidden ISR expansion when the old leader was untouched by faults between
+        the two samples and is still listed as unfenced, or when the new ISR keeps an old member."""
         x, topic, part = o.leader, key[0], key[2]
         if self.unclean_topic.get(topic, self.unclean_default):
             self.stats["elections_unclean_permitted"] += 1
@@ -530,14 +542,17 @@ class KraftChecker:
             elif self.elr_possible:
                 return                                        # ELR fields not sampled: cannot judge
         kept = sorted(r for r in o.isr if r != x and r in prev.isr)
-        if kept:
-            # x may have joined the ISR after the sample at LE-1 (hidden expansion); an unclean election
-            # resets the ISR to [x] while all old members are fenced, so a kept member points to a clean one.
+        old = prev.leader
+        old_active = (old >= 0 and not self.live.touched_since(old, prev.t)
+                      and (not listed or old in listed))
+        if kept or old_active:
             self.stats["elections_hidden_isr_expansion"] += 1
             return
         self.stats["elections_judged"] += 1
         self._report("H11", subject, f"broker {x} became leader at epoch {o.le} but was not in the ISR "
-                     f"{list(prev.isr)} at epoch {prev.le}, and unclean leader election is not permitted",
+                     f"{list(prev.isr)} at epoch {prev.le}, the old leader {old} was down or fenced (so no "
+                     "preferred election after a hidden ISR expansion explains it), and unclean leader election "
+                     "is not permitted",
                      prev.to_dict(), o.to_dict(), [f"leader ∈ {sorted(prev.isr)} or -1"], key=o.le)
 
     def _check_fenced(self, subject: str, o: PObs, prev_b: PObs | None, elected: bool) -> None:
