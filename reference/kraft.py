@@ -44,6 +44,9 @@ Rules (ids and sections in :data:`KRAFT_RULES`)
   answers of one healthy broker, so the change happened between them). K3 (progress, §8.4): a healthy
   broker still reports it as leader later than that bound after it went down (or after the quorum
   regained a majority of voters). K3 is a divergence under ``kraft-*`` and a note under ``compatible``.
+* H15 on ``admin.reassignments`` (ListPartitionReassignments, answered by the active controller); D15
+  (``kraft-*``): its encoding ``RS = target ++ sorted(current − target)``, sorted AR/RR (§9.6, PRR).
+* D8 (``kraft-*``, no ELR): a leaderless entry keeps exactly one ISR member (§9.3).
 * D7 (``kraft-*`` only, §9.2): with MV ≥ 3.6 one broker's consecutive answers showing the same leader
   at exactly LE+1 require a replica removal (reassignment); before 3.6 an ISR shrink at an unchanged
   LE is the divergence (it bumped LE then). Topics with reassignments in the run are not judged.
@@ -52,8 +55,8 @@ Rules (ids and sections in :data:`KRAFT_RULES`)
   a voter.
 
 Not checkable from samples: H2, H9 (no partition epoch in the protocol), H12 (recovery state), H10
-beyond H4, H13, H14-H16 (no reassignment records; ``admin.reassignments`` is only used to exempt
-partitions), and KRaft D-rules that need the controller's view of fencing (D3, D12, D18 timing).
+beyond H4, H13, H14, H16 (no reassignment records), and KRaft D-rules that need the controller's view
+of fencing (D3, D12, D18 timing).
 """
 
 from __future__ import annotations
@@ -93,6 +96,10 @@ KRAFT_RULES: dict[str, tuple[str, str, str]] = {
             "leader) unless unclean election is permitted"),
     "H19": ("§8.2/§9.3", "invariant", "a broker that must have been fenced is neither elected nor added to an ISR"),
     "K2": ("§9.5", "invariant", "ELR ∩ ISR = ∅ and ELR ⊆ replicas"),
+    "H15": ("§8.2/§9.6", "invariant", "reassignment shape in ListPartitionReassignments: AR ∩ RR = ∅, AR, RR ⊆ RS, "
+            "ORS and TRS non-empty, AR ∪ RR non-empty"),
+    "D15": ("§9.6/§8.3", "divergence", "KRaft reassignment encoding: RS = T ++ sorted(current − T), AR and RR sorted"),
+    "D8": ("§9.3/§8.3", "divergence", "without ELR a leaderless partition keeps exactly its last ISR member"),
     "D7": ("§9.2/§8.3", "divergence", "KRaft leader-epoch bumps: MV ≥ 3.6 only on a leader change or a replica "
            "removal; MV < 3.6 also on every ISR shrink"),
     "K3": ("§9.3/§8.4", "divergence", "a leader on a dead broker is replaced within session timeout + grace"),
@@ -357,9 +364,27 @@ class KraftChecker:
             self.reassigned.update(t for t, _ in _partitions_of(params))
 
     def _on_reassignments(self, ev):
+        """ListPartitionReassignments (answered by the active controller, §9.6): H15 and, for kraft-*, D15."""
+        if ev.get("error"):
+            return
         for e in ev.get("partitions") or []:
-            if e.get("topic"):
-                self.reassigned.add(e["topic"])
+            if not e.get("topic"):
+                continue
+            self.reassigned.add(e["topic"])
+            rs, ar, rr = _ints(e.get("replicas")), _ints(e.get("adding_replicas")), _ints(e.get("removing_replicas"))
+            subject = f"{e['topic']}-{e.get('partition')}"
+            after = {"replicas": list(rs), "adding": list(ar), "removing": list(rr), "seq": ev.get("seq")}
+            trs, ors = [r for r in rs if r not in rr], [r for r in rs if r not in ar]
+            if set(ar) & set(rr) or not set(ar) <= set(rs) or not set(rr) <= set(rs) or not trs or not ors \
+                    or not (ar or rr):
+                self._report("H15", subject, f"invalid reassignment state RS={list(rs)} AR={list(ar)} RR={list(rr)}",
+                             None, after, key=(rs, ar, rr))
+            elif self.apache and (list(ar) != sorted(ar) or list(rr) != sorted(rr)
+                                  or (rr and list(rs[-len(rr):]) != list(rr))):
+                exp = trs + sorted(rr)
+                self._report("D15", subject, f"reassignment written as RS={list(rs)} AR={list(ar)} RR={list(rr)}; "
+                             "KRaft writes RS = target ++ sorted(current − target) with sorted AR and RR (PRR)",
+                             None, after, [f"RS={exp} AR={sorted(ar)} RR={sorted(rr)}"], key=(rs, ar, rr))
 
     def _reset_topic(self, name: str) -> None:
         self.incarnation[name] = self.incarnation.get(name, 0) + 1
@@ -467,6 +492,11 @@ class KraftChecker:
                 self._report("H7", subject, "empty ISR: without ELR KRaft keeps the last ISR member when it is "
                              "fenced and sets the leader to -1 (§9.3, PCB: the ISR field is left unchanged)",
                              None, a, key=sk)
+        if (self.apache and not self.elr_possible and o.leader < 0 and o.error == "LEADER_NOT_AVAILABLE"
+                and len(o.isr) > 1):
+            self._report("D8", subject, f"leaderless with ISR {list(o.isr)}: fencing or shutting down removes every "
+                         "ISR member but the last, so a partition without an electable ISR member keeps exactly one",
+                         None, a, key=sk)
         outside = [r for r in o.isr if r not in o.rs]
         if outside and (self.apache or topic not in self.reassigned):
             self._report("H8", subject, f"ISR members {outside} are not replicas {list(o.rs)}", None, a, key=sk)

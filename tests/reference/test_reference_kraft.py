@@ -191,6 +191,48 @@ def test_single_answer_invariants(bad, rule):
     assert d.kind == "invariant" and d.rule_id == f"{KRAFT_RULES[rule][0]}/{rule}"
 
 
+def test_leaderless_with_several_isr_members_is_d8():
+    """§9.3: fencing keeps only the last ISR member; a leaderless partition (no ELR) has exactly one."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3])).md(leaderless(1, [1, 2]))
+    r = assert_rule(h, "D8")
+    assert r.divergences[0].rule_id == "§9.3/§8.3/D8"
+    assert_pass(h, "compatible")
+    assert_pass(h, "kraft-4.1")                 # ELR: members may move to the ELR instead
+
+
+def reassignments(*parts, error=None):
+    return {"type": "admin.reassignments", "partitions": [
+        {"topic": "t", "partition": 0, "replicas": list(rs), "adding_replicas": list(ar),
+         "removing_replicas": list(rr)} for rs, ar, rr in parts], "answered_by": 1, "source": "protocol",
+        "error": error}
+
+
+@pytest.mark.parametrize("rs, ar, rr, rule", [
+    ((1, 2, 4, 3), (4,), (3,), None),           # reassign [1,2,3] -> [1,2,4]: T ++ sorted(current − T)
+    ((4, 5, 1, 2), (4, 5), (1, 2), None),
+    ((1, 2, 4, 3), (4,), (4,), "H15"),          # AR ∩ RR
+    ((1, 2, 3), (4,), (), "H15"),               # AR ⊄ RS
+    ((1, 2), (), (1, 2), "H15"),                # TRS empty
+    ((1, 2, 3), (), (), "H15"),                 # listed without a reassignment
+    ((1, 3, 2, 4), (4,), (3,), "D15"),          # RR not at the end
+    ((5, 4, 1, 2), (5, 4), (1, 2), "D15"),      # AR not sorted
+])
+def test_reassignment_listing_shape(rs, ar, rr, rule):
+    h = KHistory()
+    h.md(entry(1, 0, [r for r in (1, 2, 3) if r in rs], rs=rs))
+    h.events.append(dict(reassignments((rs, ar, rr)), seq=len(h.events), t=h.t + 0.1))
+    if rule is None:
+        assert_pass(h)
+    else:
+        assert_rule(h, rule)
+        if rule == "D15":
+            assert_pass(h, "compatible")
+    failed = KHistory()
+    failed.events.append(dict(reassignments((rs, ar, rr), error="NOT_CONTROLLER"), seq=0, t=0.1))
+    assert_pass(failed)
+
+
 def test_empty_isr_with_leader_is_h7_even_with_elr():
     h = KHistory()
     h.md(entry(1, 0, []))
@@ -245,7 +287,8 @@ def test_synthesized_leader_minus_one_is_not_an_epoch_leader():
     LE 3 from another broker is no H4."""
     h = KHistory()
     h.md(leaderless(3, [1, 2, 3]), by=2).md(entry(1, 3, [1, 2, 3]), by=1)
-    assert_pass(h)
+    assert_pass(h, "compatible")
+    assert "H4" not in check(h).rules()
 
 
 def test_recreated_topic_without_action_is_seen_through_unknown_topic():
