@@ -75,8 +75,7 @@ DEFAULT_GRACE_S = 30.0           # generous slack for detection, controller fail
 STOP_TIMEOUT_S = 30.0            # nemesis default: SIGKILL after stop_timeout_s (docs/faults.md)
 DOWN_FAULTS = frozenset({"kill", "stop", "pause", "isolate"})   # the broker cannot heartbeat
 MV_ISR_SHRINK_NO_BUMP = (3, 6)   # MV 3.6-IV0: an ISR shrink no longer bumps LE (§9.2, D7)
-ELR_DEFAULT = (4, 1)             # ELR on by default for new clusters (§9.5); 4.0 opt-in
-ELR_CODE = (4, 0)
+ELR_CODE = (4, 0)                # ELR usable (opt-in in 4.0, default for new clusters from 4.1, §9.5)
 LEADER_ERRORS = (None, "NONE", "REPLICA_NOT_AVAILABLE")           # entries that pair a real leader with LE
 STATE_ERRORS = LEADER_ERRORS + ("LEADER_NOT_AVAILABLE", "LISTENER_NOT_FOUND")   # real LE/ISR/replicas
 
@@ -260,8 +259,9 @@ class KraftChecker:
             if UNCLEAN_KEY in c:
                 self.unclean_topic[t["name"]] = str(c[UNCLEAN_KEY]).lower() == "true"
         self.unclean_grants: set = set()
-        # ELR (§9.5): may the ISR be empty?  4.1+: default on; 4.0: opt-in (seen in samples); compatible: allowed.
-        self.elr_possible = (not self.apache) or profile.version >= ELR_DEFAULT
+        # ELR (§9.5): may the ISR be empty?  4.0: opt-in (a feature upgrade the record does not show), 4.1+:
+        # default for new clusters, compatible: another design may use it; 3.x only if answers carry an ELR.
+        self.elr_possible = (not self.apache) or profile.version >= ELR_CODE
         self.live = Liveness()
         self.incarnation: dict[str, int] = {}
         self.reassigned: set[str] = set()        # topics with a reassignment in the run (D7, H8 exemptions)
