@@ -8,7 +8,7 @@ clients keeps its session, its replication and its ISR membership.
 
 from __future__ import annotations
 
-from harness.scenario import RunContext, Scenario
+from harness.scenario import RunContext, Scenario, StepTimeout
 
 from .common import T, state
 
@@ -29,6 +29,37 @@ def _out_of_isrs(ctx: RunContext, broker: int) -> bool:
 
 def _in_all_isrs(ctx: RunContext, broker: int) -> bool:
     return all(broker in ctx.isr(T, p) for p in _hosted(ctx, broker))
+
+
+def _diagnose(ctx: RunContext, broker: int) -> dict:
+    """What the record should keep when a broker does not rejoin: every broker's chaos chains and the
+    broker's recent replication log lines (a stuck fetcher, refused AlterPartition, leftover rules)."""
+    out: dict = {}
+    for b in ctx.cluster.broker_ids:
+        node = ctx.cluster.brokers[b]
+        try:
+            _, rules = node.exec(["sh", "-c", "iptables -w 5 -S KAFKA_CHAOS_IN; iptables -w 5 -S KAFKA_CHAOS_OUT"])
+            out[f"rules_b{b}"] = rules.splitlines()[-20:]
+        except Exception as e:  # noqa: BLE001 - diagnostics only
+            out[f"rules_b{b}"] = f"{type(e).__name__}: {e}"
+    try:
+        lines = ctx.cluster.brokers[broker].logs(2000).splitlines()
+        out[f"log_b{broker}"] = [ln for ln in lines if any(k in ln for k in (
+            "Fetcher", "fetch", "Error", "WARN", "ERROR", "LeaderAndIsr", "Truncat"))][-40:]
+    except Exception as e:  # noqa: BLE001
+        out[f"log_b{broker}"] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def _wait_rejoin(ctx: RunContext, broker: int, timeout_s: float = 90) -> None:
+    """Wait until ``broker`` is back in every ISR of its partitions; on a timeout record diagnostics."""
+    try:
+        ctx.wait_until(f"broker {broker} rejoins every ISR of {T} (§5.3, §5.8)",
+                       lambda: _in_all_isrs(ctx, broker), timeout_s)
+    except StepTimeout:
+        ctx.expect(f"diagnostics: broker {broker} did not rejoin", False,
+                   dict(_diagnose(ctx, broker), states=_states(ctx)))
+        raise
 
 
 def _acked(ctx: RunContext, t0: float, t1: float, partitions) -> int:
@@ -57,7 +88,7 @@ def _cut_from_zookeeper(ctx: RunContext, victim: int, fault: str, target: str, *
     ctx.heal(h)
     ctx.wait_until(f"broker {victim} registered again with a new broker epoch (§5.1)",
                    lambda: ctx.cluster.broker_epoch(victim) not in (None, e0), 60)
-    ctx.wait_until(f"broker {victim} rejoins every ISR of {T} (§5.3, §5.8)", lambda: _in_all_isrs(ctx, victim), 90)
+    _wait_rejoin(ctx, victim)
 
 
 def _isolate_controller(ctx: RunContext) -> None:
@@ -77,7 +108,7 @@ def _isolate_controller(ctx: RunContext) -> None:
                    lambda: ctx.cluster.broker_epoch(c0) not in (None, e0), 60)
     ctx.expect(f"the old controller {c0} did not take the controller role back (/controller is held)",
                ctx.controller() != c0, {"controller": ctx.controller()})
-    ctx.wait_until(f"broker {c0} rejoins every ISR of {T} (§5.3, §5.8)", lambda: _in_all_isrs(ctx, c0), 90)
+    _wait_rejoin(ctx, c0)
 
 
 def _minority_split(ctx: RunContext) -> None:
