@@ -1,12 +1,14 @@
 """A minimal Kafka protocol client for what confluent-kafka 2.16 does not expose: partition leader
-epochs (Metadata v7+) and the KRaft quorum (DescribeQuorum). See :mod:`.messages` and :mod:`.client`.
+epochs (Metadata v7+), the KRaft quorum (DescribeQuorum), ongoing reassignments
+(ListPartitionReassignments) and eligible leader replicas (DescribeTopicPartitions). See :mod:`.messages` and :mod:`.client`.
 """
 
 from .client import ProtocolClient, ProtocolError, UnsupportedApi, first_answer
-from .messages import (ApiVersionsResult, BrokerInfo, MetadataResult, PartitionInfo, QuorumInfo,
-                       ReplicaState, TopicInfo, error_name)
+from .messages import (ApiVersionsResult, BrokerInfo, MetadataResult, OngoingReassignment, PartitionInfo,
+                       QuorumInfo, ReassignmentsResult, ReplicaState, TopicInfo, TopicPartitionsResult, error_name)
 from .wire import DecodeError
 
 __all__ = ["ProtocolClient", "ProtocolError", "UnsupportedApi", "first_answer", "ApiVersionsResult",
-           "BrokerInfo", "MetadataResult", "PartitionInfo", "QuorumInfo", "ReplicaState", "TopicInfo",
+           "BrokerInfo", "MetadataResult", "OngoingReassignment", "PartitionInfo", "QuorumInfo", "ReassignmentsResult",
+           "ReplicaState", "TopicInfo", "TopicPartitionsResult",
            "error_name", "DecodeError"]

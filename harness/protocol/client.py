@@ -1,7 +1,7 @@
 """A small blocking Kafka protocol client over one TCP connection to a broker on 127.0.0.1.
 
 It speaks only the requests in :mod:`harness.protocol.messages` (ApiVersions, Metadata v7+,
-DescribeQuorum) and negotiates each version with ApiVersions. Every socket operation is bounded by
+DescribeQuorum, ListPartitionReassignments, DescribeTopicPartitions) and negotiates each version with ApiVersions. Every socket operation is bounded by
 ``timeout`` seconds; any failure (refused, reset, timed out, malformed answer) closes the connection
 and raises :class:`ProtocolError` naming the address and request, so a caller sampling a cluster
 under faults can record the error and try again later.
@@ -187,6 +187,53 @@ class ProtocolClient:
                               lambda cid: m.encode_describe_quorum_request(v, cid, self.client_id),
                               f"DescribeQuorum v{v}")
         return self._decode(m.decode_describe_quorum_response, body, v, "DescribeQuorum")
+
+    def supports_list_partition_reassignments(self) -> bool:
+        return self.api_versions().max_version(m.API_LIST_PARTITION_REASSIGNMENTS,
+                                               m.LIST_PARTITION_REASSIGNMENTS_VERSIONS) is not None
+
+    def list_partition_reassignments(self, topics: dict[str, list[int]] | None = None) -> m.ReassignmentsResult:
+        """Ongoing reassignments (all, or of ``{topic: [partitions]}``). In ZooKeeper mode only the
+        controller answers (others say NOT_CONTROLLER); KRaft brokers forward to the controller."""
+        v = self._version(m.API_LIST_PARTITION_REASSIGNMENTS, m.LIST_PARTITION_REASSIGNMENTS_VERSIONS,
+                          "ListPartitionReassignments")
+        timeout_ms = int(self.timeout * 1000)
+        body = self.roundtrip(m.API_LIST_PARTITION_REASSIGNMENTS, v,
+                              lambda cid: m.encode_list_partition_reassignments_request(
+                                  v, cid, self.client_id, topics, timeout_ms),
+                              f"ListPartitionReassignments v{v}")
+        return self._decode(m.decode_list_partition_reassignments_response, body, v, "ListPartitionReassignments")
+
+    def supports_describe_topic_partitions(self) -> bool:
+        return self.api_versions().max_version(m.API_DESCRIBE_TOPIC_PARTITIONS,
+                                               m.DESCRIBE_TOPIC_PARTITIONS_VERSIONS) is not None
+
+    def describe_topic_partitions(self, topics: list[str] | None = None, partition_limit: int = 2000,
+                                  max_pages: int = 100) -> list[m.TopicInfo]:
+        """Every partition of ``topics`` (None/[] = all topics) with ELR fields, following the
+        response cursor page by page (at most ``max_pages`` requests)."""
+        v = self._version(m.API_DESCRIBE_TOPIC_PARTITIONS, m.DESCRIBE_TOPIC_PARTITIONS_VERSIONS,
+                          "DescribeTopicPartitions")
+        merged: dict[str | None, m.TopicInfo] = {}
+        cursor: tuple[str, int] | None = None
+        for _ in range(max_pages):
+            body = self.roundtrip(m.API_DESCRIBE_TOPIC_PARTITIONS, v,
+                                  lambda cid: m.encode_describe_topic_partitions_request(
+                                      v, cid, self.client_id, topics, partition_limit, cursor),
+                                  f"DescribeTopicPartitions v{v}")
+            page = self._decode(m.decode_describe_topic_partitions_response, body, v, "DescribeTopicPartitions")
+            for t in page.topics:
+                if t.name in merged:
+                    merged[t.name].partitions.extend(t.partitions)
+                else:
+                    merged[t.name] = t
+            if page.next_cursor is None:
+                return list(merged.values())
+            if page.next_cursor == cursor:
+                raise ProtocolError(f"{self.host}:{self.port}: DescribeTopicPartitions cursor did not advance "
+                                    f"({cursor})")
+            cursor = page.next_cursor
+        raise ProtocolError(f"{self.host}:{self.port}: DescribeTopicPartitions needs more than {max_pages} pages")
 
 
 def first_answer(ports: Iterable[int], ask: Callable[[ProtocolClient], T], timeout: float = 5.0,

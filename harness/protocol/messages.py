@@ -9,6 +9,10 @@ decoded by hand from the message schemas in apache/kafka
 * **DescribeQuorum** (key 55, v0–v2, always flexible): the KRaft quorum leader, its epoch, the high
   watermark and each voter's log end offset. (In KRaft the Metadata ``ControllerId`` is a random
   live broker, controller-spec §9.8, and confluent-kafka's ``describe_cluster`` reports the same.)
+* **ListPartitionReassignments** (key 46, v0, flexible): ongoing reassignments with their adding and
+  removing replicas (spec §7.9, §9.6); confluent-kafka 2.16 has no such Admin call.
+* **DescribeTopicPartitions** (key 75, v0, flexible; KRaft brokers 3.8+): Metadata's partition fields
+  plus the eligible leader replicas (ELR) and last-known ELR (spec §9.5), paginated by a cursor.
 
 Each request has ``encode_*`` returning the whole request (header + body, without the 4-byte size
 prefix) and each response a ``decode_*`` taking the response body after the header.
@@ -22,11 +26,15 @@ from .wire import DecodeError, Reader, Writer
 
 API_METADATA = 3
 API_API_VERSIONS = 18
+API_LIST_PARTITION_REASSIGNMENTS = 46
 API_DESCRIBE_QUORUM = 55
+API_DESCRIBE_TOPIC_PARTITIONS = 75
 
 METADATA_VERSIONS = (7, 12)          # v7 is the first with LeaderEpoch
 API_VERSIONS_VERSIONS = (0, 3)
 DESCRIBE_QUORUM_VERSIONS = (0, 2)
+LIST_PARTITION_REASSIGNMENTS_VERSIONS = (0, 0)
+DESCRIBE_TOPIC_PARTITIONS_VERSIONS = (0, 0)
 METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log, partition 0
 
 # Error codes used in messages here (Kafka's org.apache.kafka.common.protocol.Errors).
@@ -79,7 +87,8 @@ def response_header_flexible(api_key: int, api_version: int) -> bool:
 
 def request_flexible(api_key: int, api_version: int) -> bool:
     return {API_METADATA: api_version >= 9, API_API_VERSIONS: api_version >= 3,
-            API_DESCRIBE_QUORUM: True}[api_key]
+            API_DESCRIBE_QUORUM: True, API_LIST_PARTITION_REASSIGNMENTS: True,
+            API_DESCRIBE_TOPIC_PARTITIONS: True}[api_key]
 
 
 # -- ApiVersions ---------------------------------------------------------------------------------
@@ -150,6 +159,9 @@ class PartitionInfo:
     replicas: list[int]
     isr: list[int]
     offline_replicas: list[int] = field(default_factory=list)
+    # DescribeTopicPartitions only (None: not reported / not asked)
+    eligible_leader_replicas: list[int] | None = None
+    last_known_elr: list[int] | None = None
 
 
 @dataclass
@@ -337,3 +349,131 @@ def decode_describe_quorum_response(body: bytes, version: int) -> QuorumInfo:
     err = top_err or p["error"]
     return QuorumInfo(version, error_name(err), top_msg or p["message"], p["leader_id"], p["leader_epoch"],
                       p["hw"], p["voters"], p["observers"])
+
+
+# -- ListPartitionReassignments ------------------------------------------------------------------
+@dataclass
+class OngoingReassignment:
+    topic: str
+    partition: int
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
+
+
+@dataclass
+class ReassignmentsResult:
+    error: str | None
+    error_message: str | None
+    partitions: list[OngoingReassignment]
+    throttle_time_ms: int = 0
+
+
+def encode_list_partition_reassignments_request(version: int, correlation_id: int, client_id: str | None,
+                                                topics: dict[str, list[int]] | None = None,
+                                                timeout_ms: int = 10000) -> bytes:
+    """``topics=None`` lists every ongoing reassignment; else only those of {topic: [partitions]}."""
+    _check_version("ListPartitionReassignments", version, LIST_PARTITION_REASSIGNMENTS_VERSIONS)
+    w = Writer()
+    encode_request_header(w, API_LIST_PARTITION_REASSIGNMENTS, version, correlation_id, client_id, flexible=True)
+
+    def topic(ww: Writer, item: tuple[str, list[int]]) -> None:
+        ww.string(item[0], compact=True).array(list(item[1]), lambda x, p: x.int32(p), compact=True)
+        ww.empty_tagged_fields()
+
+    w.int32(timeout_ms)
+    w.array(None if topics is None else sorted(topics.items()), topic, compact=True)
+    w.empty_tagged_fields()
+    return w.bytes()
+
+
+def decode_list_partition_reassignments_response(body: bytes, version: int) -> ReassignmentsResult:
+    _check_version("ListPartitionReassignments", version, LIST_PARTITION_REASSIGNMENTS_VERSIONS)
+    r = Reader(body)
+    throttle, err, msg = r.int32(), r.int16(), r.string(True)
+
+    def int32s(rr: Reader) -> list[int]:
+        return rr.array(lambda x: x.int32(), True) or []
+
+    def topic(rr: Reader) -> list[OngoingReassignment]:
+        name = rr.string(True) or ""
+
+        def part(pr: Reader) -> OngoingReassignment:
+            o = OngoingReassignment(name, pr.int32(), int32s(pr), int32s(pr), int32s(pr))
+            pr.tagged_fields()
+            return o
+
+        parts = rr.array(part, True) or []
+        rr.tagged_fields()
+        return parts
+
+    topics = r.array(topic, True) or []
+    r.tagged_fields()
+    r.expect_end(f"ListPartitionReassignments v{version} response")
+    return ReassignmentsResult(error_name(err), msg, [o for t in topics for o in t], throttle)
+
+
+# -- DescribeTopicPartitions ---------------------------------------------------------------------
+@dataclass
+class TopicPartitionsResult:
+    topics: list[TopicInfo]
+    next_cursor: tuple[str, int] | None      # (topic, partition) to ask from next; None = complete
+    throttle_time_ms: int = 0
+
+
+def _cursor(w: Writer, cursor: tuple[str, int] | None) -> None:
+    """A nullable struct: int8 -1 for null, else 1 followed by the struct (Kafka's generator)."""
+    if cursor is None:
+        w.int8(-1)
+        return
+    w.int8(1).string(cursor[0], compact=True).int32(cursor[1]).empty_tagged_fields()
+
+
+def encode_describe_topic_partitions_request(version: int, correlation_id: int, client_id: str | None,
+                                             topics: list[str] | None = None, partition_limit: int = 2000,
+                                             cursor: tuple[str, int] | None = None) -> bytes:
+    """``topics`` None or [] describes every topic; ``cursor`` continues a paginated answer."""
+    _check_version("DescribeTopicPartitions", version, DESCRIBE_TOPIC_PARTITIONS_VERSIONS)
+    if partition_limit < 1:
+        raise ValueError(f"partition_limit must be >= 1, got {partition_limit}")
+    w = Writer()
+    encode_request_header(w, API_DESCRIBE_TOPIC_PARTITIONS, version, correlation_id, client_id, flexible=True)
+    w.array(list(topics or []), lambda ww, t: ww.string(t, compact=True).empty_tagged_fields(), compact=True)
+    w.int32(partition_limit)
+    _cursor(w, cursor)
+    w.empty_tagged_fields()
+    return w.bytes()
+
+
+def decode_describe_topic_partitions_response(body: bytes, version: int) -> TopicPartitionsResult:
+    _check_version("DescribeTopicPartitions", version, DESCRIBE_TOPIC_PARTITIONS_VERSIONS)
+    r = Reader(body)
+    throttle = r.int32()
+
+    def int32s(rr: Reader) -> list[int] | None:
+        return rr.array(lambda x: x.int32(), True)
+
+    def partition(rr: Reader) -> PartitionInfo:
+        err, idx, leader, epoch = rr.int16(), rr.int32(), rr.int32(), rr.int32()
+        replicas, isr = int32s(rr) or [], int32s(rr) or []
+        elr, last_elr = int32s(rr), int32s(rr)
+        p = PartitionInfo(idx, error_name(err), leader, epoch, replicas, isr, int32s(rr) or [], elr, last_elr)
+        rr.tagged_fields()
+        return p
+
+    def topic(rr: Reader) -> TopicInfo:
+        err, name, tid, internal = rr.int16(), rr.string(True), rr.uuid(), rr.bool()
+        parts = rr.array(partition, True) or []
+        rr.int32()                         # TopicAuthorizedOperations
+        rr.tagged_fields()
+        return TopicInfo(name, error_name(err), tid, internal, parts)
+
+    topics = r.array(topic, True) or []
+    flag = r.int8()
+    cursor = None
+    if flag >= 0:
+        cursor = (r.string(True) or "", r.int32())
+        r.tagged_fields()
+    r.tagged_fields()
+    r.expect_end(f"DescribeTopicPartitions v{version} response")
+    return TopicPartitionsResult(topics, cursor, throttle)

@@ -138,3 +138,54 @@ def test_describe_quorum_round_trip(server):
     assert (q.leader_id, q.leader_epoch, q.high_watermark) == (1, 4, 16)
     assert [(v.replica_id, v.log_end_offset) for v in q.voters] == [(1, 16)]
     assert m.response_header_flexible(55, 0) and not m.response_header_flexible(18, 3)
+
+
+def test_describe_topic_partitions_follows_the_cursor(server):
+    apis = "03" "0012 0000 0003 00" "004b 0000 0000 00" "00000000" "00"
+    pages = []
+
+    def answer(key, ver, cid):
+        c = struct.pack(">i", cid)
+        if key == 18:
+            return c + h("0000", apis)
+        pages.append(cid)
+        part = lambda i: "0000" + f"{i:08x}" + "00000001 00000000" + "02 00000001" * 2 + "00 00 01 00"
+        if len(pages) == 1:   # first page: partition 0, cursor → t-1
+            return c + h("00", "00000000", "02", "0000 02 74", "11" * 16, "00", "02", part(0), "80000000 00",
+                         "01 02 74 00000001 00", "00")
+        return c + h("00", "00000000", "02", "0000 02 74", "11" * 16, "00", "02", part(1), "80000000 00", "ff", "00")
+
+    s = server(answer)
+    with ProtocolClient(port=s.port, timeout=3) as c:
+        (t,) = c.describe_topic_partitions(["t"], partition_limit=1)
+    assert [p.partition for p in t.partitions] == [0, 1] and len(pages) == 2
+
+
+def test_describe_topic_partitions_cursor_that_does_not_advance(server):
+    apis = "03" "0012 0000 0003 00" "004b 0000 0000 00" "00000000" "00"
+
+    def answer(key, ver, cid):
+        c = struct.pack(">i", cid)
+        if key == 18:
+            return c + h("0000", apis)
+        return c + h("00", "00000000", "01", "01 02 74 00000001 00", "00")
+
+    s = server(answer)
+    with ProtocolClient(port=s.port, timeout=3) as c:
+        with pytest.raises(ProtocolError, match="did not advance"):
+            c.describe_topic_partitions()
+
+
+def test_list_partition_reassignments_round_trip(server):
+    def answer(key, ver, cid):
+        c = struct.pack(">i", cid)
+        if key == 18:
+            return c + h("0000", "03", "0012 0000 0003 00", "002e 0000 0000 00", "00000000", "00")
+        return c + h("00", "00000000", "0000", "00", "02", "02 74", "02", "00000000",
+                     "03 00000001 00000002", "02 00000002", "01", "00", "00", "00")
+
+    s = server(answer)
+    with ProtocolClient(port=s.port, timeout=3) as c:
+        res = c.list_partition_reassignments()
+    assert [(o.topic, o.partition, o.replicas, o.adding_replicas, o.removing_replicas) for o in res.partitions] == \
+        [("t", 0, [1, 2], [2], [])]

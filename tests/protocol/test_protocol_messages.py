@@ -215,3 +215,84 @@ def test_error_names():
     assert m.error_name(0) is None
     assert m.error_name(6) == "NOT_LEADER_OR_FOLLOWER"
     assert m.error_name(9999) == "ERROR_9999"
+
+
+# -- ListPartitionReassignments (key 46, v0, flexible) ------------------------------------------
+def test_list_partition_reassignments_requests():
+    assert m.encode_list_partition_reassignments_request(0, 3, CLIENT, None, 10000) == h(
+        "002e 0000 00000003 0002 6b63 00",                     # key 46, v0, header v2
+        "00002710",                                            # TimeoutMs 10000
+        "00",                                                  # null topics: everything
+        "00")
+    assert m.encode_list_partition_reassignments_request(0, 3, CLIENT, {"t": [0, 2]}, 500) == h(
+        "002e 0000 00000003 0002 6b63 00", "000001f4",
+        "02", "02 74", "03 00000000 00000002", "00",           # topic "t", partitions [0, 2], tags
+        "00")
+
+
+def test_list_partition_reassignments_response():
+    body = h("00000000", "0000", "00",                         # throttle, no error, null message
+             "02", "02 74",                                    # topic "t"
+             "02", "00000001", "05 00000001 00000002 00000003 00000004",  # p1: replicas [1,2,3,4]
+             "02 00000004", "02 00000001", "00",               # adding [4], removing [1], tags
+             "00",                                             # topic tags
+             "00")
+    res = m.decode_list_partition_reassignments_response(body, 0)
+    assert res.error is None and res.error_message is None
+    (o,) = res.partitions
+    assert (o.topic, o.partition, o.replicas, o.adding_replicas, o.removing_replicas) == \
+        ("t", 1, [1, 2, 3, 4], [4], [1])
+
+
+def test_list_partition_reassignments_not_controller():
+    body = h("00000000", "0029", "05" + b"nope".hex(), "01", "00")
+    res = m.decode_list_partition_reassignments_response(body, 0)
+    assert (res.error, res.error_message, res.partitions) == ("NOT_CONTROLLER", "nope", [])
+
+
+# -- DescribeTopicPartitions (key 75, v0, flexible) ---------------------------------------------
+def test_describe_topic_partitions_requests():
+    assert m.encode_describe_topic_partitions_request(0, 4, CLIENT, ["t"], 2000, None) == h(
+        "004b 0000 00000004 0002 6b63 00",                     # key 75, v0, header v2
+        "02", "02 74 00",                                      # topics ["t"]
+        "000007d0",                                            # ResponsePartitionLimit 2000
+        "ff",                                                  # null cursor
+        "00")
+    assert m.encode_describe_topic_partitions_request(0, 4, CLIENT, None, 1, ("t", 1)) == h(
+        "004b 0000 00000004 0002 6b63 00",
+        "01",                                                  # no topics: all of them
+        "00000001",
+        "01", "02 74", "00000001", "00",                       # cursor present: "t", partition 1, tags
+        "00")
+    with pytest.raises(ValueError, match="partition_limit"):
+        m.encode_describe_topic_partitions_request(0, 4, CLIENT, None, 0)
+
+
+def _dtp_partition(idx: int, elr: str, last: str) -> str:
+    return ("0000" + f"{idx:08x}" + "00000002" + "00000006"   # no error, leader 2, epoch 6
+            + "04 00000001 00000002 00000003" + "02 00000002"  # replicas [1,2,3], isr [2]
+            + elr + last + "01" + "00")                        # ELR, last-known ELR, offline [], tags
+
+
+def test_describe_topic_partitions_response_with_elr_and_cursor():
+    body = h("00000000",
+             "02", "0000", "02 74", UUID_T, "00",              # topic "t", id, not internal
+             "03", _dtp_partition(0, "02 00000003", "00"),     # p0: ELR [3], last-known ELR null
+             _dtp_partition(1, "00", "02 00000001"),           # p1: ELR null, last-known [1]
+             "80000000", "00",                                 # authorized ops, topic tags
+             "01", "02 74", "00000002", "00",                  # next cursor: t-2
+             "00")
+    res = m.decode_describe_topic_partitions_response(body, 0)
+    (t,) = res.topics
+    assert (t.name, t.topic_id) == ("t", bytes.fromhex(UUID_T))
+    p0, p1 = t.partitions
+    assert (p0.leader, p0.leader_epoch, p0.isr, p0.eligible_leader_replicas, p0.last_known_elr) == \
+        (2, 6, [2], [3], None)
+    assert (p1.eligible_leader_replicas, p1.last_known_elr) == (None, [1])
+    assert res.next_cursor == ("t", 2)
+
+
+def test_describe_topic_partitions_last_page():
+    body = h("00000000", "01", "ff", "00")                     # no topics, null cursor
+    res = m.decode_describe_topic_partitions_response(body, 0)
+    assert res.topics == [] and res.next_cursor is None

@@ -156,3 +156,62 @@ def test_bad_arguments():
         ProtocolSampler({1: 9092}, interval=0)
     with pytest.raises(ValueError, match="no broker"):
         ProtocolSampler({})
+
+
+def _lpr_server(node_id: int, controller: int, ongoing: bool, dtp: bool = False) -> ScriptedServer:
+    """Metadata names ``controller``; ListPartitionReassignments answers NOT_CONTROLLER unless this
+    broker is it; with ``dtp`` it also serves DescribeTopicPartitions (ELR [3])."""
+    apis = ("05" if dtp else "04") + "0003 0000 000c 00" "0012 0000 0003 00" "002e 0000 0000 00" + \
+        ("004b 0000 0000 00" if dtp else "") + "00000000" "00"
+
+    def answer(key, ver, cid):
+        c = struct.pack(">i", cid) + (b"" if key == 18 else b"\x00")
+        if key == 18:
+            return c + h("0000", apis)
+        if key == 3:
+            return c + h("00000000", "02", f"{node_id:08x}", "0a" + b"127.0.0.1".hex(), "00002382", "00", "00",
+                         "00", f"{controller:08x}",
+                         "02", "0000", "02 74", "11" * 16, "00", "02",
+                         "0000 00000000 00000001 00000004", "04 00000001 00000002 00000003", "02 00000001",
+                         "01", "00", "80000000", "00", "00")
+        if key == 75:
+            return c + h("00000000", "02", "0000", "02 74", "11" * 16, "00", "02",
+                         "0000 00000000 00000001 00000004", "04 00000001 00000002 00000003", "02 00000001",
+                         "02 00000003", "00", "01", "00", "80000000", "00", "ff", "00")
+        if node_id != controller:
+            return c + h("00000000", "0029", "00", "01", "00")
+        if not ongoing:
+            return c + h("00000000", "0000", "00", "01", "00")
+        return c + h("00000000", "0000", "00", "02", "02 74", "02", "00000000",
+                     "04 00000001 00000002 00000003", "02 00000003", "01", "00", "00", "00")
+    return ScriptedServer(answer)
+
+
+def test_reassignments_are_asked_of_the_zookeeper_mode_controller(servers):
+    servers.extend([_lpr_server(1, controller=2, ongoing=True), _lpr_server(2, controller=2, ongoing=True)])
+    md, ra = ProtocolSampler({1: servers[0].port, 2: servers[1].port}).sample()
+    assert md["answered_by"] == 1 and md["controller_id"] == 2
+    assert ra["type"] == "admin.reassignments" and ra["answered_by"] == 2 and ra["error"] is None
+    assert ra["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 2, 3], "adding_replicas": [3],
+                                 "removing_replicas": []}]
+
+
+def test_no_ongoing_reassignment_and_unreachable_controller(servers):
+    servers.append(_lpr_server(1, controller=1, ongoing=False))
+    md, ra = ProtocolSampler({1: servers[0].port}).sample()
+    assert ra["partitions"] == [] and ra["error"] is None
+    servers.append(_lpr_server(2, controller=3, ongoing=False))        # controller 3 is not a known port
+    md, ra = ProtocolSampler({2: servers[1].port}).sample()
+    assert ra["partitions"] == [] and ra["error"].startswith("NOT_CONTROLLER")
+    assert [e["type"] for e in ProtocolSampler({2: servers[1].port}, reassignments=False).sample()] == \
+        ["admin.metadata"]
+
+
+def test_elr_from_describe_topic_partitions(servers):
+    servers.append(_lpr_server(1, controller=1, ongoing=False, dtp=True))
+    (md, _) = ProtocolSampler({1: servers[0].port}, elr=True).sample()
+    (p,) = md["partitions"]
+    assert (p["leader"], p["leader_epoch"], p["isr"]) == (1, 4, [1])
+    assert p["eligible_leader_replicas"] == [3] and p["last_known_elr"] == []
+    (md2, _) = ProtocolSampler({1: servers[0].port}).sample()       # without elr: Metadata, no ELR fields
+    assert "eligible_leader_replicas" not in md2["partitions"][0]
