@@ -58,7 +58,8 @@ class AdminOpError(HarnessError):
 
 
 # ---------------------------------------------------------------------------- versions and plans
-def _version(cluster) -> tuple[int, ...] | None:
+def kafka_version(cluster) -> tuple[int, ...] | None:
+    """The cluster's Apache Kafka version as a tuple (e.g. ``(3, 9, 2)``), None for a foreign image."""
     v = getattr(getattr(cluster, "image", None), "kafka_version", None)
     if not v:
         return None
@@ -72,14 +73,14 @@ def tool_class(cluster, tool: str) -> str:
     """The Java class of ``tool`` (``reassign`` or ``elect``) for the cluster's Kafka version."""
     if tool not in _TOOL_CLASSES:
         raise AdminOpError(f"unknown tool {tool!r}; known: {sorted(_TOOL_CLASSES)}")
-    v = _version(cluster)
+    v = kafka_version(cluster)
     old, new = _TOOL_CLASSES[tool]
     return new if v is None or v >= (3, 7) else old
 
 
 def require_version(cluster, at_least: tuple[int, ...], what: str) -> None:
     """Raise AdminOpError if the cluster's Kafka is known to be older than ``at_least``."""
-    v = _version(cluster)
+    v = kafka_version(cluster)
     if v is not None and v < at_least:
         raise AdminOpError(f"{what} needs Kafka {'.'.join(map(str, at_least))} or later; "
                            f"the cluster runs {'.'.join(map(str, v))}")
@@ -87,7 +88,7 @@ def require_version(cluster, at_least: tuple[int, ...], what: str) -> None:
 
 def supports_reassign_znode(cluster) -> bool:
     """True when the controller watches ``/admin/reassign_partitions`` (ZooKeeper mode, before 4.0)."""
-    v = _version(cluster)
+    v = kafka_version(cluster)
     return v is None or v < (4,)
 
 

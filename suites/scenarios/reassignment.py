@@ -179,6 +179,23 @@ def via_znode(ctx: RunContext) -> None:
     _expect_history(ctx, _writes(ctx, marker), T, 1, ors, target, before, before["leader"], 1 + 1 + 1)
 
 
+def _expect_replica_deleted(ctx: RunContext, broker: int, tp: str, why: str, timeout_s: float = 60.0) -> None:
+    """Expect broker ``broker`` to remove the log directory of ``tp`` (renamed ``<tp>.<id>-delete``, then
+    deleted) within ``timeout_s``; on failure the detail holds the directory listing and the broker's
+    log lines about ``tp``."""
+    node = ctx.cluster.brokers[broker]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        names = node.exec(["ls", "/var/lib/kafka/data"])[1].split()
+        if tp not in names or time.monotonic() >= deadline:
+            break
+        ctx.sleep(1.0)
+    gone = tp not in names
+    detail = None if gone else {"ls": names, "log": [ln for ln in node.logs(tail=3000).splitlines()
+                                                     if tp in ln][-25:]}
+    ctx.expect(f"broker {broker} deleted its {tp} replica ({why})", gone, detail)
+
+
 def controller_not(ctx: RunContext, broker: int, attempts: int = 6) -> None:
     """Make sure ``broker`` is not the controller (so killing it is not also a controller failover,
     whose extra writes, §2.5, would blur the epoch accounting): delete /controller until another
@@ -232,8 +249,10 @@ def cancel(ctx: RunContext) -> None:
                [w["isr"] for w in state_w])
     ctx.expect(f"{BULK}-0: the topic znode went [4,2,3,1]+AR[4]+RR[1] → [2,3,1]",
                [list(w[0]) for w in topic_w][:1] == [[4, 2, 3, 1]] and list(topic_w[-1][0]) == [2, 3, 1], topic_w)
-    ctx.wait_until("broker 4 deleted its bulk-0 replica (StopReplica delete=true, §7.8 U3)",
-                   lambda: "bulk-0" not in ctx.cluster.brokers[4].exec(["ls", "/var/lib/kafka/data"])[1].split(), 60)
+    v = ao.kafka_version(ctx.cluster)
+    known = (" — before 3.5 a known Kafka bug, KAFKA-13972: the broker ignores a StopReplica whose leader "
+             "epoch equals its own, leaving a stray replica" if v is not None and v < (3, 5) else "")
+    _expect_replica_deleted(ctx, 4, f"{BULK}-0", "StopReplica delete=true, §7.8 U3" + known)
     ctx.wait_until("no reassignment listed any more", lambda: "No partition reassignments found" in
                    ao.reassign_list(ctx.cluster), 60, interval_s=1.0)
 
