@@ -277,7 +277,12 @@ def reassign_verify(cluster, plan: dict, timeout_s: float = 90.0) -> dict[tuple[
 
 
 def reassign_cancel(cluster, plan: dict, timeout_s: float = 90.0) -> str:
-    """``--cancel`` the in-flight reassignments of the plan's partitions (Kafka 2.6+; spec §7.8)."""
+    """``--cancel`` the in-flight reassignments of the plan's partitions (Kafka 2.6+; spec §7.8).
+
+    The tool of 3.7 – 3.9 (Java port, KAFKA-14595) lost a negation and skips reassignments that only
+    add replicas (no removing replicas): it then prints "None of the specified partition
+    reassignments are active" and this function raises. Cancel moves, not pure additions, there.
+    """
     require_version(cluster, (2, 6), "kafka-reassign-partitions --cancel")
     plan_targets(plan)
     res = _run_with_file(cluster, "reassign", "/tmp/kc-reassign.json", plan,
