@@ -8,7 +8,10 @@ Definitions (all times in seconds of the run's monotonic clock):
   fault started. **time_to_new_leader** of a partition is the first state in the window with a
   live leader (``leader >= 0``) that differs from the prior leader, or follows a leaderless
   state; for the fault it is the maximum over partitions whose leader changed (``None`` when no
-  leader changed, e.g. a follower was killed).
+  leader changed, e.g. a follower was killed). A partition created after the fault (no prior
+  state, e.g. ``__consumer_offsets`` made when the consumer starts) is not a leader change.
+* Partition states are ZooKeeper's transitions as :func:`reports.load.zk_ground_truth` gives them:
+  the txn-log copy timed by ZooKeeper when the run has one, else the watcher's.
 * The **full ISR size** of a partition is the largest ISR seen in the run. A partition's ISR
   **shrank** if the prior state or a state in the window has fewer members; **time_to_isr_restored**
   is the first later state in the window with a full ISR; for the fault it is the maximum over
@@ -95,7 +98,7 @@ def derive_run(events: list[dict], last_t: float | None = None) -> tuple[list[di
             for s in after:
                 if s["leader"] < 0:
                     seen_leaderless = went_leaderless = True
-                elif new_t is None and (prior is None or s["leader"] != prior["leader"] or seen_leaderless):
+                elif new_t is None and ((prior is not None and s["leader"] != prior["leader"]) or seen_leaderless):
                     new_t = s["t"]
             if new_t is not None:
                 ttls.append(new_t - t0)

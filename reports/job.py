@@ -287,8 +287,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import SparkSession
 
-    from reports.spark import build_session
+    from reports.spark import build_session, check_master, unreachable_master
     existing = SparkSession.getActiveSession()
+    bad_master = None if existing else (check_master(opts.master) or unreachable_master(opts.master))
+    if bad_master:
+        print(f"error: {bad_master}", file=sys.stderr)
+        return 2
     try:
         spark = existing or build_session(opts.master)
     except Exception as e:  # noqa: BLE001 - no Java, bad master URL, ...

@@ -42,6 +42,9 @@ EVENT_SCHEMA = T.StructType([
     T.StructField("process", T.StringType()),
     T.StructField("f", T.StringType()),
     T.StructField("phase", T.StringType()),
+    T.StructField("source", T.StringType()),
+    T.StructField("wall", T.DoubleType()),
+    T.StructField("zk_time", T.DoubleType()),
     T.StructField("_corrupt_record", T.StringType()),
 ])
 
@@ -101,13 +104,41 @@ def event_aggregates(events: DataFrame) -> DataFrame:
               .cast("long")).alias("consumed"),
         F.sum((F.col("type") == "fault.start").cast("long")).alias("faults"),
         F.array_sort(F.collect_set(F.when(F.col("type") == "fault.start", F.col("fault")))).alias("event_fault_kinds"),
-        F.sum((F.col("type") == "zk.partition_state").cast("long")).alias("partition_states"),
+        F.sum(((F.col("type") == "zk.partition_state") & (F.col("source") == "txnlog")).cast("long"))
+        .alias("_ps_txnlog"),
+        F.sum(((F.col("type") == "zk.partition_state") & ~F.coalesce(F.col("source") == "txnlog", F.lit(False)))
+              .cast("long")).alias("_ps_other"),
     )
+    # The same states are recorded twice when the txn log was read (zk_ground_truth): count one copy.
+    agg = (agg.withColumn("partition_states", F.when(F.col("_ps_txnlog") > 0, F.col("_ps_txnlog"))
+                          .otherwise(F.col("_ps_other"))).drop("_ps_txnlog", "_ps_other"))
     acked = events.filter(send & (F.col("phase") == "ok")).select("run_dir", "t", "seq")
     w = Window.partitionBy("run_dir").orderBy("t", "seq")
     gaps = (acked.withColumn("gap", F.col("t") - F.lag("t").over(w))
             .groupBy("run_dir").agg(F.max("gap").alias("max_ack_gap_s")))
     return agg.join(gaps, "run_dir", "left")
+
+
+def zk_ground_truth(events: DataFrame) -> DataFrame:
+    """One copy of each ZooKeeper transition per run, timed when ZooKeeper made it.
+
+    A real run record holds the live watcher's ``zk.*`` events (``source: "watch"``, ``t`` = when
+    the harness noticed) and, when ZooKeeper's transaction log was read after the run, the complete
+    history again (``source: "txnlog"``), all emitted at the end of the run, so their ``t`` is the
+    end of the run. For a run with txn-log events only those are kept (the ground truth, as the
+    conformance checker does) and their ``t`` becomes ZooKeeper's own time of the change on the
+    run's clock: ``zk_time - (wall - t)``. Runs without them keep their watcher (or source-less)
+    events unchanged. Non-``zk.*`` events are untouched.
+    """
+    is_zk = F.coalesce(F.col("type").startswith("zk."), F.lit(False))
+    from_txn = F.coalesce(F.col("source") == "txnlog", F.lit(False))
+    txn_runs = events.filter(is_zk & from_txn).select("run_dir").distinct().withColumn("_txn", F.lit(True))
+    ev = events.join(F.broadcast(txn_runs), "run_dir", "left")
+    has_txn = F.coalesce(F.col("_txn"), F.lit(False))
+    keep = ~is_zk | (has_txn & from_txn) | (~has_txn & ~from_txn)
+    zk_t = F.col("zk_time") - (F.col("wall") - F.col("t"))
+    t = F.when(is_zk & from_txn & F.col("zk_time").isNotNull() & F.col("wall").isNotNull(), zk_t).otherwise(F.col("t"))
+    return ev.filter(keep).withColumn("t", t).drop("_txn")
 
 
 def load(spark: SparkSession, path: str) -> Loaded:
@@ -151,7 +182,7 @@ def load(spark: SparkSession, path: str) -> Loaded:
             .drop("skip_reason", "has_events", "bad_lines", "schedule_fault_kinds", "event_fault_kinds"))
     runs = runs.persist(StorageLevel.MEMORY_AND_DISK)
 
-    events = (events_all.filter(~F.col("bad"))
-              .join(F.broadcast(runs.select("run_dir")), "run_dir", "left_semi")
-              .drop("bad"))
+    events = zk_ground_truth(events_all.filter(~F.col("bad"))
+                             .join(F.broadcast(runs.select("run_dir")), "run_dir", "left_semi")
+                             .drop("bad"))
     return Loaded(runs=runs, events=events, skipped=skipped)

@@ -8,6 +8,7 @@ no progress bar), the UI is off, and the ``reports`` package is shipped to the e
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import zipfile
@@ -15,6 +16,38 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 LOG4J = PACKAGE_DIR / "log4j2.properties"
+
+
+MASTER_FORMS = "local, local[N], local[*], local[N,F], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
+_MASTER_RE = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                        r"|spark://[^\s/:,]+:\d+(,[^\s/:,]+:\d+)*|yarn|k8s://\S+")
+
+
+def check_master(master: str) -> str | None:
+    """Why ``master`` is not a Spark master URL (None if it is one); checked before starting a JVM,
+    which would otherwise die with a Java stack trace and "Java gateway process exited"."""
+    if _MASTER_RE.fullmatch(master or ""):
+        return None
+    return f"--master {master!r} is not a Spark master URL (expected {MASTER_FORMS})"
+
+
+def unreachable_master(master: str, timeout_s: float = 10.0) -> str | None:
+    """For ``spark://HOST:PORT[,HOST:PORT]``: why no listed master accepts a TCP connection (None if
+    one does, or for other masters). Spark itself would retry for about a minute and then fail with
+    an unhelpful "An error occurred while calling ... SparkSession"."""
+    if not master.startswith("spark://"):
+        return None
+    import socket
+
+    errors = []
+    for hostport in master[len("spark://"):].split(","):
+        host, _, port = hostport.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s):
+                return None
+        except OSError as e:
+            errors.append(f"{hostport}: {e.strerror or e}")
+    return f"cannot reach the Spark master {master} ({'; '.join(errors)})"
 
 
 def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report", conf: dict | None = None):
