@@ -30,6 +30,7 @@ class ReplayPlan:
     profile: str | None
     broker_config: dict[str, str]
     suite: str
+    distribution: str | None = None
 
 
 def plan_replay(run_dir: str | Path) -> ReplayPlan:
@@ -58,4 +59,4 @@ def plan_replay(run_dir: str | Path) -> ReplayPlan:
     return ReplayPlan(run_id=str(meta.get("run_id") or p.name), scenario=scenario, seed=seed, schedule=schedule,
                       broker_image=meta.get("broker_image"), kafka_version=meta.get("kafka_version"),
                       profile=meta.get("profile"), broker_config={str(k): str(v) for k, v in cfg.items()},
-                      suite=str(meta.get("suite") or "adhoc"))
+                      suite=str(meta.get("suite") or "adhoc"), distribution=meta.get("distribution"))

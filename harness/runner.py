@@ -88,9 +88,10 @@ def _conformance_input(events: list[dict]) -> list[dict]:
     return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == "watch"]
 
 
-def _full_isr(watcher, topic) -> bool:
-    """Every partition of ``topic`` (a TopicSpec) has all its replicas in the ISR (read from ZooKeeper now)."""
-    return all(len(watcher.isr(topic.name, p, fresh=True)) == topic.replication_factor
+def _full_isr(view, topic) -> bool:
+    """Every partition of ``topic`` (a TopicSpec) has all its replicas in the ISR (read now: ZooKeeper, or
+    a Metadata answer without ZooKeeper)."""
+    return all(len(view.isr(topic.name, p, fresh=True)) == topic.replication_factor
                for p in range(topic.partitions))
 
 
@@ -133,14 +134,23 @@ def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: 
 def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | None = None,
             kafka_version: str | None = None, suite: str = "adhoc", seed: int = 0,
             profile: str | None = None, broker_config: dict | None = None,
-            schedule: Schedule | None = None, replay_of: str | None = None) -> RunOutcome:
+            schedule: Schedule | None = None, replay_of: str | None = None,
+            distribution: str | None = None) -> RunOutcome:
     """Run one scenario on a fresh cluster and publish its run record.
+
+    ``distribution``: how the cluster runs (harness/distributions.py): ``apache-zk`` (default) is
+    observed through ZooKeeper (watcher + transaction log); a cluster without ZooKeeper
+    (``apache-kraft``, ``generic``) through the Kafka protocol only (docs/kraft.md), judged with a
+    KRaft profile.
 
     ``schedule``: the fault schedule to run (a replay passes the stored one); by default a scenario
     with a ``fault_mix`` generates it from ``seed``. ``replay_of``: the run id being replayed.
     """
+    from . import distributions
     from .nemesis import Nemesis
     from .observer.admin_sampler import AdminSampler
+    from .observer.protocol_sampler import ProtocolSampler
+    from .observer.protocol_view import ProtocolView
     from .observer.reconcile import emit_reconciled, reconcile
     from .observer.zk_watcher import ZkWatcher
     from .workload import Workload, WorkloadConfig
@@ -148,6 +158,12 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     t0 = time.monotonic()
     info = images.image_for(kafka_version, image)
     cfg = dict(scenario.broker_config, **(broker_config or {}))
+    dist = distributions.get(distribution)
+    if scenario.needs_zookeeper and not dist.has_zookeeper:
+        raise HarnessError(f"{scenario.name} needs ZooKeeper; the {dist.name} distribution has none")
+    series = '.'.join(info.kafka_version.split('.')[:2]) if info.kafka_version else None
+    default_profile = "compatible" if series is None else (
+        f"apache-zk-{series}" if dist.has_zookeeper else f"kraft-{series}")
     if schedule is None and scenario.fault_mix is not None:
         schedule = generate_schedule(seed, scenario.fault_mix)
     if schedule is not None:
@@ -155,36 +171,40 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     rec = RunRecorder(runs_dir, scenario.name, metadata={
         "suite": suite, "harness_version": __version__, "git_sha": _git_sha(),
         "kafka_version": info.kafka_version, "broker_image": info.tag, "image_id": info.image_id,
-        "distribution": info.distribution,
-        "profile": profile or (f"apache-zk-{'.'.join(info.kafka_version.split('.')[:2])}"
-                               if info.kafka_version else "compatible"),
-        "cluster": {"brokers": scenario.brokers, "zookeepers": scenario.zookeepers},
+        "distribution": dist.name, "profile": profile or default_profile,
+        "cluster": {"brokers": scenario.brokers, "zookeepers": scenario.zookeepers if dist.has_zookeeper else 0},
         "topics": [t.to_dict() for t in scenario.topics], "workload": None, "seed": seed,
         "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
         "host": host_facts(), "replay_of": replay_of, "description": scenario.description,
         "tags": list(scenario.tags)})
-    cluster = watcher = sampler = nemesis = workload = None
+    cluster = watcher = view = sampler = nemesis = workload = None
     script_error = None
     env_error = None
     interrupted = False
     ctx = None
     try:
         cluster = Cluster(ClusterSpec(brokers=scenario.brokers, zookeepers=scenario.zookeepers, image=info.tag,
-                                      broker_config=cfg, name=f"r{rec.run_id[-6:]}"))
+                                      broker_config=cfg, name=f"r{rec.run_id[-6:]}", distribution=dist.name))
         cluster.start()
         rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name)
         rec.phase("cluster.ready")
-        watcher = ZkWatcher(cluster.zookeeper_connect, emit=rec.emit).start()
-        sampler = AdminSampler(cluster.bootstrap_servers, emit=rec.emit, interval=1.0,
-                               duration=scenario.max_duration_s + 180,
-                               topics=[t.name for t in scenario.topics]).start()
-        nemesis = Nemesis(cluster, rec, watcher, random.Random(seed))
-        ctx = RunContext(cluster, rec, watcher, nemesis, scenario, seed, schedule)
+        if dist.has_zookeeper:
+            view = watcher = ZkWatcher(cluster.zookeeper_connect, emit=rec.emit).start()
+            sampler = AdminSampler(cluster.bootstrap_servers, emit=rec.emit, interval=1.0,
+                                   duration=scenario.max_duration_s + 180,
+                                   topics=[t.name for t in scenario.topics]).start()
+        else:  # no ZooKeeper: the protocol is the only window (leader epochs, the quorum)
+            view = ProtocolView(cluster)
+            sampler = ProtocolSampler.for_cluster(cluster, emit=rec.emit, interval=0.5,
+                                                  duration=scenario.max_duration_s + 300,
+                                                  topics=[t.name for t in scenario.topics]).start()
+        nemesis = Nemesis(cluster, rec, view, random.Random(seed))
+        ctx = RunContext(cluster, rec, view, nemesis, scenario, seed, schedule)
         for t in scenario.topics:
             ctx.action("create_topic", lambda t=t: cluster.create_topic(
                 t.name, t.partitions, t.replication_factor, t.config, assignment=t.assignment), **t.to_dict())
         for t in scenario.topics:
-            ctx.wait_until(f"{t.name}: full ISR after creation", lambda t=t: _full_isr(watcher, t), 60)
+            ctx.wait_until(f"{t.name}: full ISR after creation", lambda t=t: _full_isr(view, t), 60)
         if scenario.workload:
             wcfg = WorkloadConfig(**{"duration_s": scenario.max_duration_s, **scenario.workload})
             rec.update_metadata(workload=wcfg.to_metadata())
@@ -201,10 +221,10 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             workload.stop()
         # after healing every partition must get its full ISR back (progress, spec §8.4 P1/P2)
         for t in scenario.topics:
-            if watcher.topics() and t.name not in watcher.topics():
+            if view.topics() and t.name not in view.topics():
                 continue  # deleted by the scenario
             try:
-                ctx.wait_until(f"{t.name}: full ISR after healing", lambda t=t: _full_isr(watcher, t), 60)
+                ctx.wait_until(f"{t.name}: full ISR after healing", lambda t=t: _full_isr(view, t), 60)
             except ExpectationFailed as e:
                 script_error = script_error or str(e)
         if workload is not None:
@@ -280,7 +300,11 @@ def add_parser(sub) -> None:
     g = r.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V")
     g.add_argument("--broker-image", metavar="IMG")
-    r.add_argument("--profile", help="conformance profile (default: apache-zk-<version> or compatible)")
+    r.add_argument("--distribution", choices=["apache-zk", "apache-kraft"], default=None,
+                   help="apache-zk (default: ZooKeeper mode, observed through ZooKeeper) or apache-kraft (KRaft, "
+                        "observed through the Kafka protocol); scenarios that need ZooKeeper are skipped on KRaft")
+    r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
+                                     "or compatible)")
     r.set_defaults(func=cmd_run)
 
 
@@ -327,7 +351,7 @@ def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
     _say(f"replaying {plan.run_id}: {plan.scenario}, seed {plan.seed}, {len(plan.schedule)} scheduled fault(s), "
          f"image {info.tag}")
     kw = dict(image=info.tag, suite=plan.suite, seed=plan.seed, profile=profile, broker_config=plan.broker_config,
-              schedule=plan.schedule, replay_of=plan.run_id)
+              schedule=plan.schedule, replay_of=plan.run_id, distribution=args.distribution or plan.distribution)
     return [(found[0], kw)] * args.repeat
 
 
@@ -356,14 +380,25 @@ def cmd_run(args) -> int:
     seed = args.seed or 0
     if args.length is not None:
         chosen = [s.with_length(args.length) for s in chosen]
+    from . import distributions
+    if not distributions.get(args.distribution).has_zookeeper:
+        skipped = [s.name for s in chosen if s.needs_zookeeper]
+        chosen = [s for s in chosen if not s.needs_zookeeper]
+        if skipped:
+            _say(f"skipped on {args.distribution} (they need ZooKeeper): {', '.join(skipped)}")
+        if not chosen:
+            raise HarnessError(f"every scenario of {args.target!r} needs ZooKeeper; nothing to run on "
+                               f"{args.distribution}")
     if args.parallel > 1 and len(chosen) * args.repeat > 1:
         from .parallel import Job, run_parallel
         extra = (["--profile", args.profile] if args.profile else []) + (
+            ["--distribution", args.distribution] if args.distribution else []) + (
             ["--length", str(args.length)] if args.length is not None else [])
         pjobs = [Job(s.name, [s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
                               args.runs_dir, "--suite", suite, *extra])
                  for i in range(args.repeat) for s in chosen]
         return run_parallel(pjobs, args.parallel, args.runs_dir)
-    jobs = [(s, dict(image=info.tag, suite=suite, seed=seed + i, profile=args.profile))
+    jobs = [(s, dict(image=info.tag, suite=suite, seed=seed + i, profile=args.profile,
+                     distribution=args.distribution))
             for i in range(args.repeat) for s in chosen]
     return _run_many(jobs, args.runs_dir)

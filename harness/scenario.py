@@ -53,6 +53,7 @@ class Scenario:
     # the run passes only if these checks pass; "conformance" and "durability" unless a scenario says otherwise
     checks: tuple[str, ...] = ("conformance", "durability", "expectations")
     min_version: str | None = None              # skip on older Kafka versions (e.g. a 2.4+ feature)
+    needs_zookeeper: bool = False               # ZooKeeper faults / znodes: not applicable to KRaft
     max_duration_s: float = 180.0               # hard bound on the script
     # a seeded random fault schedule (harness.schedule.parse_mix format): generated from the run's seed,
     # stored in metadata.json, executed by run_scheduled(); ``--replay`` re-runs the stored schedule

@@ -771,7 +771,9 @@ class Checker:
 def _partitions_of(params: dict):
     """``action`` params -> {(topic, partition) | (topic, None)} (lenient about the shape)."""
     out = set()
-    for e in params.get("partitions") or []:
+    listed = params.get("partitions")
+    # create_topic params carry a partition *count* (TopicSpec.to_dict); only lists name partitions
+    for e in listed if isinstance(listed, list) else []:
         if isinstance(e, dict) and "topic" in e:
             out.add((e["topic"], e.get("partition")))
         elif isinstance(e, (list, tuple)) and len(e) == 2:

@@ -820,3 +820,14 @@ def test_simulated_history_with_an_injected_unclean_election_fails():
         assert (r.verdict == "FAIL") == (sim.unclean_elections > 0), (seed, sim.unclean_elections)
         with_unclean += sim.unclean_elections > 0
     assert with_unclean >= 3
+
+
+def test_recreation_with_the_runners_create_topic_params():
+    """The runner's create_topic params are TopicSpec.to_dict(): ``partitions`` is a count, the topic is
+    ``name``; the checker must read them (a real KRaft run crashed on this shape once)."""
+    h = KHistory()
+    h.md(entry(1, 4, [1, 2, 3]))
+    h.action("delete_topic", name="t")
+    h.action("create_topic", name="t", partitions=1, replication_factor=3, config={}, assignment=None)
+    h.md(entry(2, 0, [2, 3, 1], rs=(2, 3, 1)))
+    assert_pass(h)
