@@ -34,16 +34,27 @@ def _state_writes(events: list[dict], p: int) -> list[dict]:
             and not e.get("deleted")]
 
 
+def _controller_writes(writes: list[dict], start: dict) -> list[tuple[dict, dict]]:
+    """(state before, write) for each write that bumped the leader epoch: the controller's writes.
+    Leader-side ISR changes (AlterPartition, e.g. a follower lagging under load) keep the epoch (§4.10)."""
+    out, prev = [], start
+    for w in writes:
+        if w["leader_epoch"] != prev["leader_epoch"]:
+            out.append((prev, w))
+        prev = w
+    return out
+
+
 def _expect_preferred_write(ctx: RunContext, evs: list[dict], p: int, before: dict, how: str) -> None:
-    """Exactly one write for ``chaos-p`` among ``evs`` (txn-log events after the act): leader RS[0],
-    ISR unchanged, LE + 1 (§4.3)."""
-    writes = _state_writes(evs, p)
+    """Exactly one controller write for ``chaos-p`` among ``evs`` (txn-log events after the act):
+    leader RS[0], ISR unchanged, LE + 1 (§4.3)."""
+    cw = _controller_writes(_state_writes(evs, p), before)
     pref = ASSIGN[p][0]
     ctx.expect(f"{T}-{p}: {how} wrote leader {pref} (RS[0]) with the ISR unchanged and leader epoch + 1, "
-               "in one write (§4.3)",
-               len(writes) == 1 and writes[0]["leader"] == pref and sorted(writes[0]["isr"]) == sorted(before["isr"])
-               and writes[0]["leader_epoch"] == before["leader_epoch"] + 1,
-               {"before": before, "writes": writes})
+               "in one controller write (§4.3)",
+               len(cw) == 1 and cw[0][1]["leader"] == pref and sorted(cw[0][1]["isr"]) == sorted(cw[0][0]["isr"])
+               and cw[0][1]["leader_epoch"] == cw[0][0]["leader_epoch"] + 1,
+               {"before": before, "controller writes": [w for _, w in cw]})
 
 
 def _move_leadership_away(ctx: RunContext, p: int):
@@ -81,8 +92,8 @@ def manual(ctx: RunContext) -> None:
     evs = ao.zk_writes_since(ctx.cluster, marker, ("zk.partition_state",))
     _expect_preferred_write(ctx, evs, 0, before, "ElectLeaders(PREFERRED)")
     for p in (1, 2):
-        ctx.expect(f"{T}-{p}: no write (no election needed)", not _state_writes(evs, p),
-                   {"before": others[p], "writes": _state_writes(evs, p)})
+        cw = [w for _, w in _controller_writes(_state_writes(evs, p), others[p])]
+        ctx.expect(f"{T}-{p}: no controller write (no election needed)", not cw, {"before": others[p], "writes": cw})
 
 
 def auto_rebalance(ctx: RunContext) -> None:
@@ -120,21 +131,26 @@ def controlled_shutdown(ctx: RunContext) -> None:
     gone_z = gone[0] if gone else float("inf")
     for p, rs in ASSIGN.items():
         st0 = before[p]
-        writes = _state_writes(evs, p)
-        early = [w for w in writes if w["zxid"] < gone_z]
-        late = [w for w in writes if w["zxid"] > gone_z]
-        isr = [r for r in st0["isr"] if r != b]
-        if p == led:
-            new = next(r for r in rs if r != b and r in st0["isr"])
-            what = f"leader {new} (first of RS {rs} in the ISR, not shutting down), ISR {sorted(isr)}"
-            ok = len(early) == 1 and early[0]["leader"] == new
+        ctl_writes = _controller_writes(_state_writes(evs, p), st0)
+        early = [(a, w) for a, w in ctl_writes if w["zxid"] < gone_z]
+        late = [w for _, w in ctl_writes if w["zxid"] > gone_z]
+        ok = len(early) == 1
+        if ok:
+            a, w = early[0]
+            isr = [r for r in a["isr"] if r != b]
+            if p == led:
+                new = next((r for r in rs if r != b and r in a["isr"]), None)
+                what = f"leader {new} (first of RS {rs} in the ISR, not shutting down), ISR − {b}"
+                ok = w["leader"] == new
+            else:
+                what = f"leader {a['leader']} kept, {b} removed from the ISR"
+                ok = w["leader"] == a["leader"]
+            ok = ok and sorted(w["isr"]) == sorted(isr) and w["leader_epoch"] == a["leader_epoch"] + 1
         else:
-            what = f"leader {st0['leader']} kept, {b} removed from the ISR"
-            ok = len(early) == 1 and early[0]["leader"] == st0["leader"]
-        ok = ok and sorted(early[0]["isr"]) == sorted(isr) and early[0]["leader_epoch"] == st0["leader_epoch"] + 1
-        ctx.expect(f"{T}-{p}: before broker {b} deregistered, one write: {what}, leader epoch + 1 "
-                   f"(§4.4, §5.5)", ok, {"before": st0, "writes before": early})
-        ctx.expect(f"{T}-{p}: nothing written when broker {b}'s registration went (§5.2: not in any ISR)",
+            what = "leadership moved" if p == led else f"{b} removed from the ISR"
+        ctx.expect(f"{T}-{p}: before broker {b} deregistered, one controller write: {what}, leader epoch + 1 "
+                   f"(§4.4, §5.5)", ok, {"before": st0, "controller writes before": [w for _, w in early]})
+        ctx.expect(f"{T}-{p}: no controller write when broker {b}'s registration went (§5.2: not in any ISR)",
                    not late, late)
     ctx.expect(f"the controller ({ctl}) and its epoch ({epoch}) did not change",
                ctx.controller() == ctl and ctx.view.controller_epoch() == epoch
