@@ -24,7 +24,27 @@ def _hosted(ctx: RunContext, broker: int) -> list[int]:
 
 
 def _out_of_isrs(ctx: RunContext, broker: int) -> bool:
-    return not any(broker in ctx.isr(T, p) for p in range(PARTS))
+    """``broker`` left every ISR, except where it is the last member: the controller keeps the last
+    ISR member (§4.6, §4.9)."""
+    return all(broker not in isr or isr == [broker] for isr in (ctx.isr(T, p) for p in range(PARTS)))
+
+
+def _failed_over(ctx: RunContext, broker: int) -> bool:
+    """Every partition is led by another live broker, or is offline (leader -1) because ``broker`` was
+    its last ISR member: a leader cut from its followers may shrink the ISR to itself before its own
+    session expires (§5.7 with replica.lag.time.max.ms < session timeout), and then no clean
+    election is possible until it returns (§4.9, unclean election disabled)."""
+    live = ctx.live_brokers()
+    for p in range(PARTS):
+        st = state(ctx, p)
+        if not ((st["leader"] != broker and st["leader"] in live) or (st["leader"] == -1 and st["isr"] == [broker])):
+            return False
+    return True
+
+
+def _all_led(ctx: RunContext) -> bool:
+    live = ctx.live_brokers()
+    return all(ctx.leader(T, p) in live for p in range(PARTS))
 
 
 def _in_all_isrs(ctx: RunContext, broker: int) -> bool:
@@ -52,8 +72,12 @@ def _diagnose(ctx: RunContext, broker: int) -> dict:
 
 
 def _wait_rejoin(ctx: RunContext, broker: int, timeout_s: float = 90) -> None:
-    """Wait until ``broker`` is back in every ISR of its partitions; on a timeout record diagnostics."""
+    """Wait until every partition has a live leader again (offline ones are re-elected when their
+    last ISR member returns, §8.4 P1) and ``broker`` is back in every ISR of its partitions; on a
+    timeout record diagnostics."""
     try:
+        ctx.wait_until(f"every partition of {T} has a live leader after {broker} returned (§5.3 step 3, P1)",
+                       lambda: _all_led(ctx), 60)
         ctx.wait_until(f"broker {broker} rejoins every ISR of {T} (§5.3, §5.8)",
                        lambda: _in_all_isrs(ctx, broker), timeout_s)
     except StepTimeout:
@@ -76,11 +100,10 @@ def _cut_from_zookeeper(ctx: RunContext, victim: int, fault: str, target: str, *
     h = ctx.fault(fault, target, **params)
     ctx.wait_until(f"broker {victim}'s session expired: /brokers/ids/{victim} removed (§1.3, §5.2)",
                    lambda: victim not in ctx.live_brokers(), 60)
-    ctx.wait_until(f"every partition of {T} is led by a live broker other than {victim} (§5.2 step 3)",
-                   lambda: all(ctx.leader(T, p) not in (None, victim) and ctx.leader(T, p) in ctx.live_brokers()
-                               for p in range(PARTS)), 40)
-    ctx.wait_until(f"broker {victim} removed from every ISR of {T} (§5.2 step 4, §4.6)",
-                   lambda: _out_of_isrs(ctx, victim), 40)
+    ctx.wait_until(f"every partition of {T} is led by a live broker other than {victim}, or offline with "
+                   f"{victim} as its last ISR member (§5.2 step 3, §4.9)", lambda: _failed_over(ctx, victim), 40)
+    ctx.wait_until(f"broker {victim} removed from every ISR of {T} where it is not the last member "
+                   "(§5.2 step 4, §4.6)", lambda: _out_of_isrs(ctx, victim), 40)
     mid = _states(ctx)
     ctx.expect("each leader change bumped the leader epoch (§4.10)",
                all(mid[p]["leader_epoch"] > before[p]["leader_epoch"] for p in range(PARTS)
@@ -99,10 +122,10 @@ def _isolate_controller(ctx: RunContext) -> None:
     ctx.wait_until(f"a new controller replaces the isolated controller {c0} (§2.1)",
                    lambda: ctx.controller() not in (None, c0), 60)
     ctx.wait_until("controller epoch is old + 1 (§2.2, D11)", lambda: ctx.view.controller_epoch() == ep0 + 1, 20)
-    ctx.wait_until(f"every partition of {T} is led by a live broker other than {c0} (§2.4 steps 7-8)",
-                   lambda: all(ctx.leader(T, p) not in (None, c0) and ctx.leader(T, p) in ctx.live_brokers()
-                               for p in range(PARTS)), 40)
-    ctx.wait_until(f"broker {c0} removed from every ISR of {T} (§2.4 step 7)", lambda: _out_of_isrs(ctx, c0), 40)
+    ctx.wait_until(f"every partition of {T} is led by a live broker other than {c0}, or offline with {c0} "
+                   "as its last ISR member (§2.4 steps 7-8, §4.9)", lambda: _failed_over(ctx, c0), 40)
+    ctx.wait_until(f"broker {c0} removed from every ISR of {T} where it is not the last member (§2.4 step 7, §4.6)",
+                   lambda: _out_of_isrs(ctx, c0), 40)
     ctx.heal(h)
     ctx.wait_until(f"broker {c0} registered again with a new broker epoch (§2.3: session expired, re-register)",
                    lambda: ctx.cluster.broker_epoch(c0) not in (None, e0), 60)
