@@ -29,9 +29,14 @@ case "$mode" in
     fi
     mkdir -p /var/lib/kafka/data /etc/kafka-chaos
     printf '%s\n' "$KC_CONFIG" > /etc/kafka-chaos/server.properties
-    java -Xmx256m -Dlog4j.configuration=file:/opt/kafka/config/tools-log4j.properties \
-      -cp '/opt/kafka/libs/*' kafka.tools.StorageTool format --ignore-formatted \
-      -t "$KC_CLUSTER_ID" -c /etc/kafka-chaos/server.properties
+    # a restarted container is formatted already: skip the tool's JVM start (meta.properties is
+    # written by the format into every log dir; the first of log.dirs is checked)
+    logdir=$(printf '%s\n' "$KC_CONFIG" | sed -n 's/^log\.dirs=//p' | cut -d, -f1)
+    if [ ! -f "${logdir:-/var/lib/kafka/data}/meta.properties" ]; then
+      java -Xmx256m -Dlog4j.configuration=file:/opt/kafka/config/tools-log4j.properties \
+        -cp '/opt/kafka/libs/*' kafka.tools.StorageTool format --ignore-formatted \
+        -t "$KC_CLUSTER_ID" -c /etc/kafka-chaos/server.properties
+    fi
     exec java ${KC_HEAP_OPTS:--Xms128m -Xmx512m} $JAVA_BASE_OPTS \
       -cp '/opt/kafka/libs/*' kafka.Kafka /etc/kafka-chaos/server.properties
     ;;
