@@ -251,6 +251,100 @@ def test_describe_quorum_names_a_new_leader_when_the_leader_is_killed(kraft):
         v.log_end_offset >= 0 for v in q.voters) and old in {v.replica_id for v in q.voters} else None)(kraft.quorum()))
     assert kraft.registered_brokers() == {1, 2, 3}
     assert q2.leader_epoch >= q1.leader_epoch
+    # formatted once, at the first start: the restart skipped the storage tool (and kept its data)
+    logs = kraft.brokers[old].container.logs().decode(errors="replace")
+    assert logs.count("Formatting ") == 1 and "already formatted" not in logs
     p2 = _wait("the ISR restored", lambda: (lambda p: p if p.error is None and sorted(p.isr) == [1, 2, 3]
                                             else None)(part()))
     assert p2.leader_epoch == p0.leader_epoch          # ISR expansion: no leader epoch bump either
+
+
+REASSIGN_TOOL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"    # 3.7+ (kafka.admin.* before)
+
+
+def _reassign_tool(cluster: Cluster, *args: str) -> str:
+    cmd = ["/opt/kafka-chaos/kafka-run-class", REASSIGN_TOOL, "--bootstrap-server", "broker1:9093",
+           "--reassignment-json-file", "/tmp/reassign.json", *args]
+    code, out = cluster.brokers[1].exec(cmd)
+    assert code == 0, out
+    return out
+
+
+def test_reassignment_in_flight_is_listed_and_cancel_reverts_it(kraft):
+    """ListPartitionReassignments and DescribeTopicPartitions through the protocol client, on a
+    reassignment kept in flight: inside broker 3 an iptables rule rejects its connections to the
+    leader's INTERNAL port (replica fetches), while its heartbeats to the controllers (port 9094) go
+    on, so broker 3 stays live for the tool but never catches up. Spec §9.6: the start record only
+    grows the replica set, RS = T ++ sorted(current − T) (no leader epoch bump); a cancel reverts to
+    RS − AR and bumps LE once (the replica set shrinks, §9.2).
+
+    The plan moves a replica ([1, 2] → [1, 3]) rather than only adding one: the Java port of the
+    reassignment tool (3.7 up to the fix in apache/kafka PR #20003) lost a negation and ``--cancel``
+    skips reassignments whose removing set is empty."""
+    import json
+    from confluent_kafka import Producer
+
+    from harness.protocol import ProtocolClient
+    topic = f"ra-{uuid.uuid4().hex[:6]}"
+    kraft.create_topic(topic, assignment={0: [1, 2]})
+    prod = Producer({"bootstrap.servers": kraft.bootstrap_servers, "acks": "all", "linger.ms": 20})
+    for _ in range(200):
+        prod.produce(topic, b"x" * 1000, partition=0)
+    assert prod.flush(60) == 0
+
+    def part():
+        (t,) = kraft.protocol_metadata([topic]).topics
+        return t.partitions[0]
+
+    p0 = _wait("both replicas in the ISR", lambda: (lambda p: p if p.error is None and sorted(p.isr) == [1, 2]
+                                                    else None)(part()))
+    rule = ["OUTPUT", "-p", "tcp", "-d", kraft.brokers[p0.leader].ip(), "--dport", "9093", "-j", "REJECT"]
+    kraft.brokers[3].exec(["iptables", "-A", *rule], check=True)
+    plan = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 3]}]}
+    kraft.brokers[1].exec(["sh", "-c", f"echo '{json.dumps(plan)}' > /tmp/reassign.json"], check=True)
+    sampler = ProtocolSampler.for_cluster(kraft, interval=0.5, topics=[topic], duration=WAIT_S * 3)
+    try:
+        with sampler:
+            _reassign_tool(kraft, "--execute")
+
+            def ongoing():
+                for e in list(sampler.samples):
+                    if e["type"] == "admin.reassignments" and e["error"] is None:
+                        hit = [p for p in e["partitions"] if p["topic"] == topic]
+                        if hit:
+                            return hit[0]
+                return None
+
+            listed = _wait("the reassignment listed by ListPartitionReassignments", ongoing)
+            assert listed == {"topic": topic, "partition": 0, "replicas": [1, 3, 2], "adding_replicas": [3],
+                              "removing_replicas": [2]}
+            p1 = _wait("the new replica set in metadata", lambda: (lambda p: p if p.replicas == [1, 3, 2]
+                                                                   else None)(part()))
+            assert 3 not in p1.isr
+            assert (p1.leader, p1.leader_epoch) == (p0.leader, p0.leader_epoch)    # start: PE + 1 only
+            with ProtocolClient(port=kraft.brokers[p1.leader].host_port, timeout=5) as c:
+                assert c.supports_describe_topic_partitions()                  # KRaft 3.8+ brokers
+                (t,) = c.describe_topic_partitions([topic])
+                d = t.partitions[0]
+                assert d.replicas == [1, 3, 2] and d.leader == p1.leader and d.leader_epoch == p1.leader_epoch
+                assert not d.eligible_leader_replicas      # ELR is not enabled on 3.9 (spec §9.5)
+            n_before = len(sampler.samples)
+            assert "Successfully cancelled partition reassignment" in _reassign_tool(kraft, "--cancel")
+
+            def reverted():
+                for e in list(sampler.samples)[n_before:]:
+                    if e["type"] == "admin.reassignments" and e["error"] is None and \
+                            not [p for p in e["partitions"] if p["topic"] == topic]:
+                        return e
+                return None
+
+            _wait("the reassignment no longer listed", reverted)
+            p2 = _wait("the replica set reverted", lambda: (lambda p: p if p.error is None and p.replicas == [1, 2]
+                                                            else None)(part()))
+    finally:
+        kraft.brokers[3].exec(["iptables", "-D", *rule])
+    assert sorted(p2.isr) == [1, 2]
+    assert p2.leader_epoch == p0.leader_epoch + 1      # the replica set shrank: leader re-set, LE + 1
+    epochs = [p["leader_epoch"] for e in sampler.samples if e["type"] == "admin.metadata"
+              for p in e["partitions"] if p["topic"] == topic and p["error"] is None]
+    assert epochs == sorted(epochs) and set(epochs) <= {p0.leader_epoch, p0.leader_epoch + 1}
