@@ -1,0 +1,152 @@
+"""``kafka-chaos report --master URL`` against a real Spark standalone cluster on 127.0.0.1.
+
+The module starts a standalone master and one worker (1 core, 1 GB) from pyspark's own jars
+(``<pyspark>/bin/spark-class org.apache.spark.deploy.master.Master`` / ``...deploy.worker.Worker``),
+each in its own process group, with bounded waits for the master to be elected and the worker to
+register, and always kills both process groups in the fixture's finalizer. The report job then runs
+as the CLI, in a subprocess (its own driver JVM), once with ``--master spark://127.0.0.1:PORT`` and
+once with the default ``local[*]``; both must give the same totals, and summary.json must name the
+master the job really ran on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+SYNTHETIC = ROOT / "tests" / "fixtures" / "runs" / "synthetic"
+START_TIMEOUT_S = 300       # JVM start and registration on a loaded 2-core host
+REPORT_TIMEOUT_S = 1500
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_line(proc: subprocess.Popen, log: Path, line: str, what: str, timeout_s: float) -> None:
+    """Wait (bounded) until ``log`` contains ``line``; fail early if the process exits."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if line in log.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"{what} exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.5)
+    pytest.fail(f"{what} not ready after {timeout_s} s:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM each process group, SIGKILL what is left after 20 s."""
+    for p in reversed(procs):
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def standalone_master(tmp_path_factory, request):
+    """``spark://127.0.0.1:PORT`` of a running standalone master with one registered worker."""
+    pyspark = pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("java not installed (Spark needs Java 17)")
+    home = Path(pyspark.__file__).resolve().parent
+    spark_class = home / "bin" / "spark-class"
+    if not spark_class.exists():
+        pytest.skip(f"{spark_class} missing (a pyspark without its launch scripts)")
+    work = tmp_path_factory.mktemp("spark-standalone")
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_WORKER_DIR": str(work / "worker"), "SPARK_LOG_DIR": str(work / "logs"),
+           "SPARK_NO_DAEMONIZE": "1"}
+    procs: list[subprocess.Popen] = []
+    request.addfinalizer(lambda: _stop(procs))
+    port = _free_port()
+    url = f"spark://127.0.0.1:{port}"
+
+    def launch(name: str, args: list[str]) -> tuple[subprocess.Popen, Path]:
+        log = work / f"{name}.log"
+        with open(log, "wb") as out:
+            p = subprocess.Popen([str(spark_class), *args], stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, env=env, cwd=work, start_new_session=True)
+        procs.append(p)
+        return p, log
+
+    master, mlog = launch("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                     "--port", str(port), "--webui-port", "0"])
+    _wait_for_line(master, mlog, "I have been elected leader", "Spark master", START_TIMEOUT_S)
+    worker, wlog = launch("worker", ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                                     "--cores", "1", "--memory", "1g", "--webui-port", "0"])
+    _wait_for_line(worker, wlog, "Successfully registered with master", "Spark worker", START_TIMEOUT_S)
+    return url
+
+
+def _report(out: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict, float]:
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(SYNTHETIC), "-o", str(out), *extra],
+                       capture_output=True, text=True, timeout=REPORT_TIMEOUT_S, cwd=ROOT)
+    seconds = time.monotonic() - t0
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    return r, summary, seconds
+
+
+def test_report_on_a_standalone_master_matches_local(standalone_master, tmp_path):
+    remote, s_remote, t_remote = _report(tmp_path / "standalone", "--master", standalone_master)
+    assert remote.returncode == 1, remote.stderr[-3000:]          # the synthetic fixtures fail the gate
+    assert s_remote, remote.stderr[-3000:]
+    assert s_remote["spark"]["master"] == standalone_master
+    assert "report: 10 runs (6 PASS, 3 FAIL, 1 UNKNOWN)" in remote.stdout
+    # the executors (in the worker) wrote the Parquet tables into OUT
+    assert any((tmp_path / "standalone" / "tables" / "runs").glob("part-*.parquet"))
+
+    local, s_local, t_local = _report(tmp_path / "local", "--no-parquet", "--max-timelines", "0")
+    assert local.returncode == 1, local.stderr[-3000:]
+    assert s_local["spark"]["master"] == "local[*]"
+    assert s_remote["totals"] == s_local["totals"]
+    assert s_remote["gate"] == s_local["gate"] and s_remote["skipped_records"] == s_local["skipped_records"]
+    assert {k: v for k, v in s_remote["tables"].items()} == s_local["tables"]
+    print(f"report on {standalone_master}: {t_remote:.1f} s; local[*]: {t_local:.1f} s")
+
+
+@pytest.mark.parametrize("master", ["nonsense://nowhere", "spark://no-port", "local[x]"])
+def test_bad_master_url_is_one_error_line_and_exit_2(master, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(SYNTHETIC), "-o", str(tmp_path / "o"),
+                        "--master", master], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [f"error: --master {master!r} is not a Spark master URL (expected "
+                                             "local, local[N], local[*], local[N,F], spark://HOST:PORT[,HOST:PORT], "
+                                             "yarn, k8s://URL)"]
+    assert r.stdout == "" and not (tmp_path / "o").exists()       # refused before Spark started
+
+
+def test_unreachable_master_is_one_error_line_and_exit_2(tmp_path):
+    master = f"spark://127.0.0.1:{_free_port()}"          # nothing listens there
+    r = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(SYNTHETIC), "-o", str(tmp_path / "o"),
+                        "--master", master], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"error: cannot reach the Spark master {master} (127.0.0.1:") and "refused" in line
+    assert not (tmp_path / "o").exists()
