@@ -65,14 +65,18 @@ def cmd_images_list(args) -> int:
 def _print_cluster(cl) -> None:
     print(f"cluster={cl.name}")
     print(f"bootstrap.servers={cl.bootstrap_servers}")
-    print(f"zookeeper.connect={cl.zookeeper_connect}")
+    if cl.distribution.has_zookeeper:
+        print(f"zookeeper.connect={cl.zookeeper_connect}")
+    else:
+        print(f"distribution={cl.distribution.name}")
 
 
 def cmd_cluster_up(args) -> int:
     from .cluster import Cluster, ClusterSpec
     spec = ClusterSpec(brokers=args.brokers, zookeepers=args.zookeepers, kafka_version=args.kafka_version,
                        image=args.broker_image, broker_config=_config_pairs(args.config), name=args.name,
-                       persistent=True, port_base=args.port_base, build_missing=args.build)
+                       persistent=True, port_base=args.port_base, build_missing=args.build,
+                       distribution=args.distribution)
     cl = Cluster(spec)
     cl.start()
     _print_cluster(cl)
@@ -164,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--kafka-version", metavar="V", help="Kafka version (default: latest 3.9.x)")
     g.add_argument("--broker-image", metavar="IMG", help="an image present locally")
     up.add_argument("--config", action="append", metavar="KEY=VALUE", help="broker config override (repeatable)")
+    up.add_argument("--distribution", choices=["apache-zk", "apache-kraft"], default=None,
+                    help="apache-zk (default: ZooKeeper mode) or apache-kraft (KRaft: combined broker+controller "
+                         "nodes, no ZooKeeper)")
     up.add_argument("--port-base", type=int, help="fixed host ports: brokers BASE+id, ZooKeeper BASE+100+n")
     up.add_argument("--build", action="store_true", help="build the image first if it is missing")
     up.set_defaults(func=cmd_cluster_up)

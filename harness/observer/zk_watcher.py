@@ -327,6 +327,8 @@ class ZkWatcher:
                 self._seen.pop(path)
                 with self._lock:
                     last = self._states.pop((topic, p), None)
+                if last is not None:
+                    last = {k: v for k, v in last.items() if k != "zxid"}  # the deletion has its own zxid
                 self._emit("zk.partition_state", zxid=self._deletion_zxid(path),
                            **kz.partition_state_deleted_fields(topic, p, last, None if last is None
                                                                else last["version"]))

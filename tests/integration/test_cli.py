@@ -66,6 +66,24 @@ def test_cluster_up_status_down(cli_cluster_name, broker_image):
     assert name not in list_clusters()
 
 
+def test_cluster_up_kraft(cli_cluster_name, broker_image):
+    """`cluster up --distribution apache-kraft`: no ZooKeeper, a quorum, usable bootstrap servers."""
+    name = cli_cluster_name
+    up = kc("cluster", "up", "--name", name, "--distribution", "apache-kraft", "--broker-image", broker_image.tag)
+    assert up.returncode == 0, up.stderr
+    lines = dict(l.split("=", 1) for l in up.stdout.splitlines() if "=" in l)
+    assert lines["distribution"] == "apache-kraft" and "zookeeper.connect" not in lines
+    from confluent_kafka.admin import AdminClient
+    md = AdminClient({"bootstrap.servers": lines["bootstrap.servers"]}).list_topics(timeout=10)
+    assert set(md.brokers) == {1, 2, 3}
+    st = kc("cluster", "status", "--name", name)
+    assert st.returncode == 0 and "distribution=apache-kraft" in st.stdout
+    assert "zk" not in "".join(l.split()[1] for l in st.stdout.splitlines() if l.startswith("# kc-"))
+    from harness.cluster import Cluster
+    q = Cluster.attach(name).quorum()
+    assert q.error is None and q.leader_id in (1, 2, 3) and sorted(v.replica_id for v in q.voters) == [1, 2, 3]
+
+
 def test_unknown_version_is_one_line_exit_2():
     res = kc("images", "build", "--kafka", "3.9.99")
     assert res.returncode == 2

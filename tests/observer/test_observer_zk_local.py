@@ -200,3 +200,20 @@ def test_watcher_survives_session_expiry_of_brokers_and_deletion_of_controller(z
     assert r.unexplained == [] and r.ok
     ctl = [e["broker_id"] for e in r.history if e["type"] == "zk.controller"]
     assert ctl == [3, None, 3, None]
+
+
+def test_deleted_state_znodes_and_topic_are_seen(zk_server, writer):
+    """Topic deletion (spec §6.2): the watcher emits one ``deleted`` partition_state per partition
+    and drops the topic from its view (it once failed on the cached zxid and emitted nothing)."""
+    with ZkWatcher(zk_server.connect) as w:
+        writer.create("/brokers/ids/1", broker_json(1), ephemeral=True)
+        _make_topic(writer, "t1", {0: [1], 1: [1]})
+        assert w.wait_until(lambda v: v.partition_state("t1", 1) is not None, 10)
+        writer.delete("/brokers/topics/t1", recursive=True)
+        assert w.wait_until(lambda v: "t1" not in v.topics() and v.partition_state("t1", 0) is None
+                            and v.partition_state("t1", 1) is None, 10)
+        evs = w.events
+    gone = [e for e in evs if e["type"] == "zk.partition_state" and e.get("deleted")]
+    assert sorted(e["partition"] for e in gone) == [0, 1]
+    # the deleting zxid is the parent's pzxid; here the parent went too, so it may be unknown (None)
+    assert all(e["topic"] == "t1" and e["version"] == 0 and e["source"] == "watch" for e in gone), gone
