@@ -209,7 +209,11 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             wcfg = WorkloadConfig(**{"duration_s": scenario.max_duration_s, **scenario.workload})
             rec.update_metadata(workload=wcfg.to_metadata())
             workload = Workload(cluster.bootstrap_servers, wcfg, rec.emit).start()
-            time.sleep(1.0)  # some acknowledged writes before the first fault
+            # acknowledged writes before the first fault: a client fault on a producer still fetching its
+            # producer id would stall every partition, not just the faulted one
+            if not workload.wait_acknowledged(min(20, max(1, len(workload.producers) * 10)), timeout_s=60):
+                raise HarnessError("the workload got no acknowledged write within 60 s of starting; the cluster "
+                                   "is not serving clients")
         rec.phase("faults.start")
         try:
             (scenario.script or run_scheduled)(ctx)

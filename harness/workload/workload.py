@@ -80,6 +80,20 @@ class Workload:
                      timeout_s=timeout_s, process=f"{self.config.process_prefix}drain",
                      consumer_config=self.config.consumer_config)
 
+    def acknowledged(self) -> int:
+        """Writes acknowledged so far, over every producer."""
+        return sum(p.counts["ok"] for p in self.producers)
+
+    def wait_acknowledged(self, n: int = 1, timeout_s: float = 30.0) -> bool:
+        """Wait (bounded) until ``n`` writes were acknowledged: the producers have connected and, if
+        idempotent, hold a producer id, so a first fault does not land on a client still starting."""
+        deadline = time.monotonic() + timeout_s
+        while self.acknowledged() < n:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
     def _threads(self) -> list[threading.Thread]:
         return [p.thread for p in self.producers] + [c.thread for c in self.consumers]
 
