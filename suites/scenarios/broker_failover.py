@@ -5,8 +5,9 @@ or frozen past the ZooKeeper session timeout. The new leader must come from the 
 before the election*: under load a follower can drop out of the ISR and rejoin between the fault
 and the election (replica.lag.time.max.ms is 5 s in the test clusters), so the state read when the
 fault starts is not the one the controller elected from. That state is taken from the observer's
-live events (the znode version just before the election), falling back to the state read at the
-fault when the watcher skipped it. The reference model checks every write on the txn log anyway.
+live events (the znode version just before the election; on KRaft the last protocol sample with a
+lower leader epoch), falling back to the state read at the fault when the observer skipped it. The
+reference model checks every write on the txn log (KRaft: every sample) anyway.
 """
 
 from __future__ import annotations
@@ -18,13 +19,27 @@ from .common import T, state
 _FIELDS = ("leader", "leader_epoch", "isr", "version")
 
 
-def state_before(ctx: RunContext, version: int, fallback: dict, topic: str = T, p: int = 0) -> dict:
-    """The state znode of ``topic``-``p`` at data version ``version - 1`` as the watcher saw it
-    (the state a controller write at ``version`` replaced); ``fallback`` when the watcher missed it."""
-    want = version - 1
+def state_before(ctx: RunContext, after: dict, fallback: dict, topic: str = T, p: int = 0) -> dict:
+    """The state ``after`` replaced, as the observer saw it; ``fallback`` when the observer missed it.
+
+    ZooKeeper: the state znode at data version ``after.version - 1`` (the watcher's events). Without
+    ZooKeeper (KRaft, no partition epoch visible): the last protocol sample with a lower leader epoch.
+    """
+    events = ctx.recorder.read_events()
+    if after.get("version") is None:
+        for e in reversed(events):
+            if e["type"] != "admin.metadata" or e.get("source") != "protocol":
+                continue
+            for q in e.get("partitions") or []:
+                if (q.get("topic") == topic and q.get("partition") == p and q.get("error") is None
+                        and q.get("leader_epoch") is not None and q["leader_epoch"] < after["leader_epoch"]):
+                    return {"leader": q["leader"], "leader_epoch": q["leader_epoch"], "isr": q["isr"],
+                            "version": None}
+        return fallback
+    want = after["version"] - 1
     if fallback.get("version") == want:
         return fallback
-    for e in reversed(ctx.recorder.read_events()):
+    for e in reversed(events):
         if (e["type"] == "zk.partition_state" and e.get("topic") == topic and e.get("partition") == p
                 and e.get("version") == want and not e.get("deleted")):
             return {k: e[k] for k in _FIELDS}
@@ -39,7 +54,7 @@ def _leader_fault(fault: str):
         ctx.wait_until(f"{T}-0 has a new leader after {fault} of leader {old}",
                        lambda: ctx.leader(T, 0) not in (None, -1, old), 40)
         after = state(ctx)
-        before = state_before(ctx, after["version"], at_fault)
+        before = state_before(ctx, after, at_fault)
         if before["leader"] == old:     # the write that replaced the old leader, when it is the last one
             ctx.expect("the new leader was in the ISR (§4.1.2 / §4.4)", after["leader"] in before["isr"],
                        {"before": before, "after": after})

@@ -12,3 +12,8 @@ def state(ctx: RunContext, p: int = 0, topic: str = T) -> dict:
     st = ctx.view.partition_state(topic, p, fresh=True)
     assert st is not None, f"{topic}-{p} has no state znode"
     return st
+
+
+def has_zookeeper(ctx: RunContext) -> bool:
+    """The cluster runs with ZooKeeper (apache-zk); False on KRaft, observed through the protocol only."""
+    return ctx.cluster.distribution.has_zookeeper
