@@ -31,7 +31,7 @@ import time
 from harness import admin_ops as ao
 from harness.scenario import RunContext, Scenario, TopicSpec
 
-from .common import T, state
+from .common import T, has_zookeeper, state
 
 BULK = "bulk"                     # a preloaded topic the throttled scenarios move
 ASSIGN = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}   # chaos on brokers 1-3; broker 4 holds nothing
@@ -160,6 +160,8 @@ def move_replicas(ctx: RunContext) -> None:
                and any(4 in r for r in targets.values()), ao.by_name(targets))
     plan = ao.make_plan(targets)
     before = {p: state(ctx, p) for p in ASSIGN}
+    if not has_zookeeper(ctx):
+        return _move_replicas_kraft(ctx, plan, targets, before)
     marker = ao.last_zxid(ctx.cluster)
     ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
     _wait_complete(ctx, plan)
@@ -170,6 +172,31 @@ def move_replicas(ctx: RunContext) -> None:
         removed = [r for r in ors if r not in target]
         moving = bool(set(target) - set(ors))
         _expect_history(ctx, evs, T, p, ors, target, b, leader, int(moving) + 1 + len(removed))
+
+
+def _move_replicas_kraft(ctx: RunContext, plan: dict, targets: dict, before: dict) -> None:
+    """The same tool flow on KRaft, checked through the protocol (spec §9.6): while moving, the
+    replicas are ``target ++ sorted(current − target)`` with adding/removing listed (the sampler's
+    ListPartitionReassignments answers, judged by the KRaft profile's H15/D15); the start does not
+    bump the leader epoch; completion writes ``replicas = target`` and, since a replica is removed,
+    sets the leader again: exactly one bump (§9.2, MV >= 3.6), the leader staying if it is in the target."""
+    ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
+    _wait_complete(ctx, plan)
+    for (_, p), target in sorted(targets.items()):
+        tp, b = f"{T}-{p}", before[p]
+        ctx.wait_until(f"{tp}: Metadata shows replicas {target} and ISR = the target (§9.6)",
+                       lambda p=p, target=target: (lambda st: st is not None and st["replicas"] == target
+                                                   and sorted(st["isr"]) == sorted(target))(
+                           ctx.view.partition_state(T, p)), 60)
+        st = state(ctx, p)
+        leader = b["leader"] if b["leader"] in target else None
+        ctx.expect(f"{tp}: the leader is in the target" + (f" and stayed {leader}" if leader else "")
+                   + " (§9.4, §9.6)", st["leader"] in target and (leader is None or st["leader"] == leader),
+                   {"before": b, "after": st})
+        removed = bool(set(ASSIGN[p]) - set(target))
+        ctx.expect(f"{tp}: leader epoch {b['leader_epoch']} + {int(removed)} (§9.2: completion sets the leader "
+                   "once; the start and ISR changes do not bump it)",
+                   st["leader_epoch"] == b["leader_epoch"] + int(removed), {"before": b, "after": st})
 
 
 def via_znode(ctx: RunContext) -> None:
