@@ -159,8 +159,9 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     info = images.image_for(kafka_version, image)
     cfg = dict(scenario.broker_config, **(broker_config or {}))
     dist = distributions.get(distribution)
-    if scenario.needs_zookeeper and not dist.has_zookeeper:
-        raise HarnessError(f"{scenario.name} needs ZooKeeper; the {dist.name} distribution has none")
+    why = scenario.not_applicable(info.kafka_version, dist.has_zookeeper)
+    if why:
+        raise HarnessError(f"{scenario.name} does not apply to {info.tag} ({dist.name}): {why}")
     series = '.'.join(info.kafka_version.split('.')[:2]) if info.kafka_version else None
     default_profile = "compatible" if series is None else (
         f"apache-zk-{series}" if dist.has_zookeeper else f"kraft-{series}")
@@ -385,14 +386,15 @@ def cmd_run(args) -> int:
     if args.length is not None:
         chosen = [s.with_length(args.length) for s in chosen]
     from . import distributions
-    if not distributions.get(args.distribution).has_zookeeper:
-        skipped = [s.name for s in chosen if s.needs_zookeeper]
-        chosen = [s for s in chosen if not s.needs_zookeeper]
-        if skipped:
-            _say(f"skipped on {args.distribution} (they need ZooKeeper): {', '.join(skipped)}")
-        if not chosen:
-            raise HarnessError(f"every scenario of {args.target!r} needs ZooKeeper; nothing to run on "
-                               f"{args.distribution}")
+    zk = distributions.get(args.distribution).has_zookeeper
+    skipped = [(s.name, s.not_applicable(info.kafka_version, zk)) for s in chosen]
+    skipped = [(n, why) for n, why in skipped if why]
+    for n, why in skipped:
+        _say(f"skipped {n}: {why}")
+    chosen = [s for s in chosen if not s.not_applicable(info.kafka_version, zk)]
+    if not chosen:
+        raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
+                           f"{'' if zk else ' on ' + str(args.distribution)}")
     if args.parallel > 1 and len(chosen) * args.repeat > 1:
         from .parallel import Job, run_parallel
         extra = (["--profile", args.profile] if args.profile else []) + (

@@ -18,6 +18,14 @@ from typing import Any, Callable
 from .errors import HarnessError, ScenarioError
 
 
+def _vkey(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
 class ExpectationFailed(AssertionError):
     """A scenario's own expectation about the broker was not met (a broker verdict: FAIL)."""
 
@@ -62,6 +70,15 @@ class Scenario:
     @property
     def family(self) -> str:
         return self.name.split(".", 1)[0]
+
+    def not_applicable(self, kafka_version: str | None, has_zookeeper: bool = True) -> str | None:
+        """Why this scenario cannot run on that broker (None when it can): a ``min_version`` above the
+        broker's Kafka version (unknown versions are run), or ZooKeeper needed on a cluster without it."""
+        if self.needs_zookeeper and not has_zookeeper:
+            return "needs ZooKeeper"
+        if self.min_version and kafka_version and _vkey(kafka_version) < _vkey(self.min_version):
+            return f"needs Kafka {self.min_version}+ (this is {kafka_version})"
+        return None
 
     def with_length(self, seconds: float) -> "Scenario":
         """This scenario with ``seconds`` of scheduled faults (scenarios with a ``fault_mix`` only)."""

@@ -21,6 +21,9 @@ def _params():
 
 @pytest.mark.parametrize("scenario", _params())
 def test_scenario(scenario, broker_image, request):
+    why = scenario.not_applicable(broker_image.kafka_version)
+    if why:
+        pytest.skip(f"{scenario.name}: {why}")
     runs_dir = request.config.getoption("--runs-dir")
     out = execute(scenario, runs_dir=runs_dir, image=broker_image.tag, suite="pytest")
     verdict = json.loads((out.path / "verdict.json").read_text())

@@ -91,3 +91,15 @@ def test_cli_replay_of_an_unknown_scenario(tmp_path):
     r = _cli("--replay", str(_record(tmp_path, scenario="no_such.family")))
     assert r.returncode == 2 and "'no_such.family' is not in this harness version" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_scenario_applicability():
+    """min_version and needs_zookeeper decide what runs where (run, pytest suites and certify skip the rest)."""
+    from suites.catalog import scenarios_for
+    move = scenarios_for("reassignment.move_replicas")[0]
+    assert move.not_applicable("2.5.1") == "needs Kafka 2.6+ (this is 2.5.1)"
+    assert move.not_applicable("2.8.2") is None and move.not_applicable("3.10.0") is None
+    assert move.not_applicable(None) is None                  # a foreign image: run it
+    assert move.not_applicable("3.9.2", has_zookeeper=False) is None
+    zk = scenarios_for("zookeeper.session_expiry")[0]
+    assert zk.not_applicable("3.9.2", has_zookeeper=False) == "needs ZooKeeper"

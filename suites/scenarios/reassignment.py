@@ -365,14 +365,14 @@ SCENARIOS: list[Scenario] = [
              min_version="2.6", max_duration_s=240),
     Scenario("reassignment.znode", "legacy /admin/reassign_partitions: chaos-1 [2,3,1] → [3,4,2]",
              via_znode, tags=("conformance", "chaos"), brokers=4, topics=TOPICS, workload=_WL,
-             min_version="2.4", max_duration_s=180),
+             min_version="2.4", max_duration_s=180, needs_zookeeper=True),
     Scenario("reassignment.kill_broker_mid", "throttled bulk-0 → [1,3,4]; leader 1 killed mid-way; "
              "completes after restart", kill_broker_mid, tags=("conformance", "chaos"), brokers=4,
-             topics=BULK_TOPICS, workload=_WL, broker_config=SLOW, min_version="2.6", max_duration_s=300),
+             topics=BULK_TOPICS, workload=_WL, broker_config=SLOW, min_version="2.6", max_duration_s=300, needs_zookeeper=True),
     Scenario("reassignment.cancel", "throttled bulk-0 [1,2,3] → [4,2,3] cancelled: replicas [2,3,1]",
              cancel, tags=("conformance", "chaos"), brokers=4, topics=BULK_TOPICS, workload=_WL, broker_config=SLOW,
-             min_version="2.6", max_duration_s=240),
+             min_version="2.6", max_duration_s=240, needs_zookeeper=True),
     Scenario("reassignment.target_down", "target broker 4 down: API refuses, znode path waits, "
              "completes after restart", target_down, tags=("conformance", "chaos"), brokers=4,
-             topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240),
+             topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240, needs_zookeeper=True),
 ]
