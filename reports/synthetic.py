@@ -197,7 +197,7 @@ def bulk_runs(root: str | os.PathLike, n: int, seed: int = 0, sends: int = 20) -
                                                "checks": checks, "stats": {}}))
         ttl = round(1 + rng.random() * 8, 3)
         isr_t = round(ttl + 5 + rng.random() * 20, 3)
-        lines = [f'{{"seq":0,"t":0.5,"wall":0,"type":"phase","name":"cluster.ready"}}',
+        lines = ['{"seq":0,"t":0.5,"wall":0,"type":"phase","name":"cluster.ready"}',
                  '{"seq":1,"t":1.0,"wall":0,"type":"zk.partition_state","topic":"t","partition":0,"leader":1,'
                  '"leader_epoch":0,"isr":[1,2,3],"controller_epoch":1,"version":0,"deleted":false,"zxid":1,'
                  '"source":"watch"}']

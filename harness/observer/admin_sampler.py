@@ -21,12 +21,11 @@ The thread is bounded: it stops after ``max_samples`` samples, after ``duration`
 
 from __future__ import annotations
 
-from harness.clientlog import with_logger
-
 import logging
-import threading
-import time
 from typing import Callable
+
+from harness.clientlog import with_logger
+from harness.observer.sampling import PeriodicSampler
 
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
@@ -64,7 +63,7 @@ def metadata_fields(md: ClusterMetadata, topics: list[str] | None = None,
             else None}
 
 
-class AdminSampler:
+class AdminSampler(PeriodicSampler):
     """Samples cluster metadata in a background thread and emits ``admin.metadata`` events.
 
     ``emit`` has the signature of :meth:`harness.record.RunRecorder.emit`; samples are also kept in
@@ -75,20 +74,19 @@ class AdminSampler:
                  interval: float = 1.0, max_samples: int | None = None, duration: float | None = None,
                  topics: list[str] | None = None, request_timeout: float = 5.0,
                  client_config: dict | None = None):
-        if interval <= 0:
-            raise ValueError(f"interval must be > 0, got {interval}")
         if max_samples is None and duration is None:
             max_samples = 100_000           # bounded even if the caller forgets stop()
+        super().__init__(emit, interval, max_samples, duration)
         conf = {"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": int(request_timeout * 1000),
                 "client.id": "kafka-chaos-admin-sampler"}
         conf.update(client_config or {})
         self.admin = AdminClient(with_logger(conf))
-        self._emit_fn = emit
-        self.interval, self.max_samples, self.duration = interval, max_samples, duration
         self.topics, self.request_timeout = topics, request_timeout
-        self.samples: list[dict] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+
+    thread_name = "admin-sampler"
+
+    def _join_timeout(self) -> float:
+        return self.request_timeout * 2 + 2
 
     @property
     def supports_reassignments(self) -> bool:
@@ -129,48 +127,3 @@ class AdminSampler:
             self._emit("admin.reassignments", {"partitions": parts})
         except Exception as e:      # noqa: BLE001
             log.debug("list_partition_reassignments failed: %r", e)
-
-    def _emit(self, type_: str, fields: dict) -> dict:
-        if self._emit_fn is not None:
-            ev = self._emit_fn(type_, **fields) or dict(fields, type=type_)
-        else:
-            ev = dict(fields, type=type_, wall=round(time.time(), 6))
-        self.samples.append(ev)
-        return ev
-
-    # -- background thread ---------------------------------------------------------------------
-    def start(self) -> "AdminSampler":
-        if self._thread is not None:
-            raise RuntimeError("sampler already started")
-        self._thread = threading.Thread(target=self._run, name="admin-sampler", daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        t0 = time.monotonic()
-        n = 0
-        while not self._stop.is_set():
-            if self.max_samples is not None and n >= self.max_samples:
-                break
-            if self.duration is not None and time.monotonic() - t0 >= self.duration:
-                break
-            started = time.monotonic()
-            self.sample()
-            n += 1
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop and join the thread (waits at most one in-flight request)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout if timeout is not None else self.request_timeout * 2 + 2)
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def __enter__(self) -> "AdminSampler":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

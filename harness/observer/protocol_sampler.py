@@ -28,9 +28,9 @@ Bounded like the Admin sampler: stops after ``max_samples``, after ``duration`` 
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Callable
+
+from harness.observer.sampling import PeriodicSampler
 
 from harness.protocol import (MetadataResult, ProtocolClient, ProtocolError, QuorumInfo, ReassignmentsResult,
                               UnsupportedApi)
@@ -83,7 +83,7 @@ def quorum_fields(q: QuorumInfo) -> dict:
             "error": q.error}
 
 
-class ProtocolSampler:
+class ProtocolSampler(PeriodicSampler):
     """Samples Metadata (+ DescribeQuorum) in a background thread.
 
     ``brokers`` maps broker id → port published on 127.0.0.1 (``{b: cluster.brokers[b].host_port}``,
@@ -99,22 +99,21 @@ class ProtocolSampler:
                  topics: list[str] | None = None, include_internal: bool = False,
                  request_timeout: float = 3.0, quorum: bool | None = None,
                  reassignments: bool | None = None, elr: bool = False):
-        if interval <= 0:
-            raise ValueError(f"interval must be > 0, got {interval}")
         if not brokers:
             raise ValueError("no broker ports to sample")
         if max_samples is None and duration is None:
             max_samples = 100_000           # bounded even if the caller forgets stop()
+        super().__init__(emit, interval, max_samples, duration)
         self.brokers = dict(sorted(brokers.items()))
-        self._emit_fn = emit
-        self.interval, self.max_samples, self.duration = interval, max_samples, duration
         self.topics, self.include_internal = topics, include_internal
         self.request_timeout, self.quorum = request_timeout, quorum
         self.reassignments, self.elr = reassignments, elr
-        self.samples: list[dict] = []
         self._preferred: int | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+
+    thread_name = "protocol-sampler"
+
+    def _join_timeout(self) -> float:
+        return self.request_timeout * 2 * len(self.brokers) + 2
 
     @classmethod
     def for_cluster(cls, cluster, emit=None, **kw) -> "ProtocolSampler":
@@ -203,45 +202,3 @@ class ProtocolSampler:
             out.append(self._emit("admin.reassignments", {"partitions": [], "answered_by": None,
                                                           "source": "protocol", "error": a["reassign_error"]}))
         return out
-
-    def _emit(self, type_: str, fields: dict) -> dict:
-        if self._emit_fn is not None:
-            ev = self._emit_fn(type_, **fields) or dict(fields, type=type_)
-        else:
-            ev = dict(fields, type=type_, wall=round(time.time(), 6))
-        self.samples.append(ev)
-        return ev
-
-    # -- background thread ---------------------------------------------------------------------
-    def start(self) -> "ProtocolSampler":
-        if self._thread is not None:
-            raise RuntimeError("sampler already started")
-        self._thread = threading.Thread(target=self._run, name="protocol-sampler", daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        t0 = time.monotonic()
-        n = 0
-        while not self._stop.is_set():
-            if self.max_samples is not None and n >= self.max_samples:
-                break
-            if self.duration is not None and time.monotonic() - t0 >= self.duration:
-                break
-            started = time.monotonic()
-            self.sample()
-            n += 1
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
-
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop and join the thread (waits at most one in-flight sample)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout if timeout is not None
-                              else self.request_timeout * 2 * len(self.brokers) + 2)
-
-    def __enter__(self) -> "ProtocolSampler":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

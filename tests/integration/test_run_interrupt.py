@@ -3,7 +3,6 @@ partial run as UNKNOWN (aborted), exit 2 (issue 8, "Command line")."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.schedule import (Schedule, ScheduleError, ScheduleItem, generate_schedule, load_schedule,
+from harness.schedule import (Schedule, ScheduleError, generate_schedule, load_schedule,
                               parse_mix)
 
 MIX = {

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from reference.model import BrokerStartup, ControllerElected, ControllerModel, CreateTopic
-from reference.state import Assignment, ClusterState, LeaderAndIsr, ModelConfig, TopicInfo
+from reference.state import ClusterState, LeaderAndIsr, ModelConfig
 
 
 def boot(version=(3, 9), brokers=(1, 2, 3), controller=1, topics=None, unclean=False):
