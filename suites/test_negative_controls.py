@@ -11,25 +11,15 @@ import copy
 
 import pytest
 
-from harness.record import read_run
-from harness.runner import execute, judge
-from suites.catalog import scenarios_for
+from harness.runner import judge
+from suites.negative import record_passing_run, rejudge
 
 pytestmark = [pytest.mark.docker, pytest.mark.smoke, pytest.mark.conformance]
 
 
 @pytest.fixture(scope="module")
 def real_run(broker_image, tmp_path_factory):
-    scenario = scenarios_for("broker_failover.kill_leader")[0]
-    out = execute(scenario, runs_dir=tmp_path_factory.mktemp("runs"), image=broker_image.tag, suite="pytest")
-    assert out.verdict == "PASS", out.reason
-    rec = read_run(out.path)
-    return scenario, rec
-
-
-def _rejudge(scenario, rec, events):
-    items = rec.verdict["checks"]["expectations"]["items"]
-    return judge(events, rec.metadata, scenario, items, None)
+    return record_passing_run("broker_failover.kill_leader", broker_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 def _last_state(events, source="txnlog"):
@@ -45,7 +35,7 @@ def _append(events, ev):
 
 def test_unmodified_record_passes(real_run):
     scenario, rec = real_run
-    verdict, reason, _ = _rejudge(scenario, rec, copy.deepcopy(rec.events))
+    verdict, reason, _ = rejudge(scenario, rec, copy.deepcopy(rec.events))
     assert verdict == "PASS", reason
 
 
@@ -57,7 +47,7 @@ def test_broker_failover_election_outside_isr_fails(real_run):
     outsider = next(b for b in (1, 2, 3) if b != st["leader"])
     forged = dict(st, leader=outsider, leader_epoch=st["leader_epoch"] + 1, isr=[st["leader"]],
                   version=st["version"] + 1)
-    verdict, reason, checks = _rejudge(scenario, rec, _append(events, forged))
+    verdict, reason, checks = rejudge(scenario, rec, _append(events, forged))
     assert verdict == "FAIL"
     assert "conformance" in reason
     rules = {d["rule"] for d in checks["conformance"]["invariant_violations"] + checks["conformance"]["divergences"]}
@@ -70,7 +60,7 @@ def test_leader_epoch_regression_fails(real_run):
     events = copy.deepcopy(rec.events)
     st = _last_state(events)
     forged = dict(st, leader_epoch=max(0, st["leader_epoch"] - 1), version=st["version"] + 1)
-    verdict, reason, checks = _rejudge(scenario, rec, _append(events, forged))
+    verdict, reason, checks = rejudge(scenario, rec, _append(events, forged))
     assert verdict == "FAIL"
     assert any(d["rule"] == "H3" for d in checks["conformance"]["invariant_violations"]), checks["conformance"]
 
@@ -82,7 +72,7 @@ def test_controller_epoch_regression_fails(real_run):
     ce = max((e for e in events if e["type"] == "zk.controller_epoch" and e.get("source") == "txnlog"),
              key=lambda e: e["zxid"])
     forged = dict(ce, epoch=ce["epoch"] - 1, version=ce["version"] + 1)
-    verdict, reason, checks = _rejudge(scenario, rec, _append(events, forged))
+    verdict, reason, checks = rejudge(scenario, rec, _append(events, forged))
     assert verdict == "FAIL"
     assert any(d["rule"] == "H1" for d in checks["conformance"]["invariant_violations"]), checks["conformance"]
 
@@ -94,7 +84,7 @@ def test_lost_acknowledged_write_fails(real_run):
     victim = next(e for e in events if e["type"] == "client" and e["f"] == "send" and e["phase"] == "ok")
     events = [e for e in events if not (e["type"] == "client" and e["f"] in ("drain", "poll")
                                         and e.get("value") == victim["value"])]
-    verdict, reason, checks = _rejudge(scenario, rec, events)
+    verdict, reason, checks = rejudge(scenario, rec, events)
     assert verdict == "FAIL" and "lost" in reason
     lost = checks["durability"]["checks"]["lost"]
     assert lost["count"] == 1

@@ -14,34 +14,19 @@ import copy
 
 import pytest
 
-from harness.record import read_run
-from harness.runner import execute, judge
-from suites.catalog import scenarios_for
+from suites.negative import record_passing_run, rejudge
 
 pytestmark = [pytest.mark.docker, pytest.mark.conformance]
 
 
-def _record(name, broker_image, tmp_path_factory):
-    scenario = scenarios_for(name)[0]
-    assert scenario.name == name
-    out = execute(scenario, runs_dir=tmp_path_factory.mktemp("runs"), image=broker_image.tag, suite="pytest")
-    assert out.verdict == "PASS", f"{name}: {out.reason} ({out.path})"
-    return scenario, read_run(out.path)
-
-
 @pytest.fixture(scope="module")
 def acks_run(broker_image, tmp_path_factory):
-    return _record("acks.aall_minisr2", broker_image, tmp_path_factory)
+    return record_passing_run("acks.aall_minisr2", broker_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture(scope="module")
 def unclean_run(broker_image, tmp_path_factory):
-    return _record("unclean.out_of_sync_elected", broker_image, tmp_path_factory)
-
-
-def _rejudge(scenario, rec, events, metadata=None):
-    items = rec.verdict["checks"]["expectations"]["items"]
-    return judge(events, metadata or rec.metadata, scenario, items, None)
+    return record_passing_run("unclean.out_of_sync_elected", broker_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 def _sends(events, phase):
@@ -51,7 +36,7 @@ def _sends(events, phase):
 # -- acks ------------------------------------------------------------------------------------------
 def test_acks_record_passes_and_saw_refusals(acks_run):
     scenario, rec = acks_run
-    verdict, reason, checks = _rejudge(scenario, rec, copy.deepcopy(rec.events))
+    verdict, reason, checks = rejudge(scenario, rec, copy.deepcopy(rec.events))
     assert verdict == "PASS", reason
     # the PASS rests on evidence: refusals were seen and writes were acknowledged around them
     assert checks["durability"]["checks"]["acks_semantics"]["verdict"] == "PASS"
@@ -66,7 +51,7 @@ def test_acks_all_lost_acknowledged_write_fails(acks_run):
     victim = _sends(events, "ok")[-1]          # acknowledged after the ISR came back
     events = [e for e in events if not (e["type"] == "client" and e["f"] in ("drain", "poll")
                                         and e.get("value") == victim["value"])]
-    verdict, reason, checks = _rejudge(scenario, rec, events)
+    verdict, reason, checks = rejudge(scenario, rec, events)
     assert verdict == "FAIL" and "lost" in reason, reason
     lost = checks["durability"]["checks"]["lost"]
     assert lost["verdict"] == "FAIL" and lost["violations"] == 1, lost
@@ -87,7 +72,7 @@ def test_acks_all_acknowledged_below_min_isr_fails(acks_run):
     refused = next(e for e in _sends(events, "fail") if (e.get("error") or "").startswith("NOT_ENOUGH_REPLICAS")
                    and any(a <= invoked[(e["process"], e["op_id"])] and e["t"] <= b for a, b in windows))
     refused.update(phase="ok", error=None, offset=None)
-    verdict, reason, checks = _rejudge(scenario, rec, events)
+    verdict, reason, checks = rejudge(scenario, rec, events)
     assert verdict == "FAIL", reason
     acks = checks["durability"]["checks"]["acks_semantics"]
     assert acks["verdict"] == "FAIL" and any(ex.get("value") == refused["value"] for ex in acks["examples"]), acks
@@ -101,7 +86,7 @@ def test_acks_refused_write_visible_fails(acks_run):
     drained = [e for e in events if e["type"] == "client" and e["f"] == "drain"]
     forged = dict(drained[-1], seq=max(e["seq"] for e in events) + 1, value=refused["value"],
                   offset=drained[-1]["offset"] + 1000)
-    verdict, reason, checks = _rejudge(scenario, rec, events + [forged])
+    verdict, reason, checks = rejudge(scenario, rec, events + [forged])
     assert verdict == "FAIL", reason
     fv = checks["durability"]["checks"]["failed_visible"]
     assert fv["verdict"] == "FAIL" and fv["examples"][0]["value"] == refused["value"], fv
@@ -110,7 +95,7 @@ def test_acks_refused_write_visible_fails(acks_run):
 # -- unclean election --------------------------------------------------------------------------------
 def test_unclean_record_passes_with_losses_allowed(unclean_run):
     scenario, rec = unclean_run
-    verdict, reason, checks = _rejudge(scenario, rec, copy.deepcopy(rec.events))
+    verdict, reason, checks = rejudge(scenario, rec, copy.deepcopy(rec.events))
     assert verdict == "PASS", reason
     conf = checks["conformance"]
     assert conf["stats"]["elections"] >= 1, conf["stats"]
@@ -127,7 +112,7 @@ def test_unclean_election_with_unclean_disabled_fails(unclean_run):
     md = copy.deepcopy(rec.metadata)
     for t in md["topics"]:
         t["config"]["unclean.leader.election.enable"] = "false"
-    verdict, reason, checks = _rejudge(scenario, rec, copy.deepcopy(rec.events), md)
+    verdict, reason, checks = rejudge(scenario, rec, copy.deepcopy(rec.events), md)
     assert verdict == "FAIL" and "conformance" in reason, reason
     rules = {d["rule"] for d in checks["conformance"]["invariant_violations"] + checks["conformance"]["divergences"]}
     assert "H11" in rules, rules
@@ -146,6 +131,6 @@ def test_unclean_loss_with_acks_all_and_clean_config_fails(unclean_run):
             e["config"]["acks"] = "all"
         if e["type"] == "zk.partition_state":
             e["leader_recovery_state"] = 0        # hide the observed unclean election from the checker
-    verdict, reason, checks = _rejudge(scenario, rec, events, md)
+    verdict, reason, checks = rejudge(scenario, rec, events, md)
     assert verdict == "FAIL" and "lost" in reason, reason
     assert checks["durability"]["checks"]["lost"]["violations"] > 0

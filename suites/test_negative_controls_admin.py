@@ -14,33 +14,19 @@ import copy
 
 import pytest
 
-from harness.record import read_run
-from harness.runner import execute, judge
-from suites.catalog import scenarios_for
+from suites.negative import record_passing_run, rejudge
 
 pytestmark = [pytest.mark.docker, pytest.mark.conformance]
 
 
-def _run(name, broker_image, tmp_path_factory):
-    scenario = scenarios_for(name)[0]
-    out = execute(scenario, runs_dir=tmp_path_factory.mktemp("runs"), image=broker_image.tag, suite="pytest")
-    assert out.verdict == "PASS", out.reason
-    return scenario, read_run(out.path)
-
-
 @pytest.fixture(scope="module")
 def reassign_run(broker_image, tmp_path_factory):
-    return _run("reassignment.znode", broker_image, tmp_path_factory)
+    return record_passing_run("reassignment.znode", broker_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture(scope="module")
 def election_run(broker_image, tmp_path_factory):
-    return _run("preferred_election.manual", broker_image, tmp_path_factory)
-
-
-def _rejudge(scenario, rec, events):
-    items = rec.verdict["checks"]["expectations"]["items"]
-    return judge(events, rec.metadata, scenario, items, None)
+    return record_passing_run("preferred_election.manual", broker_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 def _rules(checks) -> set[str]:
@@ -54,7 +40,7 @@ def _txn(events, type_, topic="chaos"):
 
 def test_unmodified_records_pass(reassign_run, election_run):
     for scenario, rec in (reassign_run, election_run):
-        verdict, reason, _ = _rejudge(scenario, rec, copy.deepcopy(rec.events))
+        verdict, reason, _ = rejudge(scenario, rec, copy.deepcopy(rec.events))
         assert verdict == "PASS", reason
 
 
@@ -67,7 +53,7 @@ def test_reassignment_completing_to_another_replica_set_fails(reassign_run):
              and not topics[k]["adding_replicas"].get("1"))
     assert topics[i]["partitions"]["1"] == [3, 4, 2]
     topics[i]["partitions"]["1"] = [3, 4, 1]
-    verdict, reason, checks = _rejudge(scenario, rec, events)
+    verdict, reason, checks = rejudge(scenario, rec, events)
     assert verdict == "FAIL" and "conformance" in reason
     assert "H16" in _rules(checks), checks["conformance"]
 
@@ -79,7 +65,7 @@ def test_reassignment_started_in_the_wrong_order_fails(reassign_run):
     u1 = next(e for e in _txn(events, "zk.topic") if e["adding_replicas"].get("1"))
     assert u1["partitions"]["1"] == [3, 4, 2, 1]
     u1["partitions"]["1"] = [2, 3, 1, 4]
-    verdict, reason, checks = _rejudge(scenario, rec, events)
+    verdict, reason, checks = rejudge(scenario, rec, events)
     assert verdict == "FAIL"
     assert "D15" in _rules(checks), checks["conformance"]
 
@@ -94,6 +80,6 @@ def test_preferred_election_of_a_non_preferred_replica_fails(election_run):
     for later in states[k:]:            # the whole epoch the election opened names the wrong leader
         if later["leader_epoch"] == forged["leader_epoch"] and later["leader"] == 1:
             later["leader"] = 3
-    verdict, reason, checks = _rejudge(scenario, rec, events)
+    verdict, reason, checks = rejudge(scenario, rec, events)
     assert verdict == "FAIL" and "conformance" in reason
     assert "D4" in _rules(checks), checks["conformance"]

@@ -22,21 +22,12 @@ import copy
 
 import pytest
 
-from harness.record import read_run
-from harness.runner import execute, judge
-from suites.catalog import scenarios_for
+from suites.negative import record_passing_run, rejudge
 
 pytestmark = [pytest.mark.docker, pytest.mark.conformance]
 
 FAMILY_RUNS = {"topics": "topics.create_delete", "restart": "restart.catch_up",
                "zookeeper": "zookeeper.session_expiry", "network": "network.isolate_controller"}
-
-
-def _record(name: str, image: str, runs_dir):
-    scenario = scenarios_for(name)[0]
-    out = execute(scenario, runs_dir=runs_dir, image=image, suite="pytest")
-    assert out.verdict == "PASS", f"{name}: the real run must pass first: {out.reason} ({out.path})"
-    return scenario, read_run(out.path)
 
 
 @pytest.fixture(scope="module")
@@ -47,17 +38,12 @@ def runs(broker_image, tmp_path_factory):
 
     def get(family: str):
         if family not in made:
-            made[family] = _record(FAMILY_RUNS[family], broker_image.tag, runs_dir)
+            made[family] = record_passing_run(FAMILY_RUNS[family], broker_image.tag, runs_dir)
         return made[family]
     return get
 
 
 # -- helpers on a run's events ------------------------------------------------------------------
-def _rejudge(scenario, rec, events):
-    items = rec.verdict["checks"]["expectations"]["items"]
-    return judge(events, rec.metadata, scenario, items, None)
-
-
 def _txn(events, type_):
     """The events of ``type_`` read from ZooKeeper's transaction log, in zxid order."""
     return sorted((e for e in events if e["type"] == type_ and e.get("source") == "txnlog"),
@@ -88,7 +74,7 @@ def _fault_broker(events, fault):
 
 
 def _assert_fails_with(scenario, rec, events, rule):
-    verdict, reason, checks = _rejudge(scenario, rec, events)
+    verdict, reason, checks = rejudge(scenario, rec, events)
     assert verdict == "FAIL", f"a broken {rule} observation was judged {verdict}: {reason}"
     assert "conformance" in reason and rule in reason, reason
     conf = checks["conformance"]
@@ -100,7 +86,7 @@ def _assert_fails_with(scenario, rec, events, rule):
 @pytest.mark.parametrize("family", sorted(FAMILY_RUNS))
 def test_unmodified_record_passes(runs, family):
     scenario, rec = runs(family)
-    verdict, reason, _ = _rejudge(scenario, rec, copy.deepcopy(rec.events))
+    verdict, reason, _ = rejudge(scenario, rec, copy.deepcopy(rec.events))
     assert verdict == "PASS", reason
 
 
