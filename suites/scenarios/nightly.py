@@ -48,5 +48,5 @@ SCENARIOS: list[Scenario] = [
              max_duration_s=MIXED["length"] + 120, needs_zookeeper=True),
     Scenario("nightly.short", "45 s seeded random schedule (kill, pause, /controller deletion); replayable",
              None, tags=("chaos",), broker_config=_CONFIG, topics=[TopicSpec(T, 3, 3)], workload=_WORKLOAD,
-             fault_mix=SHORT, max_duration_s=SHORT["length"] + 120),
+             fault_mix=SHORT, max_duration_s=SHORT["length"] + 120, needs_zookeeper=True),
 ]
