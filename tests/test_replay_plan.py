@@ -93,7 +93,7 @@ def test_cli_replay_of_an_unknown_scenario(tmp_path):
 
 
 def test_scenario_applicability():
-    """min_version and needs_zookeeper decide what runs where (run, pytest suites and certify skip the rest)."""
+    """min_version and kraft decide what runs where (run, pytest suites and certify skip the rest)."""
     from suites.catalog import scenarios_for
     move = scenarios_for("reassignment.move_replicas")[0]
     assert move.not_applicable("2.5.1") == "needs Kafka 2.6+ (this is 2.5.1)"
@@ -101,4 +101,5 @@ def test_scenario_applicability():
     assert move.not_applicable(None) is None                  # a foreign image: run it
     assert move.not_applicable("3.9.2", has_zookeeper=False) is None
     zk = scenarios_for("zookeeper.session_expiry")[0]
-    assert zk.not_applicable("3.9.2", has_zookeeper=False) == "needs ZooKeeper"
+    assert zk.not_applicable("3.9.2", has_zookeeper=False) == "written for ZooKeeper mode only"
+    assert zk.not_applicable("3.9.2") is None

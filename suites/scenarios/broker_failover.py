@@ -71,9 +71,9 @@ def _leader_fault(fault: str):
 
 SCENARIOS: list[Scenario] = [
     Scenario("broker_failover.kill_leader", "SIGKILL the leader of chaos-0; clean election from the ISR; restart",
-             _leader_fault("kill"), tags=("smoke", "conformance", "chaos")),
+             _leader_fault("kill"), tags=("smoke", "conformance", "chaos"), kraft=True),
     Scenario("broker_failover.stop_leader", "clean stop (controlled shutdown) of the leader of chaos-0",
-             _leader_fault("stop"), tags=("conformance", "chaos")),
+             _leader_fault("stop"), tags=("conformance", "chaos"), kraft=True),
     Scenario("broker_failover.pause_leader", "freeze the leader of chaos-0 past the ZooKeeper session timeout",
-             _leader_fault("pause"), tags=("conformance", "chaos")),
+             _leader_fault("pause"), tags=("conformance", "chaos"), kraft=True),
 ]

@@ -36,8 +36,7 @@ def _controller_fault(fault: str, target: str = "controller"):
 
 SCENARIOS: list[Scenario] = [
     Scenario("controller_failover.kill_controller", "SIGKILL the controller; a new one with epoch + 1",
-             _controller_fault("kill"), tags=("smoke", "conformance", "chaos")),
+             _controller_fault("kill"), tags=("smoke", "conformance", "chaos"), kraft=True),
     Scenario("controller_failover.delete_controller_znode", "delete /controller (seed 004); re-election, epoch + 1",
-             _controller_fault("delete_controller_znode"), tags=("smoke", "conformance", "chaos"),
-             needs_zookeeper=True),
+             _controller_fault("delete_controller_znode"), tags=("smoke", "conformance", "chaos")),
 ]

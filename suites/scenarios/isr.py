@@ -90,7 +90,7 @@ def _partition_controller_follower(ctx: RunContext) -> None:
 
 SCENARIOS: list[Scenario] = [
     Scenario("isr.pause_follower", "pause a follower: it leaves the ISR after the lag time and rejoins",
-             _isr_follower_fault("pause"), tags=("smoke", "conformance", "chaos")),
+             _isr_follower_fault("pause"), tags=("smoke", "conformance", "chaos"), kraft=True),
     Scenario("isr.partition_follower", "cut a follower (not the controller) from the other brokers, ZooKeeper "
              "link intact: leader-driven ISR shrink and expand",
              _isr_follower_fault("link_cut", leader_driven=True, **CUT), tags=("conformance", "chaos")),

@@ -45,8 +45,8 @@ SCENARIOS: list[Scenario] = [
     Scenario("nightly.mixed", "seeded random schedule of mixed broker, network, ZooKeeper and controller faults "
              "(--length s, replayable)", None, tags=("nightly",), zookeepers=3, broker_config=_CONFIG,
              topics=[TopicSpec(T, 3, 3)], workload=_WORKLOAD, fault_mix=MIXED,
-             max_duration_s=MIXED["length"] + 120, needs_zookeeper=True),
+             max_duration_s=MIXED["length"] + 120),
     Scenario("nightly.short", "45 s seeded random schedule (kill, pause, /controller deletion); replayable",
              None, tags=("chaos",), broker_config=_CONFIG, topics=[TopicSpec(T, 3, 3)], workload=_WORKLOAD,
-             fault_mix=SHORT, max_duration_s=SHORT["length"] + 120, needs_zookeeper=True),
+             fault_mix=SHORT, max_duration_s=SHORT["length"] + 120),
 ]

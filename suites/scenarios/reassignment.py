@@ -362,17 +362,17 @@ _WL = {"topic": T, "partitions": 3}
 SCENARIOS: list[Scenario] = [
     Scenario("reassignment.move_replicas", "seed 003 flow: --generate over brokers 1-4, --execute, --verify",
              move_replicas, tags=("conformance", "chaos"), brokers=4, topics=TOPICS, workload=_WL,
-             min_version="2.6", max_duration_s=240),
+             min_version="2.6", max_duration_s=240, kraft=True),
     Scenario("reassignment.znode", "legacy /admin/reassign_partitions: chaos-1 [2,3,1] → [3,4,2]",
              via_znode, tags=("conformance", "chaos"), brokers=4, topics=TOPICS, workload=_WL,
-             min_version="2.4", max_duration_s=180, needs_zookeeper=True),
+             min_version="2.4", max_duration_s=180),
     Scenario("reassignment.kill_broker_mid", "throttled bulk-0 → [1,3,4]; leader 1 killed mid-way; "
              "completes after restart", kill_broker_mid, tags=("conformance", "chaos"), brokers=4,
-             topics=BULK_TOPICS, workload=_WL, broker_config=SLOW, min_version="2.6", max_duration_s=300, needs_zookeeper=True),
+             topics=BULK_TOPICS, workload=_WL, broker_config=SLOW, min_version="2.6", max_duration_s=300),
     Scenario("reassignment.cancel", "throttled bulk-0 [1,2,3] → [4,2,3] cancelled: replicas [2,3,1]",
              cancel, tags=("conformance", "chaos"), brokers=4, topics=BULK_TOPICS, workload=_WL, broker_config=SLOW,
-             min_version="2.6", max_duration_s=240, needs_zookeeper=True),
+             min_version="2.6", max_duration_s=240),
     Scenario("reassignment.target_down", "target broker 4 down: API refuses, znode path waits, "
              "completes after restart", target_down, tags=("conformance", "chaos"), brokers=4,
-             topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240, needs_zookeeper=True),
+             topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240),
 ]

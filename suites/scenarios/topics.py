@@ -152,10 +152,10 @@ def _recreate(ctx: RunContext) -> None:
 SCENARIOS: list[Scenario] = [
     Scenario("topics.create_delete", f"create topic {DOOMED} with the Admin API, then delete it: marker, "
              "replicas offline (leader -1), znodes removed (§6.1-6.3)", _create_delete,
-             tags=("conformance", "chaos"), needs_zookeeper=True),
+             tags=("conformance", "chaos")),
     Scenario("topics.delete_with_broker_down", f"delete {DOOMED} while a broker holding a replica is down: "
              "halted, completes after the broker returns (§6.2, P4)", _delete_with_broker_down,
-             tags=("conformance", "chaos"), max_duration_s=240, needs_zookeeper=True),
+             tags=("conformance", "chaos"), max_duration_s=240),
     Scenario("topics.recreate", f"delete {DOOMED} and create it again: a new topic id, epochs restart at 0 (§6.3)",
-             _recreate, tags=("conformance", "chaos"), max_duration_s=240, needs_zookeeper=True),
+             _recreate, tags=("conformance", "chaos"), max_duration_s=240),
 ]

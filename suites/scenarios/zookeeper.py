@@ -146,14 +146,14 @@ def _session_expiry(ctx: RunContext) -> None:
 SCENARIOS: list[Scenario] = [
     Scenario("zookeeper.kill_follower", "SIGKILL a ZooKeeper follower of a 3-node ensemble: sessions move, "
              "no registration or controller change", _lose_one("follower"), tags=("conformance", "chaos"),
-             zookeepers=3, max_duration_s=200, needs_zookeeper=True),
+             zookeepers=3, max_duration_s=200),
     Scenario("zookeeper.kill_leader", "SIGKILL the ZooKeeper leader of a 3-node ensemble: a new ZooKeeper "
              "leader, sessions survive the election", _lose_one("leader"), tags=("conformance", "chaos"),
-             zookeepers=3, max_duration_s=200, needs_zookeeper=True),
+             zookeepers=3, max_duration_s=200),
     Scenario("zookeeper.quorum_loss", "kill two of three ZooKeeper nodes for 15 s, start them again: "
              "the controller's view freezes, produce continues, nothing expires", _quorum_loss,
-             tags=("conformance", "chaos"), zookeepers=3, max_duration_s=240, needs_zookeeper=True),
+             tags=("conformance", "chaos"), zookeepers=3, max_duration_s=240),
     Scenario("zookeeper.session_expiry", "expire a broker's ZooKeeper session (the leader of chaos-0 unless "
              "it is the controller): failure + startup with a new broker epoch (§5.1-5.4)", _session_expiry,
-             tags=("conformance", "chaos"), max_duration_s=200, needs_zookeeper=True),
+             tags=("conformance", "chaos"), max_duration_s=200),
 ]
