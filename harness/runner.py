@@ -173,6 +173,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         "suite": suite, "harness_version": __version__, "git_sha": _git_sha(),
         "kafka_version": info.kafka_version, "broker_image": info.tag, "image_id": info.image_id,
         "distribution": dist.name, "profile": profile or default_profile,
+        "broker_config": dict(cfg),   # the overrides asked for; replaced by the full applied config at start
         "cluster": {"brokers": scenario.brokers, "zookeepers": scenario.zookeepers if dist.has_zookeeper else 0},
         "topics": [t.to_dict() for t in scenario.topics], "workload": None, "seed": seed,
         "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
