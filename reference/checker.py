@@ -690,22 +690,33 @@ class Checker:
             self._report("H13", subject, f"controller write added {added} to the ISR (only the leader expands "
                          "the ISR)", prev.to_dict(), new.to_dict())
             return
-        if c is not None and c.deleting and t is not None and (x == NO_LEADER or len(new.isr) < len(prev.isr)):
+        # §2.6: the controller handles its event queue in FIFO order, so events queued before the
+        # delete marker's notification (e.g. the BrokerChange of an earlier deregistration) are
+        # processed as for a topic not being deleted, until the TopicDeletion event itself runs.
+        # A deletion write (§6.2 step 4) shows it has run; an election never is one (§6.2: no
+        # elections for a topic queued for deletion), so it does not mark the deletion processed.
+        pending = c is not None and c.deleting and t is not None and not t.deletion_processed
+        if (c is not None and c.deleting and t is not None and (x == L or x == NO_LEADER)
+                and (x == NO_LEADER or len(new.isr) < len(prev.isr))):
             t.deletion_processed = True
         if c is None:
             return
+        ctxs = (c, c._replace(deleting=False)) if pending else (c,)
         if not self.apache:
             # Compatible profile: no D-rule is reported, but the Apache explanation of the write (if
             # any) still advances the controller's view frontier, which H19 relies on.
-            self._match_outcomes(subject, prev, new, c, ce, report=False)
+            self._match_outcomes(subject, prev, new, ctxs, ce, report=False)
             return
         if new.leader_epoch != prev.leader_epoch + 1:
             self._report("D7", subject, f"leader epoch went {prev.leader_epoch} -> {new.leader_epoch} in one "
                          "write; every Apache controller write bumps it by exactly 1", prev.to_dict(),
                          new.to_dict(), [f"leader_epoch={prev.leader_epoch + 1}"])
-        self._match_outcomes(subject, prev, new, c, ce)
+        self._match_outcomes(subject, prev, new, ctxs, ce)
 
-    def _match_outcomes(self, subject, prev: Obs, new: Obs, c: _WriteCtx, ce: int, report: bool = True):
+    def _match_outcomes(self, subject, prev: Obs, new: Obs, ctxs: tuple, ce: int, report: bool = True):
+        """Find a view (and shutting-down set) under which one of the write contexts ``ctxs``
+        explains ``new``; advance the frontier to it, else report (attributed with ``ctxs[0]``)."""
+        c = ctxs[0]
         lo, hi = self._views(ce)
         extra = frozenset(r for r in itertools.chain(c.rs, prev.isr) if r not in self.seen_brokers)
         key = (new.leader, new.isr_set)
@@ -717,7 +728,7 @@ class Checker:
                 if sd and not (sd <= reg):
                     continue
                 self.stats["views_scanned"] += 1
-                outs = self._outcomes(prev, c, reg, sd)
+                outs = [o for cx in ctxs for o in self._outcomes(prev, cx, reg, sd)]
                 if report:
                     seen.update(outs)
                 for o in outs:
