@@ -170,6 +170,8 @@ class CapabilityPlan:
 def _scenario_applicability(s, subject: Subject) -> tuple[bool, str]:
     if SELECT_TAG not in s.tags:
         return False, f"not a {SELECT_TAG} scenario (tags: {', '.join(s.tags)})"
+    if not subject.has_zookeeper and not getattr(s, "kraft", False):
+        return False, "written for ZooKeeper mode only"
     mv = getattr(s, "min_version", None)
     if mv:
         if subject.kafka_version is None:
@@ -458,6 +460,9 @@ def add_parser(sub) -> None:
     c.add_argument("--retries", type=int, default=1, metavar="N",
                    help="re-run a scenario whose run the environment spoiled (UNKNOWN) up to N times (default 1)")
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--distribution", choices=["apache-zk", "apache-kraft"], default=None,
+                   help="how the image's clusters run: apache-zk (default) or apache-kraft (then use a kraft-<x.y> "
+                        "profile or compatible; scenarios written for ZooKeeper mode only are NOT-APPLICABLE)")
     c.set_defaults(func=cmd_certify)
 
 
@@ -498,6 +503,10 @@ def cmd_certify(args) -> int:
     info = images.image_for(args.kafka_version, args.broker_image,
                             build_missing=args.kafka_version is None and args.broker_image is None)
     subject = Subject.from_image_info(info)
+    if args.distribution:
+        from . import distributions
+        subject = Subject(info.tag, info.image_id, info.kafka_version, args.distribution,
+                          distributions.get(args.distribution).has_zookeeper)
     profile = resolve_profile(args.profile, subject)
     started_at = _iso_now()
     out_dir = Path(args.out or f"certificates/{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{profile}")
@@ -520,7 +529,7 @@ def cmd_certify(args) -> int:
                 tag = f"[{i}/{len(todo)}] {cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
                 _say(f"{tag}: running ...")
                 o = execute(sp.scenario, runs_dir=runs_dir, image=info.tag, suite="certify", seed=args.seed,
-                            profile=profile, broker_config=overrides or None)
+                            profile=profile, broker_config=overrides or None, distribution=args.distribution)
                 j = judge_run(o.path, sp.scenario, overrides)
                 j.update(run_id=o.path.name, path=str(o.path), seconds=round(o.seconds, 1), attempt=attempt)
                 results.setdefault(sp.name, []).append(j)

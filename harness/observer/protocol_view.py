@@ -17,15 +17,29 @@ wait for a state rather than read it once, which is what ``RunContext.wait_until
 
 from __future__ import annotations
 
+from harness.protocol import ProtocolError
+
 
 class ProtocolView:
+    """Every read asks the brokers now. When none answers (nodes are down mid-fault) a read returns
+    "unknown" (None / []) instead of raising: ``wait_until`` then keeps asking until its deadline,
+    as it does with a ZooKeeper view whose node is briefly unreachable."""
+
     def __init__(self, cluster, timeout_s: float = 5.0):
         self.cluster = cluster
         self.timeout_s = timeout_s
 
     # ---- helpers
+    def _metadata(self, topics):
+        try:
+            return self.cluster.protocol_metadata(topics, timeout_s=self.timeout_s)
+        except ProtocolError:
+            return None
+
     def _partition(self, topic: str, partition: int):
-        md = self.cluster.protocol_metadata([topic], timeout_s=self.timeout_s)
+        md = self._metadata([topic])
+        if md is None:
+            return None
         for t in md.topics:
             if t.name == topic and t.error is None:
                 for p in t.partitions:
@@ -35,14 +49,21 @@ class ProtocolView:
 
     # ---- the View protocol (harness/nemesis/view.py)
     def controller_id(self, fresh: bool = True) -> int | None:
-        return self.cluster.active_controller()
+        try:
+            return self.cluster.active_controller()
+        except ProtocolError:
+            return None
 
     def controller_epoch(self) -> int | None:
-        q = self.cluster.quorum(timeout_s=self.timeout_s)
+        try:
+            q = self.cluster.quorum(timeout_s=self.timeout_s)
+        except ProtocolError:
+            return None
         return q.leader_epoch if q.error is None and q.leader_epoch >= 0 else None
 
     def live_brokers(self, fresh: bool = True) -> list[int]:
-        return sorted(self.cluster.registered_brokers())
+        md = self._metadata([])
+        return [] if md is None else sorted(b.node_id for b in md.brokers)
 
     def partition_state(self, topic: str, partition: int, fresh: bool = True) -> dict | None:
         p = self._partition(topic, partition)
@@ -65,11 +86,15 @@ class ProtocolView:
         return [] if p is None else list(p.isr)
 
     def topics(self) -> list[str]:
-        md = self.cluster.protocol_metadata(None, timeout_s=self.timeout_s)
+        md = self._metadata(None)
+        if md is None:
+            return []
         return sorted(t.name for t in md.topics if t.error is None and t.name and not t.is_internal)
 
     def partitions(self, topic: str) -> list[int]:
-        md = self.cluster.protocol_metadata([topic], timeout_s=self.timeout_s)
+        md = self._metadata([topic])
+        if md is None:
+            return []
         return sorted(p.partition for t in md.topics if t.name == topic and t.error is None for p in t.partitions)
 
     def followers(self, topic: str, partition: int, fresh: bool = True) -> list[int]:

@@ -164,10 +164,12 @@ def test_throttled_reassignment_cancelled(cluster):
 
 @pytest.mark.docker
 def test_throttle_set_and_clear(cluster):
+    # dynamic broker configs reach the broker through a ZooKeeper change notification: read until applied
     ao.set_replication_throttle(cluster, 5000, [2, 3])
-    assert _broker_throttle(cluster, 2) == {k: "5000" for k in ao.THROTTLE_KEYS}
+    want = {k: "5000" for k in ao.THROTTLE_KEYS}
+    _wait(lambda: _broker_throttle(cluster, 2) == want and _broker_throttle(cluster, 3) == want, 30, "throttles set")
     ao.clear_replication_throttle(cluster, [2, 3])
-    assert _broker_throttle(cluster, 2) == {} and _broker_throttle(cluster, 3) == {}
+    _wait(lambda: _broker_throttle(cluster, 2) == {} and _broker_throttle(cluster, 3) == {}, 30, "throttles cleared")
 
 
 @pytest.mark.docker
