@@ -157,8 +157,13 @@ def test_rf3_topic_produces_and_consumes(kraft):
     from confluent_kafka import Consumer, Producer
     topic = f"rt-{uuid.uuid4().hex[:6]}"
     kraft.create_topic(topic, partitions=3, replication_factor=3)
-    md = kraft.protocol_metadata([topic])
-    (t,) = md.topics
+    # the answering broker's metadata cache may not have the new topic yet (spec §8.1 caveat 1): ask again
+    deadline = time.monotonic() + 30
+    while True:
+        (t,) = kraft.protocol_metadata([topic]).topics
+        if t.error is None and len(t.partitions) == 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
     assert t.error is None and len(t.partitions) == 3
     for p in t.partitions:
         assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isr) == [1, 2, 3] and p.leader_epoch == 0
