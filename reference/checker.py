@@ -323,22 +323,9 @@ class Checker:
             return
         a = ev.get("action")
         params = ev.get("params") or {}
-        if a == "set_config":
-            cfg = params.get("config") or params.get("configs") or {}
-            if UNCLEAN_KEY in cfg:
-                val = str(cfg[UNCLEAN_KEY]).lower() == "true"
-                topic = params.get("topic") or (params.get("entity_name") if params.get("entity_type") in
-                                                ("topic", "topics") else None)
-                if topic:
-                    self.unclean_topic[topic] = val
-                else:
-                    self.unclean_default = val
-        elif a in ("elect_unclean", "elect_leaders"):
-            if a == "elect_leaders" and str(params.get("election_type", "")).lower() != "unclean":
-                return
-            for tp in _partitions_of(params):
-                self.unclean_grants.add(tp)
-        elif a in ("reassign", "cancel_reassign"):
+        if record_unclean_permission(self, a, params):
+            return
+        if a in ("reassign", "cancel_reassign"):
             for tp in _partitions_of(params):
                 self.pending_reassign.add(tp)
 
@@ -777,6 +764,31 @@ class Checker:
         if not new.isr and prev.isr:
             return "D8", "the last ISR member was removed"
         return "D7", "leader-epoch bump with no change and no reassignment, failover or dead replica cause"
+
+
+def record_unclean_permission(judge, action: str | None, params: dict) -> bool:
+    """Note what a successful ``action`` permits about unclean elections on ``judge`` (its
+    ``unclean_topic``, ``unclean_default``, ``unclean_grants``): a ``set_config`` of
+    unclean.leader.election.enable (topic or broker default), or an ElectLeaders(UNCLEAN) grant for
+    its partitions. Returns True when the action was one of these (shared by the ZooKeeper and
+    KRaft checkers)."""
+    if action == "set_config":
+        cfg = params.get("config") or params.get("configs") or {}
+        if UNCLEAN_KEY in cfg:
+            val = str(cfg[UNCLEAN_KEY]).lower() == "true"
+            topic = params.get("topic") or (params.get("entity_name") if params.get("entity_type") in
+                                            ("topic", "topics") else None)
+            if topic:
+                judge.unclean_topic[topic] = val
+            else:
+                judge.unclean_default = val
+        return True
+    if action in ("elect_unclean", "elect_leaders"):
+        if action == "elect_unclean" or str(params.get("election_type", "")).lower() == "unclean":
+            for tp in _partitions_of(params):
+                judge.unclean_grants.add(tp)
+        return True
+    return False
 
 
 def _partitions_of(params: dict):

@@ -345,22 +345,10 @@ class KraftChecker:
             return
         if ev.get("ok") is False:
             return
-        if a == "set_config":
-            cfg = params.get("config") or params.get("configs") or {}
-            if UNCLEAN_KEY in cfg:
-                val = str(cfg[UNCLEAN_KEY]).lower() == "true"
-                topic = params.get("topic") or (params.get("entity_name") if params.get("entity_type") in
-                                                ("topic", "topics") else None)
-                if topic:
-                    self.unclean_topic[topic] = val
-                else:
-                    self.unclean_default = val
-        elif a in ("elect_unclean", "elect_leaders"):
-            if a == "elect_leaders" and str(params.get("election_type", "")).lower() != "unclean":
-                return
-            for tp in _partitions_of(params):
-                self.unclean_grants.add(tp)
-        elif a in ("reassign", "cancel_reassign"):
+        from reference.checker import record_unclean_permission
+        if record_unclean_permission(self, a, params):
+            return
+        if a in ("reassign", "cancel_reassign"):
             self.reassigned.update(t for t, _ in _partitions_of(params))
 
     def _on_reassignments(self, ev):
