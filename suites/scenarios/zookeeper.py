@@ -126,8 +126,15 @@ def _session_expiry(ctx: RunContext) -> None:
     e1 = ctx.cluster.broker_epoch(victim)
     ctx.expect(f"broker {victim} re-registered with a new, larger broker epoch (§5.1)",
                e1 is not None and e0 is not None and e1 > e0, {"before": e0, "after": e1})
-    regs = [(e["registered"], e.get("broker_epoch")) for e in ctx.recorder.read_events()
-            if e["type"] == "zk.broker" and e.get("broker_id") == victim]
+    def regs() -> list:
+        return [(e["registered"], e.get("broker_epoch")) for e in ctx.recorder.read_events()
+                if e["type"] == "zk.broker" and e.get("broker_id") == victim]
+
+    # The ZooKeeper watcher records asynchronously: the fault saw the new registration in ZooKeeper,
+    # the watcher's zk.broker event for it may still be on its way (seen once: [[true,62],[false,62]]).
+    ctx.wait_until(f"the observer recorded broker {victim}'s new registration",
+                   lambda: bool(regs()) and regs()[-1][0], 30, interval_s=0.5)
+    regs = regs()
     ctx.expect(f"/brokers/ids/{victim} was deleted, then created again: the controller sees a failure, then a "
                "startup (§5.1, §5.4)", any(not r for r, _ in regs) and bool(regs) and regs[-1] == (True, e1), regs)
     ctx.wait_until(f"every partition of {T} has a leader (the controller processed the failure, §5.2)",
