@@ -18,6 +18,8 @@ Adapters (``ClusterSpec.distribution``):
     ``apache/kafka`` image is: every property ``a.b_c-d`` becomes ``KAFKA_A_B__C___D`` (prefix
     configurable), plus ``CLUSTER_ID``. The image's own entrypoint and command run. It gets the same
     KRaft configuration as ``apache-kraft``; readiness is judged by the protocol only (no log line).
+    Properties are checked to read back unchanged through the official image's decoding
+    (``kafka.docker.KafkaDockerWrapper``); docs/examples/official-style-image is such an image.
 
 Every node has ``INTERNAL://broker<ID>:9093`` (inter-broker) and ``EXTERNAL://127.0.0.1:<P>``
 published on 127.0.0.1:P, exactly as in ZooKeeper mode, so clients and faults see the same
@@ -222,6 +224,26 @@ def property_env_name(prop: str, prefix: str = "KAFKA_") -> str:
     return prefix + prop.replace("_", "__").replace("-", "___").replace(".", "_").upper()
 
 
+# Variables the official image's ``kafka.docker.KafkaDockerWrapper`` never writes to server.properties
+# (JVM and log4j options: ``kafka.docker.Constants.ExcludeServerPropsEnv``, Kafka 3.7-3.9).
+WRAPPER_EXCLUDED_ENV = frozenset({
+    "KAFKA_VERSION", "KAFKA_HEAP_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_OPTS", "KAFKA_JMX_OPTS",
+    "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_GC_LOG_OPTS", "KAFKA_LOG4J_ROOT_LOGLEVEL", "KAFKA_LOG4J_LOGGERS",
+    "KAFKA_TOOLS_LOG4J_LOGLEVEL", "KAFKA_JMX_HOSTNAME"})
+
+
+def env_property_name(env: str, prefix: str = "KAFKA_") -> str | None:
+    """The property the official image reads from variable ``env`` (None: not a broker property).
+
+    This is ``KafkaDockerWrapper.getServerConfigsFromEnv``'s decoding, quirks included: *every*
+    occurrence of the prefix is removed (so ``kafka.metrics.reporters`` cannot be set this way),
+    then lower case, '_' → '.', '...' → '-', '..' → '_'.
+    """
+    if not env.startswith(prefix) or env in WRAPPER_EXCLUDED_ENV:
+        return None
+    return env.replace(prefix, "").lower().replace("_", ".").replace("...", "-").replace("..", "_")
+
+
 class Generic(ApacheKraft):
     """Any image configured by environment variables; KRaft layout, readiness by protocol only."""
 
@@ -237,7 +259,16 @@ class Generic(ApacheKraft):
 
     def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None):
         cfg = self.node_config(common, node, nodes)
-        env = {property_env_name(k, self.env_prefix): v for k, v in cfg.items()}
+        env = {}
+        for k, v in cfg.items():
+            name = property_env_name(k, self.env_prefix)
+            back = env_property_name(name, self.env_prefix)
+            if back != k:
+                raise HarnessError(f"property {k!r} cannot be passed to an image configured like apache/kafka: "
+                                   f"{name} reads back as {back!r}")
+            if "\n" in v or "\r" in v:
+                raise HarnessError(f"property {k!r}: a value passed as an environment variable cannot span lines")
+            env[name] = v
         env[self.cluster_id_env] = cluster_id or new_cluster_id()
         env.update(extra_env or {})
         return NodePlan(None, env, cfg)

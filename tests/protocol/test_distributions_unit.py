@@ -115,6 +115,27 @@ def test_generic_passes_properties_as_environment():
         d.Generic(env_prefix="kafka_")
 
 
+def test_generic_environment_reads_back_through_the_official_decoding():
+    """``env_property_name`` is KafkaDockerWrapper's decoding (Kafka 3.7-3.9): every property the
+    harness gives a node survives the round trip, and what would not is refused before any start."""
+    assert d.env_property_name("KAFKA_A_B__C___D") == "a.b_c-d"
+    assert d.env_property_name("KAFKA_LOG_DIRS") == "log.dirs"
+    assert d.env_property_name("KAFKA_HEAP_OPTS") is None and d.env_property_name("CLUSTER_ID") is None
+    # the wrapper removes every "KAFKA_", not only the prefix
+    assert d.env_property_name("KAFKA_KAFKA_METRICS_REPORTERS") == "metrics.reporters"
+    g = d.Generic()
+    common = g.common_config(DEFAULT_BROKER_CONFIG, 3, {"log.retention.check.interval.ms": "1000"})
+    plan = g.plan(common, NODES[3], NODES, cluster_id="cid")
+    decoded = {d.env_property_name(k): v for k, v in plan.env.items() if d.env_property_name(k)}
+    assert decoded == plan.config and "zookeeper.connect" not in decoded
+    for bad, why in [({"kafka.metrics.reporters": "x"}, "reads back as 'metrics.reporters'"),
+                     ({"heap.opts": "x"}, "reads back as None"),
+                     ({"Num.Partitions": "1"}, "reads back as 'num.partitions'"),
+                     ({"num.partitions": "1\nlog.dirs=/x"}, "cannot span lines")]:
+        with pytest.raises(HarnessError, match=why):
+            g.plan(g.common_config({}, 3, bad), NODES[0], NODES[:3], cluster_id="cid")
+
+
 def test_unknown_distribution_is_a_clear_error():
     with pytest.raises(HarnessError, match="unknown distribution 'kraft'.*apache-kraft"):
         ClusterSpec(distribution="kraft").validate()
