@@ -35,6 +35,7 @@ from typing import Callable, Iterable
 
 from . import __version__
 from .errors import HarnessError
+from .options import config_args, config_pairs
 
 PASS, FAIL, NA, UNKNOWN = "PASS", "FAIL", "NOT-APPLICABLE", "UNKNOWN"
 CERTIFIED, NOT_CERTIFIED, INCONCLUSIVE = "CERTIFIED", "NOT CERTIFIED", "INCONCLUSIVE"
@@ -460,20 +461,12 @@ def add_parser(sub) -> None:
     c.add_argument("--retries", type=int, default=1, metavar="N",
                    help="re-run a scenario whose run the environment spoiled (UNKNOWN) up to N times (default 1)")
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--parallel", type=int, default=1, metavar="N",
+                   help="run N scenarios at a time, each in its own process and cluster (default 1)")
     c.add_argument("--distribution", choices=["apache-zk", "apache-kraft"], default=None,
                    help="how the image's clusters run: apache-zk (default) or apache-kraft (then use a kraft-<x.y> "
                         "profile or compatible; scenarios written for ZooKeeper mode only are NOT-APPLICABLE)")
     c.set_defaults(func=cmd_certify)
-
-
-def _config_pairs(pairs: list[str] | None) -> dict[str, str]:
-    out = {}
-    for p in pairs or []:
-        k, sep, v = p.partition("=")
-        if not sep or not k.strip():
-            raise HarnessError(f"--config expects KEY=VALUE, got {p!r}")
-        out[k.strip()] = v.strip()
-    return out
 
 
 def _print_capabilities(scenarios) -> None:
@@ -483,12 +476,66 @@ def _print_capabilities(scenarios) -> None:
         print(f"{'':20}   families: {', '.join(cap.families)}; scenarios: {', '.join(members) or NO_SCENARIO}")
 
 
+def _record_attempt(results: dict, tag: str, sp, run_dir: Path, seconds: float, attempt: int,
+                    overrides: dict) -> dict:
+    j = judge_run(run_dir, sp.scenario, overrides)
+    j.update(run_id=run_dir.name, path=str(run_dir), seconds=round(seconds, 1), attempt=attempt)
+    results.setdefault(sp.name, []).append(j)
+    extra = f" (run verdict {j['run_verdict']})" if j["run_verdict"] != j["verdict"] else ""
+    _say(f"{tag}: {j['verdict']}{extra} in {seconds:.0f} s — {j['reason']}  ({run_dir})")
+    return j
+
+
+def _run_serial(todo, args, image: str, profile: str, overrides: dict, runs_dir: Path, results: dict) -> None:
+    """One scenario at a time in this process; an UNKNOWN run is retried at once (``--retries``)."""
+    from .runner import execute
+    for i, (cp, sp) in enumerate(todo, 1):
+        for attempt in range(args.retries + 1):
+            tag = f"[{i}/{len(todo)}] {cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
+            _say(f"{tag}: running ...")
+            o = execute(sp.scenario, runs_dir=runs_dir, image=image, suite="certify", seed=args.seed,
+                        profile=profile, broker_config=overrides or None, distribution=args.distribution)
+            if _record_attempt(results, tag, sp, o.path, o.seconds, attempt, overrides)["verdict"] != UNKNOWN:
+                break
+
+
+def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_dir: Path, results: dict) -> None:
+    """``--parallel N``: every scenario in its own ``kafka-chaos run`` child with its own cluster, N at
+    a time (:mod:`harness.parallel`); the runs spoiled by the environment (UNKNOWN) are retried
+    together in a next round, up to ``--retries`` rounds."""
+    from .parallel import Job, run_children
+    extra = ["--broker-image", image, "--runs-dir", str(runs_dir), "--suite", "certify", "--profile", profile,
+             *(["--distribution", args.distribution] if args.distribution else []), *config_args(overrides)]
+    pending = list(todo)
+    for attempt in range(args.retries + 1):
+        if not pending:
+            break
+        if attempt:
+            _say(f"retry round {attempt}: {len(pending)} scenario(s) whose run was UNKNOWN")
+        done = run_children([Job(sp.name, [sp.name, "--seed", str(args.seed), *extra]) for _, sp in pending],
+                            args.parallel, str(runs_dir))
+        again = []
+        for (cp, sp), r in zip(pending, done):
+            tag = f"{cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
+            if r.path is None or not (r.path / "verdict.json").exists():
+                j = {"verdict": UNKNOWN, "run_verdict": UNKNOWN, "failing_rules": [], "judged_against": "",
+                     "reason": f"the run left no record (exit {r.returncode}; log {r.log}): {r.rest}"[:300],
+                     "run_reason": "", "run_id": r.log.name, "path": str(r.log), "seconds": 0.0, "attempt": attempt}
+                results.setdefault(sp.name, []).append(j)
+                _say(f"{tag}: {UNKNOWN} — {j['reason']}")
+            else:
+                secs = float(m.group(1)) if (m := re.match(r"([\d.]+) s", r.rest)) else 0.0
+                j = _record_attempt(results, tag, sp, r.path, secs, attempt, overrides)
+            if j["verdict"] == UNKNOWN:
+                again.append((cp, sp))
+        pending = again
+
+
 def cmd_certify(args) -> int:
     from reports.certificate import write_certificate
     from suites.catalog import SCENARIOS
 
     from . import images
-    from .runner import execute
     if args.capability and "list" in args.capability:
         _print_capabilities(SCENARIOS)
         return EXIT_OK
@@ -496,10 +543,12 @@ def cmd_certify(args) -> int:
         raise HarnessError("--profile is required: compatible or apache-zk-<major>.<minor> (e.g. apache-zk-3.9)")
     if args.retries < 0:
         raise HarnessError("--retries must be 0 or more")
+    if args.parallel < 1:
+        raise HarnessError("--parallel must be at least 1")
     selected = list(dict.fromkeys(args.capability or [])) or None
     for n in selected or []:
         capability(n)
-    overrides = _config_pairs(args.config)
+    overrides = config_pairs(args.config)
     info = images.image_for(args.kafka_version, args.broker_image,
                             build_missing=args.kafka_version is None and args.broker_image is None)
     subject = Subject.from_image_info(info)
@@ -524,19 +573,10 @@ def cmd_certify(args) -> int:
     results: dict[str, list[dict]] = {}
     interrupted = False
     try:
-        for i, (cp, sp) in enumerate(todo, 1):
-            for attempt in range(args.retries + 1):
-                tag = f"[{i}/{len(todo)}] {cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
-                _say(f"{tag}: running ...")
-                o = execute(sp.scenario, runs_dir=runs_dir, image=info.tag, suite="certify", seed=args.seed,
-                            profile=profile, broker_config=overrides or None, distribution=args.distribution)
-                j = judge_run(o.path, sp.scenario, overrides)
-                j.update(run_id=o.path.name, path=str(o.path), seconds=round(o.seconds, 1), attempt=attempt)
-                results.setdefault(sp.name, []).append(j)
-                extra = f" (run verdict {j['run_verdict']})" if j["run_verdict"] != j["verdict"] else ""
-                _say(f"{tag}: {j['verdict']}{extra} in {o.seconds:.0f} s — {j['reason']}  ({o.path})")
-                if j["verdict"] != UNKNOWN:
-                    break
+        if args.parallel > 1:
+            _run_parallel(todo, args, info.tag, profile, overrides, runs_dir, results)
+        else:
+            _run_serial(todo, args, info.tag, profile, overrides, runs_dir, results)
     except KeyboardInterrupt:
         interrupted = True
     cert = build_certificate(plans, results, subject=subject, profile=profile, overrides=overrides,

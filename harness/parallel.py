@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RESULT = re.compile(r"^\[1/1\] (\S+): (PASS|FAIL|UNKNOWN) in (.*)$")
+RECORD = re.compile(r"\(([^()]+)\)\s*$")      # a result line ends with "(RUN_DIR)"
 STOP_GRACE_S = 300.0
 
 
@@ -57,13 +58,44 @@ def _result_line(log: Path) -> tuple[str | None, str]:
     return None, tail
 
 
+@dataclass
+class ChildResult:
+    """What one child run ended with: its verdict line (None when it printed none), the rest of that
+    line, the run record it names (None when there is none), its exit code and its log."""
+    scenario: str
+    verdict: str | None
+    rest: str
+    path: Path | None
+    returncode: int
+    log: Path
+
+
+def _record_path(rest: str) -> Path | None:
+    m = RECORD.search(rest)
+    return Path(m.group(1)) if m else None
+
+
 def run_parallel(jobs: list[Job], workers: int, runs_dir: str) -> int:
+    """Run ``jobs`` ``workers`` at a time; the exit code of the whole (see the module docstring)."""
+    results = run_children(jobs, workers, runs_dir)
+    verdicts = [r.verdict or "UNKNOWN" for r in results]
+    codes = [r.returncode for r in results]
+    passed = verdicts.count("PASS")
+    _say(f"{passed}/{len(jobs)} PASS; run records under {runs_dir}/")
+    if 1 in codes or "FAIL" in verdicts:
+        return 1
+    return 0 if all(c == 0 for c in codes) and passed == len(jobs) else 2
+
+
+def run_children(jobs: list[Job], workers: int, runs_dir: str) -> list[ChildResult]:
+    """Run ``jobs`` as ``kafka-chaos run`` children, ``workers`` at a time, with a progress line as
+    each starts and ends; their results in job order. Ctrl-C stops them (see the module docstring)
+    and is raised again once they are reaped."""
     logs = Path(runs_dir) / ".logs"
     logs.mkdir(parents=True, exist_ok=True)
     pending = list(enumerate(jobs, 1))
     running: list[_Child] = []
-    codes: list[int] = []
-    verdicts: list[str] = []
+    results: dict[int, ChildResult] = {}
     total = len(jobs)
 
     def start(n: int, job: Job) -> None:
@@ -78,8 +110,8 @@ def run_parallel(jobs: list[Job], workers: int, runs_dir: str) -> int:
     def reap(c: _Child) -> None:
         c.fh.close()
         verdict, rest = _result_line(c.log)
-        codes.append(c.proc.returncode)
-        verdicts.append(verdict or "UNKNOWN")
+        results[c.n] = ChildResult(c.job.scenario, verdict, rest, _record_path(rest) if verdict else None,
+                                   c.proc.returncode, c.log)
         if verdict:
             _say(f"[{c.n}/{total}] {c.job.scenario}: {verdict} in {rest}")
         else:
@@ -109,8 +141,4 @@ def run_parallel(jobs: list[Job], workers: int, runs_dir: str) -> int:
                 c.proc.wait()
             reap(c)
         raise
-    passed = verdicts.count("PASS")
-    _say(f"{passed}/{total} PASS; run records under {runs_dir}/")
-    if 1 in codes or "FAIL" in verdicts:
-        return 1
-    return 0 if all(c == 0 for c in codes) and passed == total else 2
+    return [results[n] for n in sorted(results)]

@@ -21,6 +21,7 @@ from pathlib import Path
 from . import __version__, docker_util, images
 from .cluster import Cluster, ClusterSpec
 from .errors import HarnessError
+from .options import config_args, config_pairs
 from .record import RunRecorder
 from .scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
 from .schedule import Schedule, generate_schedule
@@ -311,6 +312,9 @@ def add_parser(sub) -> None:
                         "observed through the Kafka protocol); scenarios that need ZooKeeper are skipped on KRaft")
     r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
                                      "or compatible)")
+    r.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="broker config override on top of each scenario's own (repeatable); the run is judged "
+                        "against the configuration it ran with")
     r.set_defaults(func=cmd_run)
 
 
@@ -340,6 +344,8 @@ def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
     if args.seed is not None or args.length is not None:
         raise HarnessError("--seed and --length cannot be combined with --replay: the recorded seed and "
                            "schedule are used")
+    if args.config:
+        raise HarnessError("--config cannot be combined with --replay: the recorded broker configuration is used")
     found = [s for s in scenarios_for(plan.scenario) if s.name == plan.scenario]
     if not found:
         raise HarnessError(f"--replay {args.replay}: scenario {plan.scenario!r} is not in this harness version "
@@ -377,6 +383,7 @@ def cmd_run(args) -> int:
         for s in scenarios_for("all"):
             print(f"{s.name:45} {','.join(s.tags):28} {s.description}")
         return 0
+    overrides = config_pairs(args.config)
     chosen = scenarios_for(args.target)
     if not chosen:
         raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
@@ -400,12 +407,12 @@ def cmd_run(args) -> int:
         from .parallel import Job, run_parallel
         extra = (["--profile", args.profile] if args.profile else []) + (
             ["--distribution", args.distribution] if args.distribution else []) + (
-            ["--length", str(args.length)] if args.length is not None else [])
+            ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides)
         pjobs = [Job(s.name, [s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
                               args.runs_dir, "--suite", suite, *extra])
                  for i in range(args.repeat) for s in chosen]
         return run_parallel(pjobs, args.parallel, args.runs_dir)
     jobs = [(s, dict(image=info.tag, suite=suite, seed=seed + i, profile=args.profile,
-                     distribution=args.distribution))
+                     distribution=args.distribution, broker_config=overrides or None))
             for i in range(args.repeat) for s in chosen]
     return _run_many(jobs, args.runs_dir)

@@ -2,9 +2,11 @@
 
 * ``--capability controller_failover``: both controller-failover scenarios run and pass, the
   certificate says CERTIFIED for that scope, exit 0, and Chromium shows the green CERTIFIED badge.
-* ``--capability acks --scenario acks.all_below_min_isr --config min.insync.replicas=1``: the broker acknowledges ``acks=all`` writes
-  while the ISR is the leader alone, although the scenario declares ``min.insync.replicas=2``; the
-  certificate fails the capability, exit 1, and names the failing run with a working link.
+* ``--capability acks --scenario acks.all_below_min_isr --config min.insync.replicas=1 --parallel 2``:
+  the broker (in a ``kafka-chaos run`` child process, which must get the override) acknowledges
+  ``acks=all`` writes while the ISR is the leader alone, although the scenario declares
+  ``min.insync.replicas=2``; the certificate fails the capability, exit 1, and names the failing run
+  with a working link.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def test_certify_misconfigured_min_isr_fails_acks(broker_image, tmp_path):
     out = tmp_path / "cert"
     res = kc("certify", "--broker-image", broker_image.tag, "--profile", _profile(broker_image),
              "--capability", "acks", "--scenario", "acks.all_below_min_isr", "--config", "min.insync.replicas=1",
-             "--out", str(out))
+             "--out", str(out), "--parallel", "2")
     assert res.returncode == 1, res.stderr[-4000:]
     cert = json.loads((out / "certificate.json").read_text())
     assert cert["overall"] == "NOT CERTIFIED" and cert["broker_config_overrides"] == {"min.insync.replicas": "1"}
@@ -91,6 +93,7 @@ def test_certify_misconfigured_min_isr_fails_acks(broker_image, tmp_path):
     meta = json.loads((run_dir / "metadata.json").read_text())
     assert meta["broker_config"]["min.insync.replicas"] == "1"        # the broker really ran misconfigured
     assert json.loads((run_dir / "verdict.json").read_text())["verdict"] == run["run_verdict"]
+    assert (out / "runs" / ".logs").is_dir() and "(log " in res.stderr       # it ran in a child process
     # the report names the failing run and links to its record
     page = (out / "certificate.html").read_text()
     row = re.search(r'<tr id="cap-acks" data-status="FAIL">(.*?)</tr>', page, re.S).group(1)
