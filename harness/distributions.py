@@ -140,12 +140,12 @@ class ApacheZk(Distribution):
     has_zookeeper = True
 
     def check_image(self, image) -> None:
+        # 4.x images are labelled apache-kraft: say why they cannot run here before the generic refusal
+        if image.kafka_version and _version_key(image.kafka_version) >= (4,):
+            raise HarnessError(f"Kafka {image.kafka_version} has no ZooKeeper mode; use --distribution apache-kraft")
         if image.distribution != "apache-zk":
             raise HarnessError(f"image {image.tag} is not a kafka-chaos Apache Kafka image; "
                                "run a foreign image with distribution 'generic'")
-        if image.kafka_version and _version_key(image.kafka_version) >= (4,):
-            raise HarnessError(f"Kafka {image.kafka_version} has no ZooKeeper mode; use 3.9 or older "
-                               "or distribution 'apache-kraft'")
 
     def node_config(self, common, node, nodes, zookeeper_connect=""):
         cfg = dict(common)

@@ -5,6 +5,12 @@ Images:
   kafka-chaos/base:bookworm-jre17   Debian bookworm + openjdk-17-jre-headless, iptables, iproute2, procps
   kafka-chaos/kafka:<version>       base + Kafka runtime classpath + entrypoint (runs a broker or ZooKeeper)
 
+Kafka 4.x differs (KIP-833: no ZooKeeper mode, so no zookeeper jar; KIP-653: Log4j 2 instead of
+reload4j). Its images get Log4j 2 with the SLF4J binding and the Log4j 1 bridge, and run the same
+entrypoint and ``log4j.properties`` files in Log4j 2's Log4j-1 compatibility mode
+(``LOG4J_COMPATIBILITY=true``, what Kafka 4's own ``kafka-run-class.sh`` sets when it is given a
+Log4j 1 file). They are labelled ``kafka-chaos.distribution=apache-kraft``.
+
 Every step is cached: the base image by a hash of its package list, the jars per version in
 ``$KAFKA_CHAOS_CACHE`` (default ``~/.cache/kafka-chaos``), and the final image by a hash of all of its
 inputs stored in the label ``kafka-chaos.input-hash``. A rebuild with nothing changed takes seconds.
@@ -37,6 +43,8 @@ MAVEN_METADATA = "https://repo.maven.apache.org/maven2/org/apache/kafka/kafka_2.
 # Used when Maven Central cannot be asked (offline) and nothing is cached.
 FALLBACK_DEFAULT_VERSION = "3.9.2"
 DEFAULT_SERIES = "3.9"
+KRAFT_ONLY_FROM = (4, 0)    # no ZooKeeper mode (KIP-833) and Log4j 2 logging (KIP-653) from 4.0 on
+TOOLS_JAR_FROM = (3, 5)     # kafka-tools (reassignment tool) is a separate artifact from 3.5 on
 
 _HERE = Path(__file__).resolve().parent / "image_files"
 
@@ -54,6 +62,17 @@ def _log(msg: str) -> None:
 # -- versions ------------------------------------------------------------------------------------
 def _version_key(v: str) -> tuple:
     return tuple(int(x) if x.isdigit() else -1 for x in re.split(r"[.-]", v))
+
+
+def is_kraft_only(version: str) -> bool:
+    """Kafka 4.0 and newer: KRaft only, Log4j 2 logging."""
+    return _version_key(version)[:2] >= KRAFT_ONLY_FROM
+
+
+def image_distribution(version: str) -> str:
+    """The ``kafka-chaos.distribution`` label of the image of ``version``: ``apache-kraft`` for 4.x
+    (nothing else can run it), ``apache-zk`` otherwise (which can run in KRaft mode too from 3.3)."""
+    return "apache-kraft" if is_kraft_only(version) else "apache-zk"
 
 
 def available_versions(refresh: bool = False) -> list[str]:
@@ -150,22 +169,81 @@ def ensure_base_image(force: bool = False) -> str:
 
 
 # -- jars ----------------------------------------------------------------------------------------
-def _pom(version: str) -> str:
-    deps = [("org.apache.kafka", "kafka_2.13", version),
-            # logging backend so brokers and ZooKeeper log (Kafka's distribution ships the same)
-            ("org.slf4j", "slf4j-reload4j", "1.7.36")]
-    if _version_key(version) >= _version_key("3.5.0"):
-        deps.append(("org.apache.kafka", "kafka-tools", version))  # reassignment tool lives here since 3.5
-    body = "".join(
-        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
-        "<exclusions><exclusion><groupId>log4j</groupId><artifactId>log4j</artifactId></exclusion>"
-        "<exclusion><groupId>org.slf4j</groupId><artifactId>slf4j-log4j12</artifactId></exclusion>"
-        "<exclusion><groupId>ch.qos.logback</groupId><artifactId>*</artifactId></exclusion></exclusions>"
-        "</dependency>"
-        for g, a, v in deps)
+_EXCLUDE_OLD_LOGGING = ("<exclusions><exclusion><groupId>log4j</groupId><artifactId>log4j</artifactId></exclusion>"
+                        "<exclusion><groupId>org.slf4j</groupId><artifactId>slf4j-log4j12</artifactId></exclusion>"
+                        "<exclusion><groupId>ch.qos.logback</groupId><artifactId>*</artifactId></exclusion>"
+                        "</exclusions>")
+_EXCLUDE_ALL = "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions>"
+
+
+def _pom_text(deps: list[tuple[str, str, str]], exclusions: str) -> str:
+    body = "".join(f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>"
+                   f"{exclusions}</dependency>" for g, a, v in deps)
     return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
             "<groupId>kafka-chaos</groupId><artifactId>kafka-jars</artifactId><version>1</version>"
             f"<packaging>pom</packaging><dependencies>{body}</dependencies></project>\n")
+
+
+def _pom(version: str) -> str:
+    """The Maven project whose runtime classpath is the broker's (Kafka, its tools, a logging backend)."""
+    deps = [("org.apache.kafka", "kafka_2.13", version)]
+    if not is_kraft_only(version):
+        # logging backend so brokers and ZooKeeper log (Kafka's 2.x/3.x distribution ships the same);
+        # 4.x brings Log4j 2 itself and gets its SLF4J binding from _logging_pom
+        deps.append(("org.slf4j", "slf4j-reload4j", "1.7.36"))
+    if _version_key(version) >= TOOLS_JAR_FROM:
+        deps.append(("org.apache.kafka", "kafka-tools", version))  # reassignment tool lives here since 3.5
+    return _pom_text(deps, _EXCLUDE_OLD_LOGGING)
+
+
+def _jar_version(libs: Path, artifact: str) -> str | None:
+    """The version of ``artifact`` among the resolved jars (``log4j-core-2.24.3.jar`` → 2.24.3)."""
+    for jar in libs.glob(f"{artifact}-*.jar"):
+        m = re.fullmatch(rf"{re.escape(artifact)}-(\d[\w.-]*)\.jar", jar.name)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _logging_pom(log4j_version: str, slf4j_version: str) -> str:
+    """Kafka 4.x: the Log4j 2 pieces its distribution adds to what Maven resolves — the SLF4J binding
+    (for SLF4J 1.x or 2.x, whichever Kafka uses) and the Log4j 1 bridge that reads ``log4j.properties``
+    — at the Log4j version Kafka itself depends on, without anything transitive."""
+    binding = "log4j-slf4j2-impl" if slf4j_version.split(".")[0] == "2" else "log4j-slf4j-impl"
+    deps = [("org.apache.logging.log4j", binding, log4j_version),
+            ("org.apache.logging.log4j", "log4j-1.2-api", log4j_version)]
+    return _pom_text(deps, _EXCLUDE_ALL)
+
+
+def required_jars(version: str) -> dict[str, str]:
+    """What the image of ``version`` cannot run without: description → regex over jar file names."""
+    v = re.escape(version)
+    req = {f"Kafka broker (kafka_2.13-{version})": rf"kafka_2\.13-{v}\.jar"}
+    if _version_key(version) >= TOOLS_JAR_FROM:
+        req[f"Kafka tools (kafka-tools-{version})"] = rf"kafka-tools-{v}\.jar"
+    if is_kraft_only(version):
+        req["Log4j 2 (log4j-core)"] = r"log4j-core-\d[\w.-]*\.jar"
+        req["Log4j 2 SLF4J binding"] = r"log4j-slf4j2?-impl-\d[\w.-]*\.jar"
+        req["Log4j 1 bridge (log4j-1.2-api)"] = r"log4j-1\.2-api-\d[\w.-]*\.jar"
+    else:
+        req["ZooKeeper (zookeeper)"] = r"zookeeper-\d[\w.-]*\.jar"
+        req["reload4j SLF4J binding"] = r"slf4j-reload4j-\d[\w.-]*\.jar"
+    return req
+
+
+def missing_jars(version: str, jar_names: list[str]) -> list[str]:
+    """The descriptions of :func:`required_jars` that no name in ``jar_names`` matches."""
+    return [what for what, rx in required_jars(version).items()
+            if not any(re.fullmatch(rx, n) for n in jar_names)]
+
+
+def _mvn_copy(pom: Path, libs: Path, version: str) -> None:
+    res = subprocess.run(["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+                          f"-DoutputDirectory={libs}", "-DincludeScope=runtime"],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        tail = [l for l in (res.stdout + res.stderr).splitlines() if "ERROR" in l][:2]
+        raise UnknownVersion(f"could not resolve Kafka {version} from Maven Central: {' '.join(tail)[:300]}")
 
 
 def ensure_jars(version: str) -> Path:
@@ -180,27 +258,58 @@ def ensure_jars(version: str) -> Path:
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     (root / "pom.xml").write_text(_pom(version))
-    res = subprocess.run(["mvn", "-q", "-B", "-f", str(root / "pom.xml"), "dependency:copy-dependencies",
-                          f"-DoutputDirectory={libs}", "-DincludeScope=runtime"],
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        tail = [l for l in (res.stdout + res.stderr).splitlines() if "ERROR" in l][:2]
-        raise UnknownVersion(f"could not resolve Kafka {version} from Maven Central: {' '.join(tail)[:300]}")
-    if not any(libs.glob("kafka_2.13-*.jar")) or not any(libs.glob("zookeeper-*.jar")):
-        raise HarnessError(f"Maven resolved Kafka {version} without kafka_2.13 or zookeeper jars (in {libs})")
+    _mvn_copy(root / "pom.xml", libs, version)
+    if is_kraft_only(version):
+        log4j, slf4j = _jar_version(libs, "log4j-core"), _jar_version(libs, "slf4j-api")
+        if not log4j or not slf4j:
+            raise HarnessError(f"Maven resolved Kafka {version} without log4j-core or slf4j-api (in {libs}); "
+                               "cannot tell which Log4j 2 binding it needs")
+        (root / "logging-pom.xml").write_text(_logging_pom(log4j, slf4j))
+        _mvn_copy(root / "logging-pom.xml", libs, version)
+    missing = missing_jars(version, [j.name for j in libs.glob("*.jar")])
+    if missing:
+        raise HarnessError(f"Maven resolved Kafka {version} without {', '.join(missing)} (in {libs})")
     (root / ".complete").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ"))
     return libs
 
 
 # -- kafka image -------------------------------------------------------------------------------
-def _inputs_hash(base_id: str, libs: Path) -> str:
+def _version_env(version: str) -> list[str]:
+    """Environment the image of ``version`` sets (Dockerfile ``ENV`` lines); none before 4.0.
+
+    4.x: Log4j 2 reads the ``-Dlog4j.configuration`` Log4j 1 files of the entrypoint and
+    ``kafka-run-class`` through its Log4j 1 bridge (``log4j1.compatibility``, environment form)."""
+    return ["ENV LOG4J_COMPATIBILITY=true"] if is_kraft_only(version) else []
+
+
+def _inputs_hash(base_id: str, libs: Path, version: str = "") -> str:
+    """Hash of everything an image is built from: base image, jars, image files, and the
+    version-specific Dockerfile lines (only when there are some, so 2.x/3.x hashes stay as they were)."""
     h = hashlib.sha256(base_id.encode())
     for jar in sorted(libs.iterdir()):
         h.update(f"{jar.name}:{jar.stat().st_size}".encode())
     for f in sorted(_HERE.iterdir()):
         h.update(f.name.encode())
         h.update(f.read_bytes())
+    extra = _version_env(version) if version else []
+    if extra:
+        h.update(("\n".join(extra) + image_distribution(version)).encode())
     return h.hexdigest()[:16]
+
+
+def dockerfile(version: str, input_hash: str) -> str:
+    """The Dockerfile of ``kafka-chaos/kafka:<version>`` (build context: libs/ and image_files/)."""
+    env = "".join(line + "\n" for line in _version_env(version))
+    return (f"FROM {BASE_TAG}\n"
+            "COPY libs/ /opt/kafka/libs/\n"
+            "COPY log4j.properties tools-log4j.properties /opt/kafka/config/\n"
+            "COPY entrypoint.sh kafka-run-class /opt/kafka-chaos/\n"
+            "RUN chmod 0755 /opt/kafka-chaos/entrypoint.sh /opt/kafka-chaos/kafka-run-class && "
+            "mkdir -p /var/lib/kafka/data /var/lib/zookeeper /etc/kafka-chaos\n"
+            f"{env}"
+            f"LABEL kafka-chaos=1 kafka-chaos.kafka-version={version} kafka-chaos.input-hash={input_hash} "
+            f"kafka-chaos.distribution={image_distribution(version)}\n"
+            "ENTRYPOINT [\"/opt/kafka-chaos/entrypoint.sh\"]\n")
 
 
 @dataclass
@@ -219,7 +328,7 @@ def build(version: str | None = None, force: bool = False) -> BuiltImage:
     docker_util.client()  # fail early and clearly when Docker is unreachable
     base_id = ensure_base_image(force=force)
     libs = ensure_jars(v)
-    want = _inputs_hash(base_id, libs)
+    want = _inputs_hash(base_id, libs, v)
     tag = image_tag(v)
     img = find_image(tag)
     if img is not None and not force and img.labels.get("kafka-chaos.input-hash") == want:
@@ -230,16 +339,7 @@ def build(version: str | None = None, force: bool = False) -> BuiltImage:
         shutil.copytree(libs, ctxp / "libs")
         for f in _HERE.iterdir():
             shutil.copy(f, ctxp / f.name)
-        (ctxp / "Dockerfile").write_text(
-            f"FROM {BASE_TAG}\n"
-            "COPY libs/ /opt/kafka/libs/\n"
-            "COPY log4j.properties tools-log4j.properties /opt/kafka/config/\n"
-            "COPY entrypoint.sh kafka-run-class /opt/kafka-chaos/\n"
-            "RUN chmod 0755 /opt/kafka-chaos/entrypoint.sh /opt/kafka-chaos/kafka-run-class && "
-            "mkdir -p /var/lib/kafka/data /var/lib/zookeeper /etc/kafka-chaos\n"
-            f"LABEL kafka-chaos=1 kafka-chaos.kafka-version={v} kafka-chaos.input-hash={want} "
-            "kafka-chaos.distribution=apache-zk\n"
-            "ENTRYPOINT [\"/opt/kafka-chaos/entrypoint.sh\"]\n")
+        (ctxp / "Dockerfile").write_text(dockerfile(v, want))
         res = subprocess.run(["docker", "build", "-q", "-t", tag, str(ctxp)], capture_output=True, text=True,
                              env={**os.environ, "DOCKER_BUILDKIT": "0"})
         if res.returncode != 0:
@@ -266,7 +366,7 @@ class ImageInfo:
     tag: str
     image_id: str
     kafka_version: str | None
-    distribution: str  # apache-zk for images built here, generic for anything else
+    distribution: str  # images built here: apache-zk (2.x/3.x) or apache-kraft (4.x); else generic
 
 
 def inspect(image: str) -> ImageInfo:
