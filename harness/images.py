@@ -45,6 +45,8 @@ FALLBACK_DEFAULT_VERSION = "3.9.2"
 DEFAULT_SERIES = "3.9"
 KRAFT_ONLY_FROM = (4, 0)    # no ZooKeeper mode (KIP-833) and Log4j 2 logging (KIP-653) from 4.0 on
 TOOLS_JAR_FROM = (3, 5)     # kafka-tools (reassignment tool) is a separate artifact from 3.5 on
+# Log4j 2 for 4.x releases whose poms declare none at runtime (4.0.x; 4.1.0 on name 2.24.3 themselves)
+FALLBACK_LOG4J = "2.24.3"
 
 _HERE = Path(__file__).resolve().parent / "image_files"
 
@@ -205,14 +207,14 @@ def _jar_version(libs: Path, artifact: str) -> str | None:
     return None
 
 
-def _logging_pom(log4j_version: str, slf4j_version: str) -> str:
+def _logging_pom(log4j_version: str, slf4j_version: str, with_core: bool = False) -> str:
     """Kafka 4.x: the Log4j 2 pieces its distribution adds to what Maven resolves — the SLF4J binding
     (for SLF4J 1.x or 2.x, whichever Kafka uses) and the Log4j 1 bridge that reads ``log4j.properties``
-    — at the Log4j version Kafka itself depends on, without anything transitive."""
+    — at the Log4j version Kafka itself depends on, without anything transitive. ``with_core``: Kafka's
+    poms bring no Log4j 2 at all (4.0.x), so log4j-api and log4j-core are added too."""
     binding = "log4j-slf4j2-impl" if slf4j_version.split(".")[0] == "2" else "log4j-slf4j-impl"
-    deps = [("org.apache.logging.log4j", binding, log4j_version),
-            ("org.apache.logging.log4j", "log4j-1.2-api", log4j_version)]
-    return _pom_text(deps, _EXCLUDE_ALL)
+    artifacts = [binding, "log4j-1.2-api"] + (["log4j-api", "log4j-core"] if with_core else [])
+    return _pom_text([("org.apache.logging.log4j", a, log4j_version) for a in artifacts], _EXCLUDE_ALL)
 
 
 def required_jars(version: str) -> dict[str, str]:
@@ -261,10 +263,10 @@ def ensure_jars(version: str) -> Path:
     _mvn_copy(root / "pom.xml", libs, version)
     if is_kraft_only(version):
         log4j, slf4j = _jar_version(libs, "log4j-core"), _jar_version(libs, "slf4j-api")
-        if not log4j or not slf4j:
-            raise HarnessError(f"Maven resolved Kafka {version} without log4j-core or slf4j-api (in {libs}); "
+        if not slf4j:
+            raise HarnessError(f"Maven resolved Kafka {version} without slf4j-api (in {libs}); "
                                "cannot tell which Log4j 2 binding it needs")
-        (root / "logging-pom.xml").write_text(_logging_pom(log4j, slf4j))
+        (root / "logging-pom.xml").write_text(_logging_pom(log4j or FALLBACK_LOG4J, slf4j, with_core=not log4j))
         _mvn_copy(root / "logging-pom.xml", libs, version)
     missing = missing_jars(version, [j.name for j in libs.glob("*.jar")])
     if missing:

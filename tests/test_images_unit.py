@@ -94,6 +94,12 @@ def test_logging_pom_matches_kafkas_log4j_and_slf4j(slf4j, binding):
         assert (group, version, excl) == ("org.apache.logging.log4j", "2.25.3", ["*:*"])  # nothing transitive
 
 
+def test_logging_pom_adds_core_when_kafka_brings_no_log4j2():
+    d = deps(images._logging_pom("2.24.3", "1.7.36", with_core=True))
+    assert set(d) == {"log4j-slf4j-impl", "log4j-1.2-api", "log4j-api", "log4j-core"}
+    assert {v for _, v, _ in d.values()} == {"2.24.3"}
+
+
 def test_jar_version(tmp_path):
     for n in ["log4j-core-2.24.3.jar", "log4j-core-java9-2.1.jar", "slf4j-api-1.7.36.jar"]:
         (tmp_path / n).touch()
@@ -214,7 +220,16 @@ def test_ensure_jars_3x_needs_zookeeper(fake_mvn, monkeypatch):
     assert not (Path(os.environ["KAFKA_CHAOS_CACHE"]) / "jars" / "3.9.2" / ".complete").exists()
 
 
-def test_ensure_jars_4x_without_log4j_core_is_refused(fake_mvn, monkeypatch):
+def test_ensure_jars_40_without_log4j2_gets_the_fallback(fake_mvn, monkeypatch):
+    """4.0.x poms declare no Log4j 2 at runtime: the pinned version is added, all four artifacts."""
     monkeypatch.setenv("FAKE_MVN_TRANSITIVE", "slf4j-api-1.7.36.jar")
-    with pytest.raises(HarnessError, match="without log4j-core or slf4j-api"):
+    names = {p.name for p in images.ensure_jars("4.0.2").iterdir()}
+    v = images.FALLBACK_LOG4J
+    assert {f"log4j-{a}-{v}.jar" for a in ("api", "core", "slf4j-impl", "1.2-api")} <= names
+
+
+def test_ensure_jars_4x_without_slf4j_is_refused(fake_mvn, monkeypatch):
+    monkeypatch.setenv("FAKE_MVN_TRANSITIVE", "log4j-core-2.25.3.jar")
+    with pytest.raises(HarnessError, match="without slf4j-api"):
         images.ensure_jars("4.1.2")
+    assert fake_mvn.read_text().split() == ["pom.xml"]
