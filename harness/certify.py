@@ -463,9 +463,11 @@ def add_parser(sub) -> None:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="run N scenarios at a time, each in its own process and cluster (default 1)")
-    c.add_argument("--distribution", choices=["apache-zk", "apache-kraft"], default=None,
-                   help="how the image's clusters run: apache-zk (default) or apache-kraft (then use a kraft-<x.y> "
-                        "profile or compatible; scenarios written for ZooKeeper mode only are NOT-APPLICABLE)")
+    c.add_argument("--distribution", choices=["apache-zk", "apache-kraft", "generic"], default=None,
+                   help="how the image's clusters run: apache-zk (default for kafka-chaos images), apache-kraft "
+                        "(then use a kraft-<x.y> profile or compatible; scenarios written for ZooKeeper mode only "
+                        "are NOT-APPLICABLE) or generic (default for any other image: configured by KAFKA_* "
+                        "variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
     c.set_defaults(func=cmd_certify)
 
 
@@ -551,6 +553,11 @@ def cmd_certify(args) -> int:
     overrides = config_pairs(args.config)
     info = images.image_for(args.kafka_version, args.broker_image,
                             build_missing=args.kafka_version is None and args.broker_image is None)
+    if args.distribution is None and info.distribution == "generic":
+        args.distribution = "generic"          # a foreign image runs no other way
+    if args.distribution == "generic" and args.parallel > 1:
+        # the children are `kafka-chaos run` processes, whose --distribution does not offer generic yet
+        raise HarnessError("--distribution generic certifies one scenario at a time: drop --parallel")
     subject = Subject.from_image_info(info)
     if args.distribution:
         from . import distributions

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -149,3 +150,18 @@ def test_kill_leader_passes_on_the_official_style_image(official_image, tmp_path
     assert conf["stats"]["samples"] > 0 and conf["stats"]["quorum_samples"] > 0
     assert conf["stats"]["leader_changes"] >= 1 and conf["stats"]["elections_judged"] >= 1
     assert rec.verdict["checks"]["durability"]["verdict"] == "PASS"
+
+
+def test_certify_takes_a_foreign_image_as_generic(official_image, tmp_path):
+    """Without --distribution, certify runs a foreign image as ``generic`` (no ZooKeeper), so a
+    ZooKeeper-mode profile is refused before any cluster starts; --parallel is refused for generic
+    (its children are ``kafka-chaos run`` processes). Neither starts a cluster."""
+    def certify(*args):
+        return subprocess.run([sys.executable, "-m", "harness.cli", "certify", "--broker-image", official_image.tag,
+                               "--out", str(tmp_path / "cert"), "--capability", "broker_failover", *args],
+                              capture_output=True, text=True, timeout=120)
+    r = certify("--profile", "apache-zk-3.9")
+    assert r.returncode == 2 and "has no ZooKeeper" in r.stderr, r.stderr
+    r = certify("--profile", "compatible", "--parallel", "2")
+    assert r.returncode == 2 and "drop --parallel" in r.stderr, r.stderr
+    assert not (tmp_path / "cert" / "runs").exists()
