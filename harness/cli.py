@@ -7,21 +7,47 @@ Exit codes: 0 success / every verdict PASS, 1 a check failed, 2 usage or environ
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import os
+import re
 import signal
 import sys
+import traceback
+from pathlib import Path
 
 from . import __version__
 from .errors import HarnessError
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
+DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
+
+
+def did_you_mean(word: str, candidates, n: int = 1) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``candidates`` to ``word``, or ``""``.
+
+    A scenario's variant alone (``kill_leader``) finds its full ``family.variant`` names (up to 3);
+    otherwise the closest spelling (difflib)."""
+    candidates = list(dict.fromkeys(candidates))
+    close = [c for c in candidates if "." in c and c.rsplit(".", 1)[-1] == word][:3]
+    close = close or difflib.get_close_matches(word, candidates, n=n, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors and exit code 2."""
+    """argparse with one-line errors (plus the closest valid choice or option) and exit code 2."""
 
     def error(self, message: str):  # noqa: D401
+        m = re.match(r"argument .*: invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if m:
+            message += did_you_mean(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
         self.exit(EXIT_ENV, f"kafka-chaos: error: {message} (see `{self.prog} --help`)\n")
+
+    def unrecognized(self, extras: list[str]):
+        """Unknown options or surplus arguments, reported by the subcommand's own parser."""
+        options = [o for a in self._actions for o in a.option_strings if a.help != argparse.SUPPRESS]
+        hints = "".join(did_you_mean(e.split("=", 1)[0], options) for e in extras if e.startswith("-"))
+        self.error(f"unrecognized arguments: {' '.join(extras)}{hints}")
 
 
 def _config_pairs(pairs: list[str] | None) -> dict[str, str]:
@@ -133,10 +159,92 @@ def run_report(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("kafka-chaos: interrupted", file=sys.stderr)
         return EXIT_ENV
+    except Exception as e:  # noqa: BLE001 - one line, exit 2, never a traceback
+        return _unexpected(e)
 
 
 def cmd_report(args) -> int:
     return run_report(args.rest)
+
+
+# -- checks made before any Docker work ------------------------------------------------------------
+def _check_writable_dir(path: str, option: str) -> None:
+    """A usage error unless ``path`` is, or could be created as, a writable directory (creates nothing)."""
+    probe = Path(path).expanduser().absolute()
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise HarnessError(f"{option} {path}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise HarnessError(f"{option} {path}: {probe} is not writable")
+
+
+def _check_profile(name: str | None, kafka_version: str | None, distribution: str | None) -> None:
+    """Refuse an unknown or mismatched ``--profile`` before an image is built or a cluster started
+    (it would otherwise only fail when the finished run is judged)."""
+    if not name:
+        return
+    from reference.profiles import profile_for
+
+    from . import distributions
+    kraft = not distributions.get(distribution).has_zookeeper
+    version = kafka_version if kafka_version and re.fullmatch(r"\d+\.\d+(\.\d+)?", kafka_version) else None
+    if version is None and name in ("apache-zk", "kraft", "apache-kraft"):
+        return  # the version comes from the image, known later
+    try:
+        profile_for(version, name, kraft)
+    except ValueError as e:
+        raise HarnessError(f"--profile: {e}") from None
+
+
+def _scenario_names() -> list[str]:
+    from suites.catalog import SCENARIOS
+    return [s.name for s in SCENARIOS]
+
+
+def _check_run(args) -> None:
+    """`run`: option values, the runs directory, the profile and the target name (with the closest
+    known name when it is misspelt)."""
+    if args.length is not None and not args.length > 0:
+        raise HarnessError(f"--length must be > 0 seconds, got {args.length:g}")
+    if args.seed is not None and args.seed < 0:
+        raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
+    _check_writable_dir(args.runs_dir, "--runs-dir")
+    _check_profile(args.profile, args.kafka_version, args.distribution)
+    if not args.target or args.replay or args.target == "list":
+        return
+    from suites.catalog import SCENARIOS, SUITES, scenarios_for
+    chosen = scenarios_for(args.target)
+    if not chosen:
+        names = [*SUITES, "all", "list", *(s.family for s in SCENARIOS), *(s.name for s in SCENARIOS)]
+        raise HarnessError(f"no suite or scenario named {args.target!r}{did_you_mean(args.target, names)}; "
+                           "`kafka-chaos run list` lists them")
+    if args.length is not None and not any(s.fault_mix for s in chosen):
+        print(f"kafka-chaos: note: --length only changes scenarios with a random fault schedule (nightly.*); "
+              f"{args.target!r} has none", file=sys.stderr)
+
+
+def _check_certify(args) -> None:
+    """`certify`: output directories, the profile, and --capability / --scenario names (closest known
+    name when misspelt), before the image is built or looked up."""
+    if args.capability and "list" in args.capability:
+        return
+    _check_writable_dir(args.out or "certificates", "--out")
+    if args.runs_dir:
+        _check_writable_dir(args.runs_dir, "--runs-dir")
+    _check_profile(args.profile, args.kafka_version, args.distribution)
+    from .certify import capability_names
+    for n in args.capability or []:
+        if n not in capability_names():
+            raise HarnessError(f"unknown capability {n!r}{did_you_mean(n, capability_names())}; "
+                               "`kafka-chaos certify --capability list` lists them")
+    names = _scenario_names()
+    for n in args.scenario or []:
+        if n not in names:
+            raise HarnessError(f"unknown scenario {n!r}{did_you_mean(n, names)}; `kafka-chaos run list` lists them")
+
+
+_PRECHECKS = {"run": _check_run, "certify": _check_certify}
 
 
 # -- parser ----------------------------------------------------------------------------------------
@@ -209,20 +317,61 @@ def _sigterm_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _subparser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The parser of the deepest (sub)command ``args`` selected (``cluster up`` -> that one)."""
+    p = parser
+    while True:
+        sp = next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, sp.dest, None) if sp else None
+        if not name or name not in sp.choices:
+            return p
+        p = sp.choices[name]
+
+
+def _missing_action(parser: argparse.ArgumentParser, args) -> int:
+    """No command, or a group (``images``, ``cluster``) without its action: name what may follow."""
+    p = _subparser(parser, args)
+    sp = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    what = "a command" if p is parser else "an action"
+    print(f"kafka-chaos: error: `{p.prog}` needs {what}: {', '.join(sp.choices)} (see `{p.prog} --help`)",
+          file=sys.stderr)
+    return EXIT_ENV
+
+
+def _unexpected(e: BaseException) -> int:
+    """Any other exception: one line instead of a traceback (``KAFKA_CHAOS_DEBUG=1`` re-raises)."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        raise e
+    if isinstance(e, BrokenPipeError):   # `kafka-chaos run list | head`: the reader left; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ENV
+    if isinstance(e, OSError) and e.strerror:
+        where = f": {e.filename}" if e.filename else ""
+        print(f"kafka-chaos: error: {e.strerror}{where}", file=sys.stderr)
+    else:
+        last = traceback.extract_tb(e.__traceback__)[-1:] or None
+        at = f" at {Path(last[0].filename).name}:{last[0].lineno}" if last else ""
+        msg = str(e).splitlines()[0] if str(e) else ""
+        print(f"kafka-chaos: error: unexpected {type(e).__name__}{at}: {msg} (a harness bug: please report "
+              f"it; {DEBUG_ENV}=1 shows the traceback)", file=sys.stderr)
+    return EXIT_ENV
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["report"]:
         return run_report(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _subparser(parser, args).unrecognized(extras)
     if not getattr(args, "func", None):
-        # no command, or a group without an action: say what is missing
-        what = args.command or "a command"
-        print(f"kafka-chaos: error: {what} needs an action (see `kafka-chaos {args.command or ''} --help`)"
-              .replace(" `kafka-chaos  --help`", " `kafka-chaos --help`"), file=sys.stderr)
-        return EXIT_ENV
+        return _missing_action(parser, args)
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
+        check = _PRECHECKS.get(args.command)
+        if check:
+            check(args)
         return args.func(args)
     except HarnessError as e:
         print(f"kafka-chaos: error: {e}", file=sys.stderr)
@@ -230,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kafka-chaos: interrupted; containers of this command were removed", file=sys.stderr)
         return EXIT_ENV
+    except Exception as e:  # noqa: BLE001 - no traceback for the user: one line, exit 2
+        return _unexpected(e)
 
 
 if __name__ == "__main__":
