@@ -41,7 +41,11 @@ Rules (ids and sections in :data:`KRAFT_RULES`)
   ``broker.session.timeout.ms``): a broker is *certainly down* from a ``kill``/``pause``/``isolate``
   (``stop``: after its ``stop_timeout_s``) until the fault is healed. H19: it is elected or added to an
   ISR although it has been down for longer than session timeout + grace (judged on two consecutive
-  answers of one healthy broker, so the change happened between them). K3 (progress, §8.4): a healthy
+  answers of one healthy broker, so the change happened between them). The heal restarts a broker
+  before its ``fault.end`` is recorded (that waits for the restarted broker's startup), so a broker
+  that one answering broker first omitted (fenced) and later lists again (unfenced) has registered
+  anew (§9.3: a restarting broker registers fenced and is unfenced once caught up) and is no longer
+  certainly down from that answer on. K3 (progress, §8.4): a healthy
   broker still reports it as leader later than that bound after it went down (or after the quorum
   regained a majority of voters). K3 is a divergence under ``kraft-*`` and a note under ``compatible``.
 * H15 on ``admin.reassignments`` (ListPartitionReassignments, answered by the active controller); D15
@@ -187,11 +191,38 @@ class Liveness:
         self.open: dict = {}                     # fault_id -> (fault, brokers, down_from | None, params)
         self.left_down: dict[int, float] = {}    # kill/stop with heal "none": down until a start/restart
         self.last_touched: dict[int, float] = {}  # broker -> last time a fault on it ended
+        self.omitted: dict[int, set[int]] = {}    # answering broker -> down brokers its answers left out
+        self.revived: dict[int, float] = {}       # broker -> when an answer listed it again (re-registered)
+
+    def _forget_answers(self, ids) -> None:
+        """A fault on ``ids`` starts or ends: their earlier answers and revivals prove nothing more."""
+        for b in ids:
+            self.omitted.pop(b, None)
+            self.revived.pop(b, None)
+            for s in self.omitted.values():
+                s.discard(b)
+
+    def listed(self, by: int, brokers: frozenset, t: float) -> None:
+        """One protocol answer of broker ``by`` listing the unfenced brokers ``brokers`` (KRaft Metadata).
+        A certainly-down broker that ``by`` omitted before and lists now was unfenced after registering
+        anew, which only a running broker does (§9.3): the heal has restarted it."""
+        for b in self._down_brokers():
+            if b not in brokers:
+                self.omitted.setdefault(by, set()).add(b)
+            elif b in self.omitted.get(by, ()):
+                self.revived[b] = t
+                for s in self.omitted.values():
+                    s.discard(b)
+
+    def _down_brokers(self) -> set[int]:
+        out = {b for _, ids, d, _ in self.open.values() if d is not None for b in ids} | set(self.left_down)
+        return {b for b in out if self.down_since(b) is not None}
 
     def start(self, ev: dict, t: float) -> None:
         fault = ev.get("fault")
         ids = frozenset(int(b) for b in ev.get("broker_ids") or [])
         params = ev.get("params") or {}
+        self._forget_answers(ids)
         if fault in ("start", "restart"):
             for b in ids:
                 self.left_down.pop(b, None)
@@ -205,6 +236,7 @@ class Liveness:
         if rec is None:
             return
         fault, ids, down_from, params = rec
+        self._forget_answers(ids)
         for b in ids:
             self.last_touched[b] = t
         if down_from is not None and fault in ("kill", "stop") and params.get("heal") == "none" \
@@ -222,6 +254,7 @@ class Liveness:
         ts = [d for f, ids, d, _ in self.open.values() if d is not None and b in ids]
         if b in self.left_down:
             ts.append(self.left_down[b])
+        ts = [d for d in ts if d > self.revived.get(b, -math.inf)]   # down again only by a later fault
         return min(ts) if ts else None
 
     def touched_since(self, b: int, t: float) -> bool:
@@ -432,6 +465,8 @@ class KraftChecker:
         # leader missing from the same answer's broker list is a fenced leader (H19, kraft-* only).
         listed = frozenset(ev.get("brokers") or ()) if ev.get("source") == "protocol" else frozenset()
         unfenced = listed if self.apache else frozenset()
+        if listed and by is not None:
+            self.live.listed(int(by), listed, self._t)
         for p in ev.get("partitions") or []:
             topic = p.get("topic")
             if p.get("partition") is None:

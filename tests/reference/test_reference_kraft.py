@@ -401,6 +401,41 @@ def test_broker_dead_added_to_isr_is_h19():
     assert_rule(h, "H19")
 
 
+def restarted_before_heal_recorded():
+    """Kill 3; broker 2's answers drop it (fenced); the heal restarts it, but ``fault.end`` is recorded
+    only after the restarted broker's startup, and before that 3 is unfenced and rejoins the ISR."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(1, 5, by=2)
+    f = h.fault("kill", [3])
+    h.md(entry(1, 0, [1, 2]), by=2, dt=12.0, brokers=(1, 2))
+    h.md(entry(1, 0, [1, 2]), by=2, dt=40.0, brokers=(1, 2))                  # down 52 s > 9 s + 30 s
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=1.0)                                # registered again, caught up
+    return h, f
+
+
+def test_restarted_broker_rejoining_before_the_heal_is_recorded_is_not_h19():
+    """§9.3: a restarting broker registers fenced and is unfenced once caught up, so a broker an
+    answering broker omitted and lists again has been restarted: no longer certainly down."""
+    h, f = restarted_before_heal_recorded()
+    assert_pass(h.heal(f))
+
+
+def test_broker_listed_throughout_is_not_revived():
+    """Never omitted (never seen fenced): listing it proves no restart; the late ISR addition is H19."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(1, 5, by=2)
+    h.fault("kill", [3])
+    h.md(entry(1, 0, [1, 2]), by=2, dt=52.0).md(entry(1, 0, [1, 2, 3]), by=2)
+    assert_rule(h, "H19")
+
+
+def test_a_later_fault_makes_a_revived_broker_down_again():
+    h, f = restarted_before_heal_recorded()
+    h.fault("kill", [3])                                                     # killed again, heal not recorded
+    h.md(entry(1, 0, [1, 2]), by=2, dt=50.0).md(entry(3, 1, [2, 3]), by=2)
+    assert_rule(h, "H19")
+
+
 def test_h19_needs_a_known_quorum():
     """Without DescribeQuorum answers a quorum loss (and a new controller's fresh sessions) is invisible."""
     h = KHistory()
