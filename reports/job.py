@@ -45,10 +45,17 @@ class UsageError(Exception):
     """A problem with the arguments or inputs; exit code 2."""
 
 
+class _ArgumentParser(argparse.ArgumentParser):
+    """One error line (not the whole usage) and exit code 2, like the rest of ``kafka-chaos``."""
+
+    def error(self, message: str):  # noqa: D401
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def parse_args(argv: list[str]) -> Options:
     from reports.gate import RULES
 
-    p = argparse.ArgumentParser(prog="kafka-chaos report",
+    p = _ArgumentParser(prog="kafka-chaos report",
                                 description="Aggregate run records into Parquet tables, an HTML report, JUnit XML, "
                                             "summary.json and a gating exit code (0 pass, 1 gate failed, 2 error).")
     p.add_argument("runs_path", metavar="RUNS_PATH", help="directory (or any Spark-readable path) of run records")
@@ -283,6 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         load_config(opts.gate_config)  # fail fast before starting Spark
     except GateConfigError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not re.match(r"[A-Za-z][\w+.-]*:", opts.runs_path) and not Path(opts.runs_path).is_dir():
+        # a local path: say so before a JVM starts
+        what = "is not a directory" if Path(opts.runs_path).exists() else "does not exist"
+        print(f"error: RUNS_PATH {opts.runs_path} {what}", file=sys.stderr)
         return 2
 
     from pyspark.sql import SparkSession
