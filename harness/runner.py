@@ -13,6 +13,7 @@ import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -181,6 +182,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         "host": host_facts(), "replay_of": replay_of, "description": scenario.description,
         "tags": list(scenario.tags)})
     cluster = watcher = view = sampler = nemesis = workload = None
+    healed_clean = False
     script_error = None
     env_error = None
     interrupted = False
@@ -223,7 +225,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         except ExpectationFailed as e:
             script_error = str(e)
         finally:
-            nemesis.heal_all()  # records phase faults.healed with any residue
+            healed_clean = not nemesis.heal_all()  # records phase faults.healed with any residue
         if workload is not None:
             workload.stop()
         # after healing every partition must get its full ISR back (progress, spec §8.4 P1/P2)
@@ -245,7 +247,8 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         env_error = f"{type(e).__name__}: {e}"
         traceback.print_exc()
     finally:
-        for closer in (lambda: nemesis and nemesis.heal_all(), lambda: sampler and sampler.stop(),
+        # heal again unless the heal after the script left nothing (the run went on without faults)
+        for closer in (lambda: nemesis and not healed_clean and nemesis.heal_all(), lambda: sampler and sampler.stop(),
                        lambda: watcher and watcher.stop()):
             try:
                 closer()
@@ -260,8 +263,29 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
                     rec.update_metadata(observer=r.report())
         except Exception as e:
             rec.emit("phase", name="observer.error", error=f"{type(e).__name__}: {e}")
-        if cluster is not None:
+        remover = _remove_in_background(cluster) if cluster is not None else None
+    try:
+        return _conclude(rec, scenario, ctx, env_error, interrupted, script_error, workload, t0)
+    finally:
+        if remover is not None:
+            remover.join()      # the containers are gone before the caller goes on
+
+
+def _remove_in_background(cluster: Cluster) -> threading.Thread:
+    """Remove the cluster's containers while the run is judged (nothing reads them any more)."""
+    def remove() -> None:
+        try:
             cluster.remove()
+        except Exception as e:  # noqa: BLE001 - orphans are reaped by the next start or `cleanup`
+            _say(f"(could not remove cluster {cluster.name}: {type(e).__name__}: {e}; `kafka-chaos cleanup`)")
+    t = threading.Thread(target=remove, name=f"remove-{cluster.name}")
+    t.start()
+    return t
+
+
+def _conclude(rec: RunRecorder, scenario: Scenario, ctx, env_error, interrupted: bool, script_error,
+              workload, t0: float) -> RunOutcome:
+    """Judge the recorded run and publish its record."""
     expectations = ctx.expectations if ctx else []
     if env_error:
         rec.emit("phase", name="aborted" if interrupted else "environment.error", error=env_error)

@@ -17,6 +17,7 @@ import contextlib
 import random
 import signal
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.errors import HarnessError
@@ -182,50 +183,42 @@ class Nemesis:
             for f in active:
                 if not self.heal(f):
                     errors.append(f"{f!r} did not heal cleanly")
-            zk_first = sorted(self.cluster.nodes(), key=lambda n: n.role != "zookeeper")
-            for n in zk_first:
+            nodes = list(self.cluster.nodes())
+            # every running node is swept at once (docker exec round trips dominate); stopped nodes are
+            # started afterwards one by one, ZooKeeper first
+            swept = _each(nodes, self._sweep)
+            stopped = []
+            for n, (st, err) in zip(nodes, swept):
+                if err:
+                    errors.append(f"{n.name}: {err}")
+                elif start_stopped and st in ("exited", "created"):
+                    stopped.append(n)
+            for n in sorted(stopped, key=lambda n: n.role != "zookeeper"):
                 try:
-                    st = n.status()
-                    if st == "paused":
-                        n.unpause()
-                        st = "running"
-                    if st == "running":
-                        n.exec(["sh", "-c", _SWEEP_SCRIPT])
-                    elif start_stopped and st in ("exited", "created"):
-                        start_node(self.ctx, n, wait=True, timeout_s=timeout_s)
+                    start_node(self.ctx, n, wait=True, timeout_s=timeout_s)
                 except Exception as e:  # noqa: BLE001 - keep restoring the others
                     errors.append(f"{n.name}: {e}")
             left = self.residue(include_stopped=start_stopped)
             self.recorder.emit("phase", name="faults.healed", residue=left, errors=errors)
             return left + [e for e in errors if e not in left]
 
+    @staticmethod
+    def _sweep(n) -> str:
+        """Unpause ``n`` and empty its chains and qdiscs; its status afterwards."""
+        st = n.status()
+        if st == "paused":
+            n.unpause()
+            st = "running"
+        if st == "running":
+            n.exec(["sh", "-c", _SWEEP_SCRIPT])
+        return st
+
     def residue(self, include_stopped: bool = True) -> list[str]:
         """What is still applied: paused nodes, KAFKA_CHAOS_* rules, netem/tbf qdiscs, stopped nodes."""
+        nodes = list(self.cluster.nodes())
         out: list[str] = []
-        for n in self.cluster.nodes():
-            st = n.status()
-            if st == "paused":
-                out.append(f"{n.name}: paused")
-                continue
-            if st != "running":
-                if include_stopped:
-                    out.append(f"{n.name}: {st}")
-                continue
-            text = ""
-            for _ in range(3):   # docker exec can lose the output of a short command: need the marker
-                try:
-                    _, text = n.exec(["sh", "-c", _RESIDUE_SCRIPT])
-                except Exception as e:  # noqa: BLE001
-                    text = f"error: {e}"
-                if "--end--" in text:
-                    break
-            if "--end--" not in text:
-                out.append(f"{n.name}: cannot inspect ({text.strip()[:200] or 'no output'})")
-                continue
-            rules_part, _, qdisc = text.partition("--qdisc--")
-            out += [f"{n.name}: iptables {r}" for r in netrules.parse_listing(rules_part)]
-            out += [f"{n.name}: qdisc {q.strip()}" for q in qdisc.splitlines()
-                    if " netem " in q or " tbf " in q]
+        for n, (found, err) in zip(nodes, _each(nodes, lambda n: _node_residue(n, include_stopped))):
+            out += [f"{n.name}: cannot inspect ({err})"] if err else found
         return out
 
     def __enter__(self) -> "Nemesis":
@@ -233,6 +226,42 @@ class Nemesis:
 
     def __exit__(self, *exc) -> None:
         self.heal_all()
+
+
+def _each(nodes: list, fn) -> list[tuple[Any, str | None]]:
+    """``fn(node)`` for every node concurrently: ``(result, None)`` or ``(None, error text)`` each, in
+    node order."""
+    if not nodes:
+        return []
+
+    def one(n):
+        try:
+            return fn(n), None
+        except Exception as e:  # noqa: BLE001 - reported per node
+            return None, f"{type(e).__name__}: {e}"
+    with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="nemesis-node") as pool:
+        return list(pool.map(one, nodes))
+
+
+def _node_residue(n, include_stopped: bool) -> list[str]:
+    st = n.status()
+    if st == "paused":
+        return [f"{n.name}: paused"]
+    if st != "running":
+        return [f"{n.name}: {st}"] if include_stopped else []
+    text = ""
+    for _ in range(3):   # docker exec can lose the output of a short command: need the marker
+        try:
+            _, text = n.exec(["sh", "-c", _RESIDUE_SCRIPT])
+        except Exception as e:  # noqa: BLE001
+            text = f"error: {e}"
+        if "--end--" in text:
+            break
+    if "--end--" not in text:
+        return [f"{n.name}: cannot inspect ({text.strip()[:200] or 'no output'})"]
+    rules_part, _, qdisc = text.partition("--qdisc--")
+    return ([f"{n.name}: iptables {r}" for r in netrules.parse_listing(rules_part)]
+            + [f"{n.name}: qdisc {q.strip()}" for q in qdisc.splitlines() if " netem " in q or " tbf " in q])
 
 
 @contextlib.contextmanager
