@@ -331,9 +331,11 @@ def add_parser(sub) -> None:
     g = r.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V")
     g.add_argument("--broker-image", metavar="IMG")
-    r.add_argument("--distribution", choices=["apache-zk", "apache-kraft"], default=None,
-                   help="apache-zk (default: ZooKeeper mode, observed through ZooKeeper) or apache-kraft (KRaft, "
-                        "observed through the Kafka protocol); scenarios that need ZooKeeper are skipped on KRaft")
+    r.add_argument("--distribution", choices=["apache-zk", "apache-kraft", "generic"], default=None,
+                   help="apache-zk (default: ZooKeeper mode, observed through ZooKeeper), apache-kraft (KRaft, "
+                        "observed through the Kafka protocol) or generic (a foreign image configured by KAFKA_* "
+                        "variables; the default for an image not built here); scenarios that need ZooKeeper "
+                        "are skipped without it")
     r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
                                      "or compatible)")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
@@ -413,6 +415,8 @@ def cmd_run(args) -> int:
         raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
     info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
                             and args.broker_image is None)
+    if args.distribution is None and info.distribution == "generic":
+        args.distribution = "generic"          # an image not built here runs no other way
     suite = args.suite or (args.target if args.target in SUITES else "adhoc")
     seed = args.seed or 0
     if args.length is not None:
