@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import admin_ops as ao
+from waiting import wait_for  # noqa: E402  (tests/integration is on sys.path)
 
 
 # ---------------------------------------------------------------------------- pure parts
@@ -69,14 +70,7 @@ def cluster(broker_image):
 
 
 def _wait(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+    return wait_for(pred, timeout, what, interval=0.5)
 
 
 def _state(cluster, topic, p=0):

@@ -17,21 +17,11 @@ from harness.nemesis.faults import wait_started
 from harness.record import RunRecorder, read_run
 from harness.schedule import generate_schedule, load_schedule, run_schedule
 
+from waiting import wait_for  # noqa: E402  (tests/integration is on sys.path)
+
 pytestmark = pytest.mark.docker
 
 TOPIC = "faults"
-
-
-def wait_for(pred, timeout: float, what: str, interval: float = 0.2):
-    """Poll ``pred`` until it returns a truthy value (returned) or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
 
 
 @pytest.fixture
