@@ -244,7 +244,14 @@ def _check_certify(args) -> None:
             raise HarnessError(f"unknown scenario {n!r}{did_you_mean(n, names)}; `kafka-chaos run list` lists them")
 
 
-_PRECHECKS = {"run": _check_run, "certify": _check_certify}
+def _check_cluster_up(args) -> None:
+    """`cluster up`: an unknown --kafka-version is said before Docker is asked anything."""
+    if args.kafka_version:
+        from . import images
+        images.resolve_version(args.kafka_version)
+
+
+_PRECHECKS = {"run": _check_run, "certify": _check_certify, "up": _check_cluster_up}
 
 
 # -- parser ----------------------------------------------------------------------------------------
@@ -369,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         return _missing_action(parser, args)
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
-        check = _PRECHECKS.get(args.command)
+        check = _PRECHECKS.get(getattr(args, "cluster_command", None) or args.command)
         if check:
             check(args)
         return args.func(args)
