@@ -7,12 +7,15 @@ Exit codes: 0 success / every verdict PASS, 1 a check failed, 2 usage or environ
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import fcntl
 import json
 import os
 import re
 import signal
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -96,6 +99,32 @@ def _print_cluster(cl) -> None:
         print(f"distribution={cl.distribution.name}")
 
 
+@contextlib.contextmanager
+def _starting(name: str):
+    """Hold a host-wide lock on the cluster name while ``cluster up`` starts it.
+
+    Two ``cluster up --name X`` at the same moment would both pass the "already exists" check and then
+    collide on the container names; the loser's cleanup removed the winner's containers too. With the
+    lock the second one stops at once with one line, and the first is untouched."""
+    path = Path(tempfile.gettempdir()) / f"kafka-chaos-cluster-up-{name}.lock"
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            pid = f.read().strip() or "?"
+            raise HarnessError(f"a cluster named {name!r} is being started by another `kafka-chaos cluster up` "
+                               f"(pid {pid}); wait for it, then see `kafka-chaos cluster status --name {name}`") from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def cmd_cluster_up(args) -> int:
     from .cluster import Cluster, ClusterSpec
     spec = ClusterSpec(brokers=args.brokers, zookeepers=args.zookeepers, kafka_version=args.kafka_version,
@@ -103,7 +132,8 @@ def cmd_cluster_up(args) -> int:
                        persistent=True, port_base=args.port_base, build_missing=args.build,
                        distribution=args.distribution)
     cl = Cluster(spec)
-    cl.start()
+    with _starting(spec.name):
+        cl.start()
     _print_cluster(cl)
     print(f"# stop it with: kafka-chaos cluster down --name {cl.name}", file=sys.stderr)
     return EXIT_OK
@@ -352,7 +382,10 @@ def _unexpected(e: BaseException) -> int:
     if isinstance(e, BrokenPipeError):   # `kafka-chaos run list | head`: the reader left; stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ENV
-    if isinstance(e, OSError) and e.strerror:
+    if type(e).__module__.split(".")[0] == "docker":   # docker-py: the engine refused a request
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"kafka-chaos: error: the Docker engine refused a request: {msg}", file=sys.stderr)
+    elif isinstance(e, OSError) and e.strerror:
         where = f": {e.filename}" if e.filename else ""
         print(f"kafka-chaos: error: {e.strerror}{where}", file=sys.stderr)
     else:
