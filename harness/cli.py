@@ -56,9 +56,9 @@ class _Parser(argparse.ArgumentParser):
 def _config_pairs(pairs: list[str] | None) -> dict[str, str]:
     out = {}
     for p in pairs or []:
-        if "=" not in p:
+        k, sep, v = p.partition("=")
+        if not sep or not k.strip():
             raise HarnessError(f"--config expects KEY=VALUE, got {p!r}")
-        k, v = p.split("=", 1)
         out[k.strip()] = v.strip()
     return out
 

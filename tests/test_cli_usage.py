@@ -106,6 +106,7 @@ def test_an_unknown_name_with_nothing_close_gets_no_guess():
     (["--profile", "apache-zk-3.9", "--distribution", "apache-kraft"], "describes the ZooKeeper-mode controller"),
     (["--distribution", "banana"], "argument --distribution: invalid choice: 'banana'"),
     (["--kafka-version", "banana"], "unknown Kafka version 'banana'"),
+    (["--config", "foo"], "--config expects KEY=VALUE, got 'foo'"),
 ])
 def test_run_option_values(args, expected):
     line = one_error_line(kc("run", "isr.pause_follower", *args))
@@ -178,6 +179,7 @@ def test_certify_into_an_out_dir_that_cannot_be_made(tmp_path):
 # -- cluster / images option values --------------------------------------------------------------------
 @pytest.mark.parametrize("args, expected", [
     (["cluster", "up", "--config", "foo"], "--config expects KEY=VALUE, got 'foo'"),
+    (["cluster", "up", "--config", "=x"], "--config expects KEY=VALUE, got '=x'"),
     (["cluster", "up", "--brokers", "0"], "--brokers must be between 1 and 9, not 0"),
     (["cluster", "up", "--port-base", "70000"], "--port-base must be between 1024 and 65000"),
     (["cluster", "up", "--name", "Bad Name!"], "cluster name 'Bad Name!'"),
