@@ -10,8 +10,9 @@ stopped happening before Docker would show up as "Docker engine unreachable" ins
 message — and can never start a cluster. The same setting covers the Docker-down path of every command
 that needs Docker (one line, exit 2), including ``cleanup``, which is therefore safe to call here.
 
-The two ``report`` cases at the end start a Spark JVM (marked ``spark``, ~15 s each); everything
-else takes well under a second per case.
+The two ``report`` cases near the end start a Spark JVM (marked ``spark``, ~15 s each); everything
+else takes well under a second per case. The last three call the CLI's last-resort handler in-process
+with real exceptions (no user input reaches it any more, which is the point of it).
 """
 
 from __future__ import annotations
@@ -294,3 +295,42 @@ def test_report_skips_a_malformed_record_naming_it(tmp_path):
     assert [s["path"].rstrip("/").rsplit("/", 1)[-1] for s in summary["skipped_records"]] == [bad.name]
     assert summary["totals"]["runs"] == 1
     assert res.returncode == summary["exit_code"]
+
+
+# -- the last resort: an exception nothing else caught ----------------------------------------------
+def _raised(exc: BaseException) -> BaseException:
+    try:
+        raise exc
+    except BaseException as e:  # noqa: BLE001 - a real traceback to report from
+        return e
+
+
+def test_an_unexpected_exception_is_one_line_naming_where(capsys, monkeypatch):
+    from harness import cli
+    monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
+    assert cli._unexpected(_raised(KeyError("partition"))) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("kafka-chaos: error: unexpected KeyError at test_cli_usage.py:")
+    assert f"{cli.DEBUG_ENV}=1 shows the traceback" in err
+
+
+def test_os_and_docker_errors_are_said_as_such(capsys, monkeypatch, tmp_path):
+    import docker.errors
+
+    from harness import cli
+    monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
+    try:
+        (tmp_path / "nope" / "x").read_text()
+    except OSError as e:
+        assert cli._unexpected(e) == 2
+    assert capsys.readouterr().err == f"kafka-chaos: error: No such file or directory: {tmp_path}/nope/x\n"
+    assert cli._unexpected(_raised(docker.errors.APIError("409 Conflict: name in use"))) == 2
+    assert capsys.readouterr().err == "kafka-chaos: error: the Docker engine refused a request: 409 Conflict: name in use\n"
+
+
+def test_debug_setting_shows_the_real_exception(monkeypatch):
+    from harness import cli
+    monkeypatch.setenv(cli.DEBUG_ENV, "1")
+    with pytest.raises(KeyError):
+        cli._unexpected(_raised(KeyError("partition")))
