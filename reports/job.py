@@ -296,6 +296,12 @@ def main(argv: list[str] | None = None) -> int:
         what = "is not a directory" if Path(opts.runs_path).exists() else "does not exist"
         print(f"error: RUNS_PATH {opts.runs_path} {what}", file=sys.stderr)
         return 2
+    probe = Path(opts.out).absolute()
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():  # -o onto a file (or under one) would fail only after the whole job
+        print(f"error: -o {opts.out}: {probe} is not a directory", file=sys.stderr)
+        return 2
 
     from pyspark.sql import SparkSession
 

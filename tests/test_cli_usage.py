@@ -232,6 +232,12 @@ def test_report_of_a_missing_runs_dir_fails_before_spark(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_report_into_an_out_dir_under_a_file_fails_before_spark(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    line = one_error_line(kc("report", str(SYNTHETIC_RUNS), "-o", str(tmp_path / "a-file" / "out")))
+    assert line == f"error: -o {tmp_path}/a-file/out: {tmp_path}/a-file is not a directory"
+
+
 def test_report_bad_gate_value():
     line = one_error_line(kc("report", "runs", "-o", "/tmp/x", "--fail-on-lost", "-1"))
     assert "--fail-on-lost must be >= 0" in line
