@@ -1,7 +1,10 @@
-"""The ``kafka-chaos`` command line.
+"""The ``kafka-chaos`` command line (docs/cli.md).
 
 Exit codes: 0 success / every verdict PASS, 1 a check failed, 2 usage or environment error
-(including Ctrl-C, which cleans up first).
+(including Ctrl-C, which cleans up first). Every error is one ``kafka-chaos: error: ...`` line on
+stderr, with the closest valid name for a misspelt one; option values that can be checked without
+Docker are checked before anything is built or started; no traceback reaches the user
+(``KAFKA_CHAOS_DEBUG=1`` shows it for an unexpected exception).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import HarnessError
+from .options import config_pairs
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
@@ -51,16 +55,6 @@ class _Parser(argparse.ArgumentParser):
         options = [o for a in self._actions for o in a.option_strings if a.help != argparse.SUPPRESS]
         hints = "".join(did_you_mean(e.split("=", 1)[0], options) for e in extras if e.startswith("-"))
         self.error(f"unrecognized arguments: {' '.join(extras)}{hints}")
-
-
-def _config_pairs(pairs: list[str] | None) -> dict[str, str]:
-    out = {}
-    for p in pairs or []:
-        k, sep, v = p.partition("=")
-        if not sep or not k.strip():
-            raise HarnessError(f"--config expects KEY=VALUE, got {p!r}")
-        out[k.strip()] = v.strip()
-    return out
 
 
 # -- images ----------------------------------------------------------------------------------------
@@ -128,7 +122,7 @@ def _starting(name: str):
 def cmd_cluster_up(args) -> int:
     from .cluster import Cluster, ClusterSpec
     spec = ClusterSpec(brokers=args.brokers, zookeepers=args.zookeepers, kafka_version=args.kafka_version,
-                       image=args.broker_image, broker_config=_config_pairs(args.config), name=args.name,
+                       image=args.broker_image, broker_config=config_pairs(args.config), name=args.name,
                        persistent=True, port_base=args.port_base, build_missing=args.build,
                        distribution=args.distribution)
     cl = Cluster(spec)
