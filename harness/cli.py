@@ -229,13 +229,15 @@ def _scenario_names() -> list[str]:
 def _check_run(args) -> None:
     """`run`: option values, the runs directory, the profile and the target name (with the closest
     known name when it is misspelt)."""
+    if args.target == "list" and not args.replay:
+        return
     if args.length is not None and not args.length > 0:
         raise HarnessError(f"--length must be > 0 seconds, got {args.length:g}")
     if args.seed is not None and args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     _check_writable_dir(args.runs_dir, "--runs-dir")
     _check_profile(args.profile, args.kafka_version, args.distribution)
-    if not args.target or args.replay or args.target == "list":
+    if not args.target or args.replay:
         return
     from suites.catalog import SCENARIOS, SUITES, scenarios_for
     chosen = scenarios_for(args.target)
@@ -253,6 +255,8 @@ def _check_certify(args) -> None:
     name when misspelt), before the image is built or looked up."""
     if args.capability and "list" in args.capability:
         return
+    if args.seed < 0:
+        raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     _check_writable_dir(args.out or "certificates", "--out")
     if args.runs_dir:
         _check_writable_dir(args.runs_dir, "--runs-dir")

@@ -163,6 +163,8 @@ def test_replay_with_an_unknown_profile(tmp_path):
     (["--profile", "apache-zk-3.9", "--config", "foo"], "--config expects KEY=VALUE, got 'foo'"),
     (["--profile", "apache-zk-3.9", "--config", "=1"], "--config expects KEY=VALUE, got '=1'"),
     (["--profile", "apache-zk-3.9", "--retries", "-1"], "--retries must be 0 or more"),
+    (["--profile", "apache-zk-3.9", "--seed", "-2"], "--seed must be 0 or more, got -2"),
+    (["--profile", "apache-zk-3.9", "--parallel", "0"], "--parallel must be at least 1"),
     (["--profile", "apache-zk-3.9", "--kafka-version", "3.9.2", "--broker-image", IMAGE],
      "not allowed with argument --kafka-version"),
 ])
