@@ -100,7 +100,9 @@ def _starting(name: str):
     Two ``cluster up --name X`` at the same moment would both pass the "already exists" check and then
     collide on the container names; the loser's cleanup removed the winner's containers too. With the
     lock the second one stops at once with one line, and the first is untouched."""
-    path = Path(tempfile.gettempdir()) / f"kafka-chaos-cluster-up-{name}.lock"
+    locks = Path(tempfile.gettempdir()) / "kafka-chaos-locks"
+    locks.mkdir(exist_ok=True)
+    path = locks / f"cluster-up-{name}.lock"   # kept: unlinking a lock file others may hold is racy
     with open(path, "a+") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
