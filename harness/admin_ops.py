@@ -7,7 +7,8 @@ saying what failed. Scenario scripts wrap them in ``ctx.action(...)`` so they la
 Reassignment, as in seed 003 and spec §7:
 
 * **Kafka's own tool** (``kafka-reassign-partitions``), run inside a broker container through the
-  image's ``kafka-run-class``: :func:`reassign_generate` (``--generate``), :func:`reassign_execute`
+  image's ``kafka-run-class`` (or Apache's ``bin/kafka-run-class.sh``, or ``java`` over
+  ``/opt/kafka/libs``, in images not built here): :func:`reassign_generate` (``--generate``), :func:`reassign_execute`
   (``--execute``, optional ``--throttle``), :func:`reassign_verify` (``--verify``),
   :func:`reassign_cancel` (``--cancel``, 2.6+) and :func:`reassign_list` (``--list``, 2.6+). The
   tool's class is ``kafka.admin.ReassignPartitionsCommand`` up to 3.6 and
@@ -38,6 +39,12 @@ from dataclasses import dataclass
 from .errors import HarnessError
 
 RUN_CLASS = "/opt/kafka-chaos/kafka-run-class"
+# How a tool's class is started in a broker container: the harness image's launcher; else the
+# launcher of Apache's distribution layout (the official apache/kafka image has it); else plain java
+# over the jars in /opt/kafka/libs (an image that has only the jars).
+_LAUNCH = ('if [ -x {rc} ]; then exec {rc} "$@"; '
+           'elif [ -x /opt/kafka/bin/kafka-run-class.sh ]; then exec /opt/kafka/bin/kafka-run-class.sh "$@"; '
+           'else exec java -cp "/opt/kafka/libs/*" "$@"; fi').format(rc=RUN_CLASS)
 REASSIGN_ZNODE = "/admin/reassign_partitions"
 THROTTLE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 INTERNAL_PORT = 9093
@@ -157,8 +164,8 @@ def run_tool(cluster, tool: str, args: list[str], *, timeout_s: float = 90.0, av
     if node is None:
         raise AdminOpError(f"no running broker container to run the {tool} tool in (registered: {live})")
     bootstrap = ",".join(f"{cluster.brokers[b].alias}:{INTERNAL_PORT}" for b in (live or cluster.broker_ids))
-    cmd = ["env", f"JAVA_TOOL_OPTIONS={TOOL_JVM_OPTS}", "timeout", "-k", "5", str(int(timeout_s)), RUN_CLASS,
-           tool_class(cluster, tool), "--bootstrap-server", bootstrap, *args]
+    cmd = ["env", f"JAVA_TOOL_OPTIONS={TOOL_JVM_OPTS}", "timeout", "-k", "5", str(int(timeout_s)),
+           "sh", "-c", _LAUNCH, "kafka-tool", tool_class(cluster, tool), "--bootstrap-server", bootstrap, *args]
     code, out = node.exec(cmd)
     if code in (124, 137):
         raise AdminOpError(f"{tool} tool timed out after {timeout_s:.0f} s in {node.name}: "

@@ -165,7 +165,9 @@ class Node:
             self.container.unpause()
 
     def exec(self, cmd: list[str] | str, check: bool = False) -> tuple[int, str]:
-        res = self.container.exec_run(cmd, demux=False)
+        """Run ``cmd`` in the container as root (whatever user the image runs as: faults need
+        iptables and tc, which only root may use; the container itself is never privileged)."""
+        res = self.container.exec_run(cmd, demux=False, user="root")
         out = (res.output or b"").decode(errors="replace")
         if check and res.exit_code != 0:
             raise ClusterError(f"{self.name}: `{cmd if isinstance(cmd, str) else ' '.join(cmd)}` failed: {out.strip()[:300]}")
