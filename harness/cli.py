@@ -312,9 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--kafka-version", metavar="V", help="Kafka version (default: latest 3.9.x)")
     g.add_argument("--broker-image", metavar="IMG", help="an image present locally")
     up.add_argument("--config", action="append", metavar="KEY=VALUE", help="broker config override (repeatable)")
-    up.add_argument("--distribution", choices=["apache-zk", "apache-kraft"], default=None,
-                    help="apache-zk (default: ZooKeeper mode) or apache-kraft (KRaft: combined broker+controller "
-                         "nodes, no ZooKeeper)")
+    up.add_argument("--distribution", choices=["apache-zk", "apache-kraft", "generic"], default=None,
+                    help="apache-zk (default: ZooKeeper mode), apache-kraft (KRaft: combined broker+controller "
+                         "nodes, no ZooKeeper) or generic (a foreign image configured by KAFKA_* variables)")
     up.add_argument("--port-base", type=int, help="fixed host ports: brokers BASE+id, ZooKeeper BASE+100+n")
     up.add_argument("--build", action="store_true", help="build the image first if it is missing")
     up.set_defaults(func=cmd_cluster_up)
