@@ -28,6 +28,8 @@ from harness.record import read_run
 from harness.runner import execute
 from suites.catalog import scenarios_for
 
+from roundtrip import assert_round_trip  # noqa: E402  (tests/integration is on sys.path)
+
 pytestmark = pytest.mark.docker
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "official-style-image"
@@ -76,7 +78,6 @@ def test_generic_cluster_is_configured_by_kafka_docker_wrapper(official_image, d
     """Every property the harness plans reaches the broker through the real wrapper unchanged; the
     broker runs unprivileged; a killed node restarts on its formatted storage and rejoins; records
     produced with acks=all are all consumed; removal leaves no container or anonymous volume."""
-    from confluent_kafka import Consumer, Producer
 
     cl = Cluster(ClusterSpec(brokers=3, distribution="generic", image=official_image.tag, startup_timeout_s=240))
     volumes: list[str] = []
@@ -115,23 +116,7 @@ def test_generic_cluster_is_configured_by_kafka_docker_wrapper(official_image, d
         cl.wait_ready(WAIT_S)
         assert "already formatted" in cl.brokers[3].logs(tail=5000)
 
-        values = [f"v-{i}-{uuid.uuid4().hex[:6]}" for i in range(300)]
-        acked, errors = [], []
-        prod = Producer({"bootstrap.servers": cl.bootstrap_servers, "acks": "all", "enable.idempotence": True})
-        for v in values:
-            prod.produce(topic, v.encode(), on_delivery=lambda e, m: errors.append(e) if e else acked.append(m))
-        assert prod.flush(90) == 0 and not errors and len(acked) == len(values)
-        cons = Consumer({"bootstrap.servers": cl.bootstrap_servers, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-        cons.subscribe([topic])
-        seen: list[str] = []
-        deadline = time.monotonic() + WAIT_S
-        while len(seen) < len(values) and time.monotonic() < deadline:
-            msg = cons.poll(1.0)
-            if msg is not None and not msg.error():
-                seen.append(msg.value().decode())
-        cons.close()
-        assert sorted(seen) == sorted(values)
+        assert_round_trip(cl.bootstrap_servers, topic, 300, 90)
     finally:
         cl.remove()
     assert not [c for c in leftovers()["containers"] if c.startswith(f"kc-{cl.name}-")]

@@ -19,6 +19,8 @@ from harness.cluster import LABEL_CLUSTER, Cluster, ClusterSpec, leftovers
 from harness.errors import HarnessError
 from harness.observer.protocol_sampler import ProtocolSampler
 
+from roundtrip import assert_round_trip  # noqa: E402  (tests/integration is on sys.path)
+
 pytestmark = pytest.mark.docker
 
 WAIT_S = 120.0      # generous: fencing takes broker.session.timeout.ms (9 s) plus a loaded host
@@ -154,7 +156,6 @@ def test_cluster_is_kraft_with_a_quorum_and_no_zookeeper(kraft):
 
 
 def test_rf3_topic_produces_and_consumes(kraft):
-    from confluent_kafka import Consumer, Producer
     topic = f"rt-{uuid.uuid4().hex[:6]}"
     kraft.create_topic(topic, partitions=3, replication_factor=3)
     # the answering broker's metadata cache may not have the new topic yet (spec §8.1 caveat 1): ask again
@@ -167,24 +168,7 @@ def test_rf3_topic_produces_and_consumes(kraft):
     assert t.error is None and len(t.partitions) == 3
     for p in t.partitions:
         assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isr) == [1, 2, 3] and p.leader_epoch == 0
-    values = [f"v-{i}-{uuid.uuid4().hex[:6]}" for i in range(200)]
-    acked, errors = [], []
-    prod = Producer({"bootstrap.servers": kraft.bootstrap_servers, "acks": "all", "enable.idempotence": True})
-    for v in values:
-        prod.produce(topic, v.encode(), on_delivery=lambda e, m: errors.append(e) if e else acked.append(m))
-    assert prod.flush(60) == 0 and not errors
-    assert len(acked) == 200
-    cons = Consumer({"bootstrap.servers": kraft.bootstrap_servers, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    cons.subscribe([topic])
-    seen: list[str] = []
-    deadline = time.monotonic() + WAIT_S
-    while len(seen) < len(values) and time.monotonic() < deadline:
-        msg = cons.poll(1.0)
-        if msg is not None and not msg.error():
-            seen.append(msg.value().decode())
-    cons.close()
-    assert sorted(seen) == sorted(values)
+    assert_round_trip(kraft.bootstrap_servers, topic, 200, 60)
 
 
 def test_sampler_sees_the_leader_epoch_rise_when_the_leader_is_killed(kraft):
