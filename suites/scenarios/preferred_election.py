@@ -22,7 +22,7 @@ from __future__ import annotations
 from harness import admin_ops as ao
 from harness.scenario import RunContext, Scenario, TopicSpec
 
-from .common import T, state
+from .common import T, has_zookeeper, state
 
 ASSIGN = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
 TOPICS = [TopicSpec(T, 3, 3, assignment=ASSIGN)]
@@ -57,6 +57,22 @@ def _expect_preferred_write(ctx: RunContext, evs: list[dict], p: int, before: di
                {"before": before, "controller writes": [w for _, w in cw]})
 
 
+def _expect_preferred_kraft(ctx: RunContext, before: dict, others: dict, how: str) -> None:
+    """KRaft (no write log; the protocol shows leader, leader epoch, ISR): ``chaos-0`` moved from
+    broker 2 to RS[0] = 1 with exactly one leader-epoch bump since ``before`` (broker 1 rejoining the
+    ISR keeps the epoch with MV >= 3.6, §9.2; the preferred election bumps it once, §9.4), and it is
+    back in the ISR; ``chaos-1``/``chaos-2``, led by their RS[0] throughout, kept leader and epoch."""
+    now = state(ctx, 0)
+    ctx.expect(f"{T}-0: {how} elected RS[0] = 1 with leader epoch {before['leader_epoch']} + 1 and the full "
+               "ISR (§9.2, §9.4)", now["leader"] == 1 and now["leader_epoch"] == before["leader_epoch"] + 1
+               and sorted(now["isr"]) == [1, 2, 3], {"before": before, "after": now})
+    for p in (1, 2):
+        st = state(ctx, p)
+        ctx.expect(f"{T}-{p}: no election (leader and leader epoch unchanged)",
+                   st["leader"] == others[p]["leader"] and st["leader_epoch"] == others[p]["leader_epoch"],
+                   {"before": others[p], "after": st})
+
+
 def _move_leadership_away(ctx: RunContext, p: int):
     """Kill the preferred leader of chaos-p; returns the fault handle once another replica leads."""
     pref = ASSIGN[p][0]
@@ -73,7 +89,8 @@ def manual(ctx: RunContext) -> None:
     h = _move_leadership_away(ctx, 0)
     res = ctx.action("elect_preferred", lambda: ao.elect_preferred(ctx.cluster, [(T, 0)]), partitions=[
         {"topic": T, "partition": 0}], via="admin-api")
-    ctx.expect(f"{T}-0: preferred election refused while broker 1 is down (§4.3: no fallback)",
+    ctx.expect(f"{T}-0: preferred election refused while broker 1 is down (§4.3: no fallback; KRaft §9.4: "
+               "the fallback keeps leader 2, no change -> PREFERRED_LEADER_NOT_AVAILABLE)",
                res.get((T, 0)) == "PREFERRED_LEADER_NOT_AVAILABLE", ao.by_name(res))
     ctx.expect(f"{T}-0: leader still 2", ctx.leader(T, 0) == 2, state(ctx, 0))
     ctx.heal(h)
@@ -83,12 +100,14 @@ def manual(ctx: RunContext) -> None:
                ctx.leader(T, 0) == 2, state(ctx, 0))
     before = state(ctx, 0)
     others = {p: state(ctx, p) for p in (1, 2)}
-    marker = ao.last_zxid(ctx.cluster)
+    marker = ao.last_zxid(ctx.cluster) if has_zookeeper(ctx) else None
     res = ctx.action("elect_preferred", lambda: ao.elect_preferred(ctx.cluster, PARTS),
                      partitions=[{"topic": t, "partition": p} for t, p in PARTS], via="admin-api")
-    ctx.expect(f"{T}-0 elected; {T}-1 and {T}-2 already led by RS[0]: ELECTION_NOT_NEEDED (§4.3)",
+    ctx.expect(f"{T}-0 elected; {T}-1 and {T}-2 already led by RS[0]: ELECTION_NOT_NEEDED (§4.3, §9.4)",
                res == {(T, 0): None, (T, 1): "ELECTION_NOT_NEEDED", (T, 2): "ELECTION_NOT_NEEDED"}, ao.by_name(res))
     ctx.wait_until(f"{T}-0: leader 1 again", lambda: ctx.leader(T, 0) == 1, 30)
+    if not has_zookeeper(ctx):
+        return _expect_preferred_kraft(ctx, before, others, "ElectLeaders(PREFERRED)")
     evs = ao.zk_writes_since(ctx.cluster, marker, ("zk.partition_state",))
     _expect_preferred_write(ctx, evs, 0, before, "ElectLeaders(PREFERRED)")
     for p in (1, 2):
@@ -100,6 +119,13 @@ def auto_rebalance(ctx: RunContext) -> None:
     """With auto.leader.rebalance.enable and a 5 s check interval, chaos-0's leadership returns to broker
     1 by itself once it is back in the ISR."""
     h = _move_leadership_away(ctx, 0)
+    if not has_zookeeper(ctx):
+        before = state(ctx, 0)
+        others = {p: state(ctx, p) for p in (1, 2)}
+        ctx.heal(h)
+        ctx.wait_until(f"{T}-0: leader 1 again without any admin act (auto rebalance, §9.4)",
+                       lambda: ctx.leader(T, 0) == 1, 120)
+        return _expect_preferred_kraft(ctx, before, others, "the auto rebalance")
     marker = ao.last_zxid(ctx.cluster)
     ctx.heal(h)
     ctx.wait_until(f"{T}-0: leader 1 again without any admin act (auto rebalance, §4.7)",
@@ -164,7 +190,7 @@ _WL = {"topic": T, "partitions": 3}
 SCENARIOS: list[Scenario] = [
     Scenario("preferred_election.manual", "leadership moved away by a kill; ElectLeaders(PREFERRED) brings "
              "it back (refused while RS[0] is down)", manual, tags=("conformance", "chaos"), topics=TOPICS,
-             workload=_WL, min_version="2.4"),
+             workload=_WL, min_version="2.4", kraft=True),
     Scenario("preferred_election.auto_rebalance", "auto.leader.rebalance.enable with a 5 s check: "
              "leadership returns to RS[0] by itself", auto_rebalance, tags=("conformance", "chaos"), topics=TOPICS,
              workload=_WL, broker_config={"auto.leader.rebalance.enable": "true",
