@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import random
 import socket
 import sys
 import tarfile
@@ -233,10 +234,26 @@ def _port_free(port: int) -> bool:
             return False
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+# Host ports are picked below the kernel's ephemeral range (32768-60999 by default), so that no
+# client's outgoing connection can hold a broker's port while that broker is down (a killed broker
+# restarts on the same published port), and at random, so that concurrent clusters rarely collide.
+PORT_RANGE = (20000, 32000)
+
+
+def _free_port(rng: random.Random = random.Random()) -> int:
+    for _ in range(200):
+        p = rng.randrange(*PORT_RANGE)
+        if _port_free(p):
+            return p
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:   # a crowded range: any free port
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _port_taken(e: BaseException) -> bool:
+    """Did Docker fail to publish a port because something took it after we picked it?"""
+    text = str(e).lower()
+    return "port is already allocated" in text or "address already in use" in text
 
 
 def _pick_ports(n: int, base: int | None, what: str) -> list[int]:
@@ -315,6 +332,18 @@ class Cluster:
         return labels
 
     def start(self) -> "Cluster":
+        """Start the cluster and wait until it is ready. Picked host ports taken by someone else
+        before Docker could publish them are picked again (up to 3 attempts)."""
+        for attempt in range(3):
+            try:
+                return self._start_once()
+            except Exception as e:
+                if self.spec.port_base is not None or attempt == 2 or not _port_taken(e):
+                    raise
+                _log(f"{self.name}: a picked host port was taken meanwhile ({str(e)[:160]}); new ports, again")
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> "Cluster":
         from testcontainers.core.container import DockerContainer
         from testcontainers.core.network import Network
         t0 = time.monotonic()

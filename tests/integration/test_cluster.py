@@ -109,3 +109,37 @@ def test_files_of_a_stopped_zookeeper_can_be_read(cluster_factory):
     zk.stop(timeout=10)
     data = zk.read_file(f"/var/lib/zookeeper/version-2/{logs[0]}")
     assert data[:4] == b"ZKLG"
+
+
+def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(broker_image, monkeypatch, capsys):
+    """Another process binds a picked host port between the pick and the container start: Docker
+    refuses to publish it, and the cluster starts again on newly picked ports."""
+    import socket
+
+    from harness import cluster as cl_mod
+    from harness.cluster import Cluster, ClusterSpec, _port_taken
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    real = cl_mod._pick_ports
+    calls = []
+
+    def pick(n, base, what):
+        calls.append(what)
+        ports = real(n, base, what)
+        return [taken, *ports[1:]] if len(calls) == 1 else ports   # the first ZooKeeper port is taken
+    monkeypatch.setattr(cl_mod, "_pick_ports", pick)
+    monkeypatch.delenv("KAFKA_CHAOS_QUIET", raising=False)          # the retry is said on stderr
+    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=broker_image.tag, name=f"t{uuid.uuid4().hex[:6]}"))
+    try:
+        c.start()
+        assert c.zookeepers[0].host_port != taken
+        assert "taken meanwhile" in capsys.readouterr().err
+        assert len(calls) >= 4                                       # ZooKeeper + broker ports, twice
+    finally:
+        c.remove()
+        squatter.close()
+    assert not [n for n in leftovers()["containers"] if n.startswith(f"kc-{c.name}-")]
+    assert _port_taken(RuntimeError("Bind for 127.0.0.1:1: failed: port is already allocated"))
+    assert not _port_taken(RuntimeError("no such image"))
