@@ -7,7 +7,8 @@ checker sees **periodic samples** (docs/run-record.md, "Additions (protocol obse
   partition ``leader``, ``leader_epoch`` (v7+), ``replicas``, ``isr``, ``offline_replicas``, ``error``
   and, with DescribeTopicPartitions, ``eligible_leader_replicas`` / ``last_known_elr`` (§9.5);
 * ``kraft.quorum``: one DescribeQuorum answer (Raft ``leader_id`` / ``leader_epoch``, ``voters``);
-* ``fault.start`` / ``fault.end``, ``action``, ``phase`` (``faults.healed``) as in ZooKeeper runs.
+* ``fault.start`` / ``fault.heal`` / ``fault.end``, ``action``, ``phase`` (``faults.healed``) as in
+  ZooKeeper runs.
 
 What a sample is worth (§8.1)
 -----------------------------
@@ -42,10 +43,11 @@ Rules (ids and sections in :data:`KRAFT_RULES`)
   (``stop``: after its ``stop_timeout_s``) until the fault is healed. H19: it is elected or added to an
   ISR although it has been down for longer than session timeout + grace (judged on two consecutive
   answers of one healthy broker, so the change happened between them). The heal restarts a broker
-  before its ``fault.end`` is recorded (that waits for the restarted broker's startup), so a broker
-  that one answering broker first omitted (fenced) and later lists again (unfenced) has registered
-  anew (§9.3: a restarting broker registers fenced and is unfenced once caught up) and is no longer
-  certainly down from that answer on. K3 (progress, §8.4): a healthy
+  before its ``fault.end`` is recorded (that waits for the restarted broker's startup): a broker is
+  certainly down only until ``fault.heal`` (the heal begins). In older records without
+  ``fault.heal``, a broker that one answering broker first omitted (fenced) and later lists again
+  (unfenced) has registered anew (§9.3: a restarting broker registers fenced and is unfenced once
+  caught up) and is no longer certainly down from that answer on. K3 (progress, §8.4): a healthy
   broker still reports it as leader later than that bound after it went down (or after the quorum
   regained a majority of voters). K3 is a divergence under ``kraft-*`` and a note under ``compatible``.
 * H15 on ``admin.reassignments`` (ListPartitionReassignments, answered by the active controller); D15
@@ -181,6 +183,12 @@ def _ints(xs) -> tuple:
 
 
 # ------------------------------------------------------------------------------ faults → liveness
+def params_restart(fault: str, params: dict) -> bool:
+    """Does healing this fault bring its brokers back? Not a kill/stop with ``heal: none`` (left down
+    until a later start/restart)."""
+    return not (fault in ("kill", "stop") and params.get("heal") == "none")
+
+
 class Liveness:
     """Which brokers are *certainly down* (cannot heartbeat) and which are untouched by faults.
 
@@ -193,6 +201,9 @@ class Liveness:
         self.last_touched: dict[int, float] = {}  # broker -> last time a fault on it ended
         self.omitted: dict[int, set[int]] = {}    # answering broker -> down brokers its answers left out
         self.revived: dict[int, float] = {}       # broker -> when an answer listed it again (re-registered)
+        # records with ``fault.heal`` (when a heal begins) say when a broker may run again; only older
+        # records, without it, need the inference from answers in :meth:`listed`
+        self.heals_recorded = False
 
     def _forget_answers(self, ids) -> None:
         """A fault on ``ids`` starts or ends: their earlier answers and revivals prove nothing more."""
@@ -205,7 +216,10 @@ class Liveness:
     def listed(self, by: int, brokers: frozenset, t: float) -> None:
         """One protocol answer of broker ``by`` listing the unfenced brokers ``brokers`` (KRaft Metadata).
         A certainly-down broker that ``by`` omitted before and lists now was unfenced after registering
-        anew, which only a running broker does (§9.3): the heal has restarted it."""
+        anew, which only a running broker does (§9.3): the heal has restarted it. Used only for records
+        without ``fault.heal`` events (those say exactly when the restart began)."""
+        if self.heals_recorded:
+            return
         for b in self._down_brokers():
             if b not in brokers:
                 self.omitted.setdefault(by, set()).add(b)
@@ -243,6 +257,15 @@ class Liveness:
                 and ev.get("ok") is not False:
             for b in ids:
                 self.left_down[b] = min(self.left_down.get(b, down_from), down_from)
+
+    def heal_begins(self, ev: dict, t: float) -> None:
+        """``fault.heal``: the heal of a fault begins; a broker it killed, stopped or paused may run
+        (and heartbeat, §9.3) again from now on, so it is no longer certainly down. It stays under the
+        fault (not healthy) until ``fault.end``."""
+        rec = self.open.get(ev.get("fault_id"))
+        if rec is not None and params_restart(rec[0], rec[3]):
+            fault, ids, _, params = rec
+            self.open[ev.get("fault_id")] = (fault, ids, None, params)
 
     def healed(self, t: float) -> None:
         for b in list(self.left_down):
@@ -336,9 +359,11 @@ class KraftChecker:
     def run(self, events) -> ConformanceResult:
         handlers = {"admin.metadata": self._on_metadata, "kraft.quorum": self._on_quorum,
                     "fault.start": self._on_fault_start, "fault.end": self._on_fault_end,
+                    "fault.heal": self._on_fault_heal,
                     "action": self._on_action, "phase": self._on_phase,
                     "admin.reassignments": self._on_reassignments}
         evs = sorted((e for e in events if e.get("type") in handlers), key=lambda e: e.get("seq", 0))
+        self.live.heals_recorded = any(e["type"] == "fault.heal" for e in evs)
         for ev in evs:
             self._ev = ev
             t = ev.get("t", ev.get("wall"))
@@ -357,6 +382,10 @@ class KraftChecker:
     # -- faults, actions ---------------------------------------------------------------------------
     def _on_fault_start(self, ev):
         self.live.start(ev, self._t)
+        self._update_quorum_health()
+
+    def _on_fault_heal(self, ev):
+        self.live.heal_begins(ev, self._t)
         self._update_quorum_health()
 
     def _on_fault_end(self, ev):

@@ -160,6 +160,10 @@ class Nemesis:
         """Heal one fault (idempotent: a healed fault is left alone). True when it healed cleanly."""
         if fault.healed:
             return True
+        # the heal begins: a killed broker may be running again before fault.end (which waits for
+        # its startup) is recorded
+        self.recorder.emit("fault.heal", fault_id=fault.fault_id, fault=fault.name,
+                           nodes=[n.name for n in fault.nodes])
         try:
             fault.heal()
         except Exception as e:  # noqa: BLE001 - recorded; heal_all sweeps what is left

@@ -866,3 +866,40 @@ def test_recreation_with_the_runners_create_topic_params():
     h.action("create_topic", name="t", partitions=1, replication_factor=3, config={}, assignment=None)
     h.md(entry(2, 0, [2, 3, 1], rs=(2, 3, 1)))
     assert_pass(h)
+
+
+def test_a_broker_whose_heal_began_may_rejoin_before_the_heal_ends():
+    """``fault.heal`` (the heal begins: the broker is being restarted) ends "certainly down"; its
+    rejoining the ISR before ``fault.end`` (recorded after the startup) is no H19."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(1, 5, by=2)
+    f = h.fault("kill", [3])
+    h.md(entry(1, 0, [1, 2]), by=2, dt=52.0)
+    h._add("fault.heal", 0.0, fault_id=f, fault="kill", nodes=["b3"])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=20.0)
+    assert_pass(h.heal(f))
+
+
+def test_with_heal_events_recorded_a_listed_again_broker_before_its_heal_is_h19():
+    """A record with ``fault.heal`` events says when restarts began: a dead broker that an answer
+    lists again (unfenced) and that joins an ISR before its heal began is H19 — the inference from
+    answers is only for older records."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(1, 5, by=2)
+    f = h.fault("kill", [3])
+    h.md(entry(1, 0, [1, 2]), by=2, dt=12.0, brokers=(1, 2))
+    h.md(entry(1, 0, [1, 2]), by=2, dt=40.0, brokers=(1, 2))
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=1.0)                  # unfenced and in the ISR while still dead
+    h._add("fault.heal", 0.0, fault_id=f, fault="kill", nodes=["b3"])
+    assert_rule(h.heal(f), "H19")
+
+
+def test_heal_none_kill_stays_down_after_its_heal_event():
+    """A kill with ``heal: none`` is not restarted by its heal: still certainly down afterwards."""
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(1, 5, by=2)
+    f = h.fault("kill", [3], heal="none")
+    h._add("fault.heal", 1.0, fault_id=f, fault="kill", nodes=["b3"])
+    h.heal(f)
+    h.md(entry(1, 0, [1, 2]), by=2, dt=52.0).md(entry(1, 0, [1, 2, 3]), by=2)
+    assert_rule(h, "H19")
