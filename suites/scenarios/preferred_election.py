@@ -194,7 +194,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("preferred_election.auto_rebalance", "auto.leader.rebalance.enable with a 5 s check: "
              "leadership returns to RS[0] by itself", auto_rebalance, tags=("conformance", "chaos"), topics=TOPICS,
              workload=_WL, broker_config={"auto.leader.rebalance.enable": "true",
-                                          "leader.imbalance.check.interval.seconds": "5"}),
+                                          "leader.imbalance.check.interval.seconds": "5"}, kraft=True),
     Scenario("preferred_election.controlled_shutdown", "clean stop of a partition leader: leadership and "
              "ISR move before it deregisters; controller epoch unchanged", controlled_shutdown,
              tags=("conformance", "chaos"), topics=TOPICS, workload=_WL),
