@@ -94,5 +94,5 @@ SCENARIOS: list[Scenario] = [
              "rejoins the ISR, its replicas come back online (§5.3, §5.5, §5.8)", _catch_up,
              tags=("conformance", "chaos"), max_duration_s=240, kraft=True),
     Scenario("restart.rolling", "rolling clean restart of every broker, one at a time, waiting for full ISR "
-             "in between (§5.3-§5.5)", _rolling, tags=("conformance", "chaos"), max_duration_s=480),
+             "in between (§5.3-§5.5)", _rolling, tags=("conformance", "chaos"), max_duration_s=480, kraft=True),
 ]
