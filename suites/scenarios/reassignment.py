@@ -261,8 +261,42 @@ def _start_throttled(ctx: RunContext, target: list[int]) -> tuple[dict, dict, in
     return plan, before, marker
 
 
+def _cancel_kraft(ctx: RunContext) -> None:
+    """The cancel on KRaft, checked through the protocol (§9.6): the start lists RS = T ++ sorted(current − T)
+    = [4, 2, 3, 1] in Metadata without a leader-epoch bump; the cancel removes the adding replica 4
+    (RS − AR = [2, 3, 1]) and sets the leader once (LE + 1, leader 1 kept); ZooKeeper mode bumps twice."""
+    _preload(ctx, BULK)
+    plan = ao.make_plan({(BULK, 0): [4, 2, 3]})
+    before = state(ctx, 0, BULK)
+    ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan, throttle=THROTTLE),
+               **ao.action_params(plan, via="tool", throttle=THROTTLE))
+    ctx.wait_until(f"{BULK}-0: Metadata shows replicas [4, 2, 3, 1] (T ++ sorted(current − T), §9.6)",
+                   lambda: state(ctx, 0, BULK)["replicas"] == [4, 2, 3, 1], 30)
+    ctx.sleep(3)
+    mid = state(ctx, 0, BULK)
+    states = ao.reassign_verify(ctx.cluster, plan)
+    ctx.expect(f"{BULK}-0: still in progress under the throttle before the cancel", states[(BULK, 0)] == "in_progress",
+               ao.by_name(states))
+    ctx.expect(f"{BULK}-0: broker 4 not in the ISR yet, leader and leader epoch unchanged by the start (§9.6)",
+               4 not in mid["isr"] and mid["leader"] == before["leader"] and mid["leader_epoch"] == before["leader_epoch"],
+               {"before": before, "during": mid})
+    ctx.action("cancel_reassign", lambda: ao.reassign_cancel(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
+    ctx.wait_until(f"{BULK}-0: replicas [2, 3, 1] after the cancel (RS − adding, §9.6)",
+                   lambda: state(ctx, 0, BULK)["replicas"] == [2, 3, 1], 30)
+    st = state(ctx, 0, BULK)
+    ctx.expect(f"{BULK}-0: leader 1 kept, ISR [1, 2, 3]", st["leader"] == before["leader"] == 1
+               and sorted(st["isr"]) == [1, 2, 3], st)
+    ctx.expect(f"{BULK}-0: leader epoch + 1 in all (none at the start, one at the cancel; §9.2, §9.6)",
+               st["leader_epoch"] == before["leader_epoch"] + 1, {"before": before, "after": st})
+    _expect_replica_deleted(ctx, 4, f"{BULK}-0", "no longer a replica in the metadata log, §9.6")
+    ctx.wait_until("no reassignment listed any more", lambda: "No partition reassignments found" in
+                   ao.reassign_list(ctx.cluster), 60, interval_s=1.0)
+
+
 def cancel(ctx: RunContext) -> None:
     """Cancel an in-flight reassignment bulk-0 [1,2,3] → [4,2,3] (held back by a throttle)."""
+    if not has_zookeeper(ctx):
+        return _cancel_kraft(ctx)
     plan, before, marker = _start_throttled(ctx, [4, 2, 3])
     ctx.sleep(3)
     states = ao.reassign_verify(ctx.cluster, plan)
@@ -371,7 +405,7 @@ SCENARIOS: list[Scenario] = [
              topics=BULK_TOPICS, workload=_WL, broker_config=SLOW, min_version="2.6", max_duration_s=300),
     Scenario("reassignment.cancel", "throttled bulk-0 [1,2,3] → [4,2,3] cancelled: replicas [2,3,1]",
              cancel, tags=("conformance", "chaos"), brokers=4, topics=BULK_TOPICS, workload=_WL, broker_config=SLOW,
-             min_version="2.6", max_duration_s=240),
+             min_version="2.6", max_duration_s=240, kraft=True),
     Scenario("reassignment.target_down", "target broker 4 down: API refuses, znode path waits, "
              "completes after restart", target_down, tags=("conformance", "chaos"), brokers=4,
              topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240),
