@@ -8,9 +8,9 @@ clients keeps its session, its replication and its ISR membership.
 
 from __future__ import annotations
 
-from harness.scenario import RunContext, Scenario, StepTimeout
+from harness.scenario import RunContext, Scenario
 
-from .common import T, has_zookeeper, state
+from .common import T, has_zookeeper, state, wait_or_diagnose
 
 PARTS = 3
 
@@ -51,39 +51,14 @@ def _in_all_isrs(ctx: RunContext, broker: int) -> bool:
     return all(broker in ctx.isr(T, p) for p in _hosted(ctx, broker))
 
 
-def _diagnose(ctx: RunContext, broker: int) -> dict:
-    """What the record should keep when a broker does not rejoin: every broker's chaos chains and the
-    broker's recent replication log lines (a stuck fetcher, refused AlterPartition, leftover rules)."""
-    out: dict = {}
-    for b in ctx.cluster.broker_ids:
-        node = ctx.cluster.brokers[b]
-        try:
-            _, rules = node.exec(["sh", "-c", "iptables -w 5 -S KAFKA_CHAOS_IN; iptables -w 5 -S KAFKA_CHAOS_OUT"])
-            out[f"rules_b{b}"] = rules.splitlines()[-20:]
-        except Exception as e:  # noqa: BLE001 - diagnostics only
-            out[f"rules_b{b}"] = f"{type(e).__name__}: {e}"
-    try:
-        lines = ctx.cluster.brokers[broker].logs(2000).splitlines()
-        out[f"log_b{broker}"] = [ln for ln in lines if any(k in ln for k in (
-            "Fetcher", "fetch", "Error", "WARN", "ERROR", "LeaderAndIsr", "Truncat"))][-40:]
-    except Exception as e:  # noqa: BLE001
-        out[f"log_b{broker}"] = f"{type(e).__name__}: {e}"
-    return out
-
-
 def _wait_rejoin(ctx: RunContext, broker: int, timeout_s: float = 90) -> None:
     """Wait until every partition has a live leader again (offline ones are re-elected when their
     last ISR member returns, §8.4 P1) and ``broker`` is back in every ISR of its partitions; on a
     timeout record diagnostics."""
-    try:
-        ctx.wait_until(f"every partition of {T} has a live leader after {broker} returned (§5.3 step 3, P1)",
-                       lambda: _all_led(ctx), 60)
-        ctx.wait_until(f"broker {broker} rejoins every ISR of {T} (§5.3, §5.8)",
-                       lambda: _in_all_isrs(ctx, broker), timeout_s)
-    except StepTimeout:
-        ctx.expect(f"diagnostics: broker {broker} did not rejoin", False,
-                   dict(_diagnose(ctx, broker), states=_states(ctx)))
-        raise
+    wait_or_diagnose(ctx, f"every partition of {T} has a live leader after {broker} returned (§5.3 step 3, P1)",
+                     lambda: _all_led(ctx), 60, [broker], lambda: _states(ctx))
+    wait_or_diagnose(ctx, f"broker {broker} rejoins every ISR of {T} (§5.3, §5.8)",
+                     lambda: _in_all_isrs(ctx, broker), timeout_s, [broker], lambda: _states(ctx))
 
 
 def _acked(ctx: RunContext, t0: float, t1: float, partitions) -> int:

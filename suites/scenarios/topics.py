@@ -13,6 +13,7 @@ import time
 
 from kazoo.exceptions import NoNodeError
 
+from harness import admin_ops as ao
 from harness.scenario import RunContext, Scenario
 
 from .common import T, has_zookeeper, state
@@ -110,9 +111,14 @@ def delete(ctx: RunContext, name: str = DOOMED, wait_s: float = 30.0) -> None:
 
 
 def _deletion_writes(ctx: RunContext, name: str) -> list[dict]:
-    """The watcher's state-znode writes of ``name`` seen so far (live view; the checker uses the txn log)."""
-    return [e for e in ctx.recorder.read_events() if e["type"] == "zk.partition_state"
-            and e.get("topic") == name and not e.get("deleted")]
+    """The state-znode writes of ``name`` so far, from ZooKeeper's transaction log (the live watcher
+    can miss a write that is overwritten or deleted at once, as the deletion's leader -1 writes are);
+    the watcher's events only when no log is readable."""
+    try:
+        evs = ao.zk_writes_since(ctx.cluster, 0, ("zk.partition_state",))
+    except ao.AdminOpError:
+        evs = ctx.recorder.read_events()
+    return [e for e in evs if e["type"] == "zk.partition_state" and e.get("topic") == name and not e.get("deleted")]
 
 
 def _create_delete(ctx: RunContext) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from harness.scenario import RunContext, Scenario, TopicSpec
 
-from .common import T, state
+from .common import T, state, wait_or_diagnose
 
 REPLICAS = [1, 2, 3]
 
@@ -88,8 +88,8 @@ def _out_of_sync_elected(ctx: RunContext) -> None:
                el["isr"] == [first] and el["leader_epoch"] == dead["leader_epoch"] + 1, el)
     for b in (last, second):
         ctx.heal(handles.pop(b))
-    ctx.wait_until(f"all replicas of {T}-0 rejoin the ISR behind {first} (§5.8)",
-                   lambda: len(ctx.isr(T, 0)) == 3, 90)
+    wait_or_diagnose(ctx, f"all replicas of {T}-0 rejoin the ISR behind {first} (§5.8)",
+                     lambda: len(ctx.isr(T, 0)) == 3, 90, [last, second], lambda: state(ctx))
 
 
 _TOPIC = TopicSpec(T, 1, 3, assignment={0: REPLICAS})
