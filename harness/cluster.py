@@ -77,6 +77,12 @@ DEFAULT_ZK_CONFIG: dict[str, str] = {
 }
 
 
+# JVM options of every node of an image built here (entrypoint default: -XX:TieredStopAtLevel=1, the
+# C1 JIT only; on a 2-core host C2 compilation in eight JVMs was the main CPU load). Set
+# KAFKA_CHAOS_JVM_OPTS (empty for the JVM's own defaults) to replace it.
+JVM_OPTS_ENV = "KAFKA_CHAOS_JVM_OPTS"
+
+
 def _log(msg: str) -> None:
     if os.environ.get("KAFKA_CHAOS_QUIET") != "1":
         print(f"[cluster] {msg}", file=sys.stderr, flush=True)
@@ -409,6 +415,8 @@ class Cluster:
         c.ports[f"{port}/tcp"] = ("127.0.0.1", node.host_port)
         for k, v in env.items():
             c.with_env(k, v)
+        if JVM_OPTS_ENV in os.environ and self.distribution.name != "generic":
+            c.with_env("KC_JVM_OPTS", os.environ[JVM_OPTS_ENV])   # replaces the image's JIT default
         return c
 
     def _zk_config(self, z: Node) -> dict[str, str]:

@@ -143,3 +143,25 @@ def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(broker_i
     assert not [n for n in leftovers()["containers"] if n.startswith(f"kc-{c.name}-")]
     assert _port_taken(RuntimeError("Bind for 127.0.0.1:1: failed: port is already allocated"))
     assert not _port_taken(RuntimeError("no such image"))
+
+
+@pytest.mark.parametrize("override", [None, "-Dkafka.chaos.probe=1"])
+def test_node_jvms_run_c1_only_unless_overridden(broker_image, monkeypatch, override):
+    """Images built here run every JVM with -XX:TieredStopAtLevel=1 (the C1 JIT: far less CPU on a
+    small host); KAFKA_CHAOS_JVM_OPTS replaces that for every node."""
+    from harness.cluster import JVM_OPTS_ENV, Cluster, ClusterSpec
+    if override is None:
+        monkeypatch.delenv(JVM_OPTS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(JVM_OPTS_ENV, override)
+    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=broker_image.tag, name=f"j{uuid.uuid4().hex[:6]}"))
+    try:
+        c.start()
+        for n in c.nodes():
+            _, args = n.exec(["sh", "-c", "ps -eo args= | grep '[j]ava '"], check=True)
+            if override is None:
+                assert "-XX:TieredStopAtLevel=1" in args, (n.name, args)
+            else:
+                assert override in args and "TieredStopAtLevel" not in args, (n.name, args)
+    finally:
+        c.remove()
