@@ -7,7 +7,11 @@ set -e
 # compilation was the main CPU load (6 failover scenarios, 2 at a time: 139 s -> 81 s); the harness
 # replaces it with $KC_JVM_OPTS when set (empty: the JVM's defaults).
 JIT_OPTS="${KC_JVM_OPTS--XX:TieredStopAtLevel=1}"
-JAVA_BASE_OPTS="-Djava.awt.headless=true -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError $JIT_OPTS -Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
+# DNS: no caching of host names (the JVM keeps them 30 s). A restarted container may get another
+# node's old address on the cluster network; with the cache, a controller kept sending a restarted
+# broker's LeaderAndIsr to the node that had taken its old address (unclean.out_of_sync_elected).
+DNS_OPTS="-Dsun.net.inetaddr.ttl=0 -Dsun.net.inetaddr.negative.ttl=0"
+JAVA_BASE_OPTS="-Djava.awt.headless=true -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError $JIT_OPTS $DNS_OPTS -Dlog4j.configuration=file:/opt/kafka/config/log4j.properties"
 mode="${1:-}"
 case "$mode" in
   zookeeper)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from harness.nemesis import netrules
 from harness.scenario import RunContext, StepTimeout
 
 # log lines worth keeping when a broker does not rejoin: replication, ISR changes, controller requests
@@ -33,9 +34,8 @@ def diagnose(ctx: RunContext, brokers) -> dict:
     out: dict = {}
     for b in ctx.cluster.broker_ids:
         try:
-            _, rules = ctx.cluster.brokers[b].exec(
-                ["sh", "-c", "iptables -w 5 -S KAFKA_CHAOS_IN; iptables -w 5 -S KAFKA_CHAOS_OUT"])
-            out[f"rules_b{b}"] = rules.splitlines()[-20:]
+            _, rules = ctx.cluster.brokers[b].exec(["sh", "-c", netrules.list_script()])
+            out[f"rules_b{b}"] = netrules.parse_listing(rules)[-20:]
         except Exception as e:  # noqa: BLE001 - diagnostics only
             out[f"rules_b{b}"] = f"{type(e).__name__}: {e}"
     try:

@@ -159,6 +159,8 @@ def test_node_jvms_run_c1_only_unless_overridden(broker_image, monkeypatch, over
         c.start()
         for n in c.nodes():
             _, args = n.exec(["sh", "-c", "ps -eo args= | grep '[j]ava '"], check=True)
+            # never cache host names: a restarted node may get another node's old address
+            assert "-Dsun.net.inetaddr.ttl=0" in args, (n.name, args)
             if override is None:
                 assert "-XX:TieredStopAtLevel=1" in args, (n.name, args)
             else:
