@@ -219,8 +219,10 @@ def test_describe_quorum_names_a_new_leader_when_the_leader_is_killed(kraft):
     kraft.create_topic(topic, assignment={0: [others[0], old, others[1]]})
 
     def part():
-        (t,) = kraft.protocol_metadata([topic]).topics
-        return t.partitions[0]
+        ts = kraft.protocol_metadata([topic]).topics
+        if len(ts) != 1 or not ts[0].partitions:    # the answering broker does not know the topic yet
+            raise HarnessError(f"{topic}-0 not in the answer yet")
+        return ts[0].partitions[0]
 
     p0 = _wait("the follower in the ISR", lambda: (lambda p: p if p.error is None and sorted(p.isr) == [1, 2, 3]
                                                    else None)(part()))
