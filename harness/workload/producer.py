@@ -76,7 +76,7 @@ class ProducerProcess:
                   config={k: v for k, v in self.settings.items() if k != "bootstrap.servers"})
         producer = Producer(with_logger(self.settings))
         parts = cfg.partition_ids
-        self._await_leaders(producer, parts)
+        self._await_leaders(producer, parts, min(METADATA_WAIT_S, cfg.duration_s))
         start = time.monotonic()
         deadline = start + cfg.duration_s
         interval = 1.0 / cfg.rate if cfg.rate > 0 else 0.0
@@ -90,7 +90,7 @@ class ProducerProcess:
                         break
                     self._close(producer, timeout=0)
                     producer, self._fatal, recreated = Producer(with_logger(self.settings)), False, recreated + 1
-                    self._await_leaders(producer, parts)
+                    self._await_leaders(producer, parts, min(METADATA_WAIT_S, max(0.0, deadline - time.monotonic())))
                 self._send_one(producer, parts[n % len(parts)], f"{self.name}-{n}", deadline)
                 n += 1
                 producer.poll(0)
@@ -105,14 +105,15 @@ class ProducerProcess:
             self._close(producer, timeout=cfg.flush_timeout_s)
 
     def _await_leaders(self, producer: Producer, parts, timeout_s: float = METADATA_WAIT_S) -> bool:
-        """Before the first send: wait (bounded) until this producer's metadata has a leader for every
+        """Before the first send: wait (bounded by ``timeout_s``, at most the workload's duration) until this producer's metadata has a leader for every
         partition it writes. librdkafka holds messages produced before that in a queue of their own and
         may send them *after* later ones even with retries=0 (seen: the first three sends of a new topic
         acknowledged at offsets 14-16, the next five at 0-4), a reordering of the client, not the broker."""
         deadline = time.monotonic() + timeout_s
         while not self.stop_event.is_set() and time.monotonic() < deadline:
             try:
-                t = producer.list_topics(self.cfg.topic, timeout=2).topics.get(self.cfg.topic)
+                left = max(0.1, min(2.0, deadline - time.monotonic()))
+                t = producer.list_topics(self.cfg.topic, timeout=left).topics.get(self.cfg.topic)
                 if t is not None and t.error is None and all(
                         p in t.partitions and t.partitions[p].leader >= 0 for p in parts):
                     return True
