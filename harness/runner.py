@@ -384,7 +384,7 @@ def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
     elif plan.kafka_version:
         info, profile = images.image_for(plan.kafka_version, None, build_missing=True), args.profile or plan.profile
     else:
-        what = f"the recorded image {plan.broker_image} is not here" if plan.broker_image else "the record names no image"
+        what = f"the recorded image {plan.broker_image!r} is not here" if plan.broker_image else "the record names no image"
         raise HarnessError(f"--replay {args.replay}: {what} and no Kafka version; pass --broker-image")
     _say(f"replaying {plan.run_id}: {plan.scenario}, seed {plan.seed}, {len(plan.schedule)} scheduled fault(s), "
          f"image {info.tag}")
