@@ -98,8 +98,11 @@ def test_generic_adapter_runs_an_image_configured_by_environment(kraft_image, do
         assert q.error is None and sorted(v.replica_id for v in q.voters) == [1, 2, 3]
         topic = "generic-rt"
         cl.create_topic(topic, partitions=1, replication_factor=3)
-        (t,) = cl.protocol_metadata([topic]).topics
-        assert sorted(t.partitions[0].isr) == [1, 2, 3] and t.partitions[0].leader_epoch == 0
+        # the answering broker may not list the new partition, or its full ISR, at once
+        p0 = _wait(f"{topic}-0 listed with its full ISR", lambda: next(
+            (p for t in cl.protocol_metadata([topic]).topics for p in t.partitions[:1]
+             if p.error is None and sorted(p.isr) == [1, 2, 3]), None), 60)
+        assert p0.leader_epoch == 0
     finally:
         if cl is not None:
             cl.remove()
