@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 import time
@@ -48,8 +47,7 @@ def main() -> None:
         jobs = [Job(s.name, [s.name, "--broker-image", info.tag, "--runs-dir", runs, "--suite", "benchmark"])
                 for s in chosen]
         for r in run_children(jobs, a.parallel, runs):
-            m = re.match(r"([\d.]+) s", r.rest)
-            rows.append((r.scenario, r.verdict or "UNKNOWN", float(m.group(1)) if m else float("nan")))
+            rows.append((r.scenario, r.verdict or "UNKNOWN", r.seconds if r.seconds is not None else float("nan")))
     else:
         for s in chosen:
             o = execute(s, runs_dir=runs, image=info.tag, suite="benchmark")

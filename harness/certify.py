@@ -526,8 +526,7 @@ def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_di
                 results.setdefault(sp.name, []).append(j)
                 _say(f"{tag}: {UNKNOWN} — {j['reason']}")
             else:
-                secs = float(m.group(1)) if (m := re.match(r"([\d.]+) s", r.rest)) else 0.0
-                j = _record_attempt(results, tag, sp, r.path, secs, attempt, overrides)
+                j = _record_attempt(results, tag, sp, r.path, r.seconds or 0.0, attempt, overrides)
             if j["verdict"] == UNKNOWN:
                 again.append((cp, sp))
         pending = again

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RESULT = re.compile(r"^\[1/1\] (\S+): (PASS|FAIL|UNKNOWN) in (.*)$")
+SECONDS = re.compile(r"([\d.]+) s")           # the rest of a result line starts with "38 s"
 RECORD = re.compile(r"\(([^()]+)\)\s*$")      # a result line ends with "(RUN_DIR)"
 STOP_GRACE_S = 300.0
 
@@ -68,6 +69,12 @@ class ChildResult:
     path: Path | None
     returncode: int
     log: Path
+
+    @property
+    def seconds(self) -> float | None:
+        """The child's own cluster-start-to-verdict time from its result line (None without one)."""
+        m = SECONDS.match(self.rest) if self.verdict else None
+        return float(m.group(1)) if m else None
 
 
 def _record_path(rest: str) -> Path | None:
