@@ -103,8 +103,11 @@ class RunRecorder:
 
     # -- publishing -----------------------------------------------------------------------
     def finish(self, verdict: str, reason: str, checks: dict | None = None,
-               stats: dict | None = None) -> Path:
-        """Write metadata and verdict, then publish the record with one rename."""
+               stats: dict | None = None, cause: str | None = None, extra: dict | None = None) -> Path:
+        """Write metadata and verdict, then publish the record with one rename.
+
+        ``cause``: why an UNKNOWN run was undecided (harness/checkers/verdict.py ``CAUSES``); None for
+        PASS and FAIL. ``extra``: more top-level verdict.json sections (e.g. ``coverage``)."""
         if verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, not {verdict!r}")
         with self._lock:
@@ -120,8 +123,10 @@ class RunRecorder:
                 "schema_version": SCHEMA_VERSION,
                 "verdict": verdict,
                 "reason": reason,
+                "cause": cause,
                 "checks": checks or {},
                 "stats": stats or {},
+                **(extra or {}),
             })
             os.replace(self.tmp_dir, self.final_dir)
         return self.final_dir
