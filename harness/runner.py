@@ -7,6 +7,7 @@ misbehaving; UNKNOWN when the environment failed (cluster did not start, Docker 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import platform
 import random
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__, docker_util, images
+from .checkers.verdict import decide
 from .cluster import Cluster, ClusterSpec
 from .errors import HarnessError
 from .options import config_args, config_pairs
@@ -54,6 +56,7 @@ class RunOutcome:
     verdict: str
     reason: str
     seconds: float
+    cause: str | None = None      # why an UNKNOWN run is undecided (harness/checkers/verdict.py CAUSES)
 
 
 # -- the ZooKeeper transaction log: ground truth of every controller write ---------------------
@@ -77,19 +80,6 @@ def read_zk_history(cluster):
     return best[1] if best else None
 
 
-def _conformance_input(events: list[dict]) -> list[dict]:
-    """Ground-truth zk.* events (from the txn log) when present, else the watcher's; plus non-zk events.
-
-    With the txn log the history is complete, so the watcher's gap markers (and the reconciliation's
-    "filled" markers) are left out; without it, the watcher's gaps tell the checker what was skipped.
-    """
-    has_txn = any(e.get("source") == "txnlog" for e in events if e["type"].startswith("zk."))
-    if has_txn:
-        return [e for e in events if not e["type"].startswith("zk.")
-                or (e.get("source") == "txnlog" and e["type"] != "zk.gap")]
-    return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == "watch"]
-
-
 def _full_isr(view, topic) -> bool:
     """Every partition of ``topic`` (a TopicSpec) has all its replicas in the ISR (read now: ZooKeeper, or
     a Metadata answer without ZooKeeper)."""
@@ -97,40 +87,36 @@ def _full_isr(view, topic) -> bool:
                for p in range(topic.partitions))
 
 
-def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: list[dict],
+def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: list[dict] | None,
           script_error: str | None) -> tuple[str, str, dict]:
-    """Run the checks on a finished run's events → (verdict, reason, checks)."""
-    from reference import check_conformance
+    """(verdict, reason, checks) of a run's events: :func:`harness.checkers.verdict.decide` with the
+    scenario's checks (kept for callers that re-judge modified copies of a record)."""
+    v = decide(events, metadata, checks=scenario.checks, expectations=expectations, script_error=script_error)
+    return v.verdict, v.reason, v.checks
 
-    from .checkers import check_durability
-    checks: dict = {}
-    failed: list[str] = []
-    undecided: list[str] = []  # the history cannot decide: UNKNOWN unless something failed
-    if "conformance" in scenario.checks:
-        res = check_conformance(_conformance_input(events), metadata, metadata.get("profile"))
-        checks["conformance"] = res.to_dict()
-        if res.verdict != "PASS":
-            first = (res.invariant_violations or res.divergences)
-            failed.append("conformance: " + (f"{first[0].rule} {first[0].explanation}" if first else res.verdict))
-    if "durability" in scenario.checks and metadata.get("workload"):
-        d = check_durability(events, metadata)
-        checks["durability"] = d
-        if d["verdict"] == "FAIL":
-            bad = [k for k, v in d["checks"].items() if v.get("verdict") == "FAIL"]
-            failed.append(f"durability: {', '.join(bad)}")
-        elif d["verdict"] == "UNKNOWN":
-            undecided.append("durability undecided: " + d.get("reason", ""))
-    if "expectations" in scenario.checks:
-        bad = [e for e in expectations if not e["ok"]]
-        checks["expectations"] = {"verdict": "FAIL" if (bad or script_error) else "PASS",
-                                  "items": expectations, "error": script_error}
-        if bad or script_error:
-            failed.append("expectation: " + (script_error or bad[0]["what"]))
-    if failed:
-        return "FAIL", "; ".join(failed), checks
-    if undecided:
-        return "UNKNOWN", "; ".join(undecided), checks
-    return "PASS", "all checks passed", checks
+
+def classify_exception(e: BaseException) -> str:
+    """The verdict cause of an exception that ended a run (harness/checkers/verdict.py CAUSES)."""
+    if isinstance(e, KeyboardInterrupt):
+        return "aborted"
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+        return "disk-full"
+    mod = type(e).__module__ or ""
+    if mod.startswith(("docker.", "requests.", "urllib3.")):
+        return "docker-error"
+    if isinstance(e, HarnessError):
+        return getattr(e, "cause", None) or "environment"
+    if mod.startswith(("kazoo.", "confluent_kafka")):
+        return "environment"
+    return "harness-crash"
+
+
+def _script_line(e: BaseException) -> str:
+    """Where in a scenario script (or the harness code it called) the exception was raised."""
+    frames = traceback.extract_tb(e.__traceback__)
+    mine = [f for f in frames if "/suites/" in f.filename or "/scenarios/" in f.filename] or frames
+    f = mine[-1] if mine else None
+    return f"{Path(f.filename).name}:{f.lineno} in {f.name}" if f else "unknown line"
 
 
 def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | None = None,
@@ -180,11 +166,12 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         "topics": [t.to_dict() for t in scenario.topics], "workload": None, "seed": seed,
         "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
         "host": host_facts(), "replay_of": replay_of, "description": scenario.description,
-        "tags": list(scenario.tags)})
-    cluster = watcher = view = sampler = nemesis = workload = None
+        "tags": list(scenario.tags), "checks": list(scenario.checks), "record": {"end_marker": True}})
+    cluster = watcher = view = sampler = nemesis = workload = docker_events = None
     healed_clean = False
     script_error = None
     env_error = None
+    env_cause = None
     interrupted = False
     ctx = None
     try:
@@ -193,6 +180,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         cluster.start()
         rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name)
         rec.phase("cluster.ready")
+        docker_events = _watch_docker(cluster, rec)
         if dist.has_zookeeper:
             view = watcher = ZkWatcher(cluster.zookeeper_connect, emit=rec.emit).start()
             sampler = AdminSampler(cluster.bootstrap_servers, emit=rec.emit, interval=1.0,
@@ -224,6 +212,12 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             (scenario.script or run_scheduled)(ctx)
         except ExpectationFailed as e:
             script_error = str(e)
+            rec.phase("script.failed", kind="expectation", error=script_error)
+        except Exception as e:
+            if classify_exception(e) != "harness-crash":
+                raise                      # Docker, ZooKeeper, the cluster: the environment
+            traceback.print_exc()
+            rec.phase("script.failed", kind="error", error=f"{type(e).__name__}: {e} ({_script_line(e)})")
         finally:
             healed_clean = not nemesis.heal_all()  # records phase faults.healed with any residue
         if workload is not None:
@@ -240,16 +234,16 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             workload.drain(timeout_s=60)  # records its own drain.start / drain.end phases
     except KeyboardInterrupt:
         interrupted = True
-        env_error = "aborted (Ctrl-C)"
+        env_error, env_cause = "aborted (Ctrl-C)", "aborted"
     except HarnessError as e:
-        env_error = str(e)
-    except Exception as e:  # docker / kazoo / client failures of the environment
-        env_error = f"{type(e).__name__}: {e}"
+        env_error, env_cause = str(e), classify_exception(e)
+    except Exception as e:  # docker / kazoo / client failures of the environment, or a harness bug
+        env_error, env_cause = f"{type(e).__name__}: {e}", classify_exception(e)
         traceback.print_exc()
     finally:
         # heal again unless the heal after the script left nothing (the run went on without faults)
         for closer in (lambda: nemesis and not healed_clean and nemesis.heal_all(), lambda: sampler and sampler.stop(),
-                       lambda: watcher and watcher.stop()):
+                       lambda: watcher and watcher.stop(), lambda: docker_events and docker_events.stop()):
             try:
                 closer()
             except Exception:
@@ -265,10 +259,21 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             rec.emit("phase", name="observer.error", error=f"{type(e).__name__}: {e}")
         remover = _remove_in_background(cluster) if cluster is not None else None
     try:
-        return _conclude(rec, scenario, ctx, env_error, interrupted, script_error, workload, t0)
+        return _conclude(rec, scenario, ctx, env_error, env_cause, interrupted, workload, t0)
     finally:
         if remover is not None:
             remover.join()      # the containers are gone before the caller goes on
+
+
+def _watch_docker(cluster: Cluster, rec: RunRecorder):
+    """Docker's own events for the cluster's containers, into the record (None when the engine does not
+    stream them: the verdict then cannot tell outside stops from faults, and the record says so)."""
+    from .observer.docker_events import DockerEventWatcher
+    try:
+        return DockerEventWatcher(docker_util.client(), cluster.name, rec.emit).start()
+    except Exception as e:  # noqa: BLE001
+        rec.phase("observer.error", error=f"docker events: {type(e).__name__}: {e}")
+        return None
 
 
 def _remove_in_background(cluster: Cluster) -> threading.Thread:
@@ -283,28 +288,28 @@ def _remove_in_background(cluster: Cluster) -> threading.Thread:
     return t
 
 
-def _conclude(rec: RunRecorder, scenario: Scenario, ctx, env_error, interrupted: bool, script_error,
+def _conclude(rec: RunRecorder, scenario: Scenario, ctx, env_error, env_cause, interrupted: bool,
               workload, t0: float) -> RunOutcome:
-    """Judge the recorded run and publish its record."""
-    expectations = ctx.expectations if ctx else []
+    """Judge the recorded run (harness/checkers/verdict.py) and publish its record."""
     if env_error:
-        rec.emit("phase", name="aborted" if interrupted else "environment.error", error=env_error)
-        path = rec.finish("UNKNOWN", env_error, {"expectations": {"verdict": "UNKNOWN", "items": expectations}})
-        if interrupted:
-            raise KeyboardInterrupt
-        return RunOutcome(scenario.name, path, "UNKNOWN", env_error, time.monotonic() - t0)
+        rec.emit("phase", name="aborted" if interrupted else "environment.error", error=env_error,
+                 cause=env_cause or "environment")
+    rec.phase("run.end")                  # the record is complete up to here (verdict.record_complete)
     events = rec.read_events()
     try:
-        verdict, reason, checks = judge(events, rec.metadata, scenario, expectations, script_error)
+        v = decide(events, rec.metadata)
+        verdict, reason, cause, checks = v.verdict, v.reason, v.cause, v.checks
     except Exception as e:  # a checker bug must not lose the record: publish it as UNKNOWN
         traceback.print_exc()
-        verdict, reason = "UNKNOWN", f"checker error: {type(e).__name__}: {e}"
-        checks = {"expectations": {"verdict": "UNKNOWN", "items": expectations}}
+        verdict, reason, cause = "UNKNOWN", f"checker error: {type(e).__name__}: {e}", "checker-error"
+        checks = {"expectations": {"verdict": "UNKNOWN", "items": ctx.expectations if ctx else []}}
     stats = {"seconds": round(time.monotonic() - t0, 1), "events": len(events)}
     if workload is not None:
         stats["workload"] = workload.stats()
-    path = rec.finish(verdict, reason, checks, stats)
-    return RunOutcome(scenario.name, path, verdict, reason, time.monotonic() - t0)
+    path = rec.finish(verdict, reason, checks, stats, cause=cause)
+    if interrupted:
+        raise KeyboardInterrupt
+    return RunOutcome(scenario.name, path, verdict, reason, time.monotonic() - t0, cause)
 
 
 # -- command line ------------------------------------------------------------------------------
@@ -351,7 +356,8 @@ def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str) -> int:
         _say(f"[{n}/{len(jobs)}] {s.name}: running ...")
         o = execute(s, runs_dir=runs_dir, **kw)
         outcomes.append(o)
-        _say(f"[{n}/{len(jobs)}] {s.name}: {o.verdict} in {o.seconds:.0f} s — {o.reason}  ({o.path})")
+        what = f"{o.verdict}({o.cause})" if o.cause else o.verdict
+        _say(f"[{n}/{len(jobs)}] {s.name}: {what} in {o.seconds:.0f} s — {o.reason}  ({o.path})")
     passed = sum(o.verdict == "PASS" for o in outcomes)
     _say(f"{passed}/{len(outcomes)} PASS; run records under {runs_dir}/")
     if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):

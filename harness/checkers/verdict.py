@@ -63,3 +63,198 @@ class Verdict:
         if self.coverage is not None:
             out["coverage"] = self.coverage
         return out
+
+
+DEFAULT_CHECKS = ("conformance", "durability", "expectations")
+
+# Docker actions on a cluster container that stop or remove what is running there. One the harness did
+# not cause (no fault of the nemesis covers that container then) is an environment failure.
+_STOPPING_ACTIONS = {"kill": "container-stopped", "die": "container-stopped", "stop": "container-stopped",
+                     "pause": "container-stopped", "oom": "container-stopped", "destroy": "container-removed"}
+_WINDOW_SLACK_S = (1.0, 2.0)      # a Docker event this long before fault.start / after fault.end still counts
+
+
+# -- what the record holds ---------------------------------------------------------------------------
+def _phases(events: list[dict], *names: str) -> list[dict]:
+    return [e for e in events if e.get("type") == "phase" and e.get("name") in names]
+
+
+def record_complete(events: list[dict], metadata: dict) -> tuple[bool, str]:
+    """Whether the record holds the whole run, and why not.
+
+    Records written since the ``run.end`` marker (metadata ``record.end_marker``) are complete exactly
+    when the marker is there. Older records are complete when they have no workload or a final read
+    (``drain.end``), or ended by an environment failure that they record.
+    """
+    if (metadata.get("record") or {}).get("end_marker"):
+        if _phases(events, "run.end"):
+            return True, ""
+        last = events[-1] if events else None
+        where = f"after event seq {last.get('seq')} at {last.get('t')} s" if last else "with no event"
+        return False, f"the record has no run.end marker: its events stop {where}"
+    if not metadata.get("workload") or _phases(events, "drain.end", "aborted", "environment.error"):
+        return True, ""
+    return False, "the record has a workload but no final read (drain.end) and no recorded end"
+
+
+def _fault_windows(events: list[dict]) -> dict[str, list[tuple[float, float]]]:
+    """Container name -> [(wall start, wall end)] of every fault the nemesis applied to it."""
+    start: dict[int, dict] = {}
+    out: dict[str, list[tuple[float, float]]] = {}
+    last_wall = max((e.get("wall") or 0.0 for e in events), default=0.0)
+    for e in events:
+        typ = e.get("type")
+        if typ == "fault.start":
+            start[e.get("fault_id")] = e
+        elif typ == "fault.end" and e.get("fault_id") in start:
+            s = start.pop(e.get("fault_id"))
+            for n in s.get("nodes") or []:
+                out.setdefault(n, []).append((s.get("wall") or 0.0, e.get("wall") or last_wall))
+    for s in start.values():          # never ended: open until the record's end
+        for n in s.get("nodes") or []:
+            out.setdefault(n, []).append((s.get("wall") or 0.0, float("inf")))
+    return out
+
+
+def _harness_windows(events: list[dict]) -> list[tuple[float, float]]:
+    """Times when the harness itself restores every container (heal_all's sweep)."""
+    out = []
+    for e in _phases(events, "faults.heal_all", "faults.healed"):
+        w = e.get("wall") or 0.0
+        out.append((w - float(e.get("seconds") or 60.0), w))
+    return out
+
+
+def environment_failures(events: list[dict]) -> list[tuple[str, str]]:
+    """``(cause, text)`` for everything in the record that went wrong outside the broker: failures the
+    runner recorded (``environment.error`` / ``aborted`` phases, with their ``cause``) and Docker events
+    on the cluster's containers that no fault of the nemesis explains."""
+    out: list[tuple[str, str]] = []
+    for e in _phases(events, "environment.error", "aborted"):
+        cause = e.get("cause") or ("aborted" if e.get("name") == "aborted" else "environment")
+        out.append((cause if cause in CAUSES else "environment", str(e.get("error") or e.get("name"))))
+    windows = _fault_windows(events)
+    before, after = _WINDOW_SLACK_S
+    seen: set[tuple[str, str]] = set()
+    for e in events:
+        if e.get("type") != "docker.event" or e.get("action") not in _STOPPING_ACTIONS:
+            continue
+        name, action, w = e.get("container"), e.get("action"), e.get("wall_docker") or e.get("wall") or 0.0
+        if any(s - before <= w <= end + after for s, end in windows.get(name, [])):
+            continue
+        if e.get("by_harness"):
+            continue
+        cause = _STOPPING_ACTIONS[action]
+        if (name, cause) in seen:
+            continue
+        seen.add((name, cause))
+        what = {"destroy": "removed", "pause": "paused", "oom": "killed for memory (OOM)"}.get(action, "stopped")
+        detail = f" (exit code {e['exit_code']})" if e.get("exit_code") not in (None, "") else ""
+        out.append((cause, f"container {name} was {what}{detail} at {e.get('t')} s by something other than "
+                           "the harness (no fault was applied to it then)"))
+    # a removal explains the stop that preceded it: report the removal first
+    out.sort(key=lambda ct: ct[0] != "container-removed")
+    return out
+
+
+def script_failures(events: list[dict]) -> tuple[list[str], list[str]]:
+    """``(expectation failures, script errors)`` the runner recorded as ``script.failed`` phases."""
+    exp, err = [], []
+    for e in _phases(events, "script.failed"):
+        (exp if e.get("kind") == "expectation" else err).append(str(e.get("error")))
+    return exp, err
+
+
+def expectations_from(events: list[dict]) -> list[dict]:
+    """The scenario's expectations as recorded (``expect`` events)."""
+    return [{k: e.get(k) for k in ("what", "ok", "waited_s", "detail") if k in e}
+            for e in events if e.get("type") == "expect"]
+
+
+def conformance_input(events: list[dict]) -> list[dict]:
+    """Ground-truth zk.* events (from the txn log) when present, else the watcher's; plus non-zk events.
+
+    With the txn log the history is complete, so the watcher's gap markers (and the reconciliation's
+    "filled" markers) are left out; without it, the watcher's gaps tell the checker what was skipped.
+    """
+    has_txn = any(e.get("source") == "txnlog" for e in events if e["type"].startswith("zk."))
+    if has_txn:
+        return [e for e in events if not e["type"].startswith("zk.")
+                or (e.get("source") == "txnlog" and e["type"] != "zk.gap")]
+    return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == "watch"]
+
+
+# -- the decision ------------------------------------------------------------------------------------
+def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | None = None,
+           script_error: str | None = None) -> Verdict:
+    """Judge one run record: its events (in ``seq`` order) and metadata → :class:`Verdict`.
+
+    Everything the decision needs is in the record: the checks the scenario names (metadata
+    ``checks``), its expectations (``expect`` events) and script failures (``script.failed``),
+    environment failures (``environment.error`` / ``aborted`` phases, unexplained ``docker.event``\\ s)
+    and whether the record is complete (``run.end``). ``checks`` / ``expectations`` / ``script_error``
+    override what the record says (for re-judging a modified copy).
+
+    Order of precedence: durability violations are FAIL whatever else happened (data loss is never
+    UNKNOWN); other broker findings (conformance rules, expectations on broker state) are FAIL unless
+    an environment failure could explain them; then UNKNOWN for an environment failure, an incomplete
+    record, a script error, a workload that did not cover the run, or a check the history cannot decide.
+    """
+    from reference import check_conformance     # the model is imported only when a record is judged
+
+    from .durability import check_durability
+    events = list(events)
+    wanted = tuple(checks or metadata.get("checks") or DEFAULT_CHECKS)
+    complete, incomplete_why = record_complete(events, metadata)
+    env = environment_failures(events)
+    exp_failed, script_errors = script_failures(events)
+    if script_error:
+        exp_failed = [script_error]
+    out: dict = {}
+    data_fail: list[str] = []     # durability: never UNKNOWN
+    broker_fail: list[str] = []   # conformance and expectations: FAIL unless the environment explains them
+    undecided: list[str] = []
+
+    if "conformance" in wanted:
+        res = check_conformance(conformance_input(events), metadata, metadata.get("profile"))
+        out["conformance"] = res.to_dict()
+        if res.verdict != "PASS":
+            first = res.invariant_violations or res.divergences
+            broker_fail.append("conformance: " + (f"{first[0].rule} {first[0].explanation}" if first else res.verdict))
+    if "durability" in wanted and metadata.get("workload"):
+        d = check_durability(events, metadata)
+        out["durability"] = d
+        if d["verdict"] == FAIL:
+            bad = [k for k, v in d["checks"].items() if v.get("verdict") == FAIL]
+            data_fail.append(f"durability: {', '.join(bad)}")
+        elif d["verdict"] == UNKNOWN:
+            undecided.append("durability undecided: " + d.get("reason", ""))
+    if "expectations" in wanted:
+        items = expectations if expectations is not None else expectations_from(events)
+        bad = [e for e in items if not e.get("ok")]
+        failed = bool(bad or exp_failed)
+        out["expectations"] = {"verdict": FAIL if failed else PASS, "items": items,
+                               "error": exp_failed[0] if exp_failed else None}
+        if failed:
+            broker_fail.append("expectation: " + (exp_failed[0] if exp_failed else str(bad[0].get("what"))))
+
+    def unknown(cause: str, text: str) -> Verdict:
+        also = f" (also seen, not judged because of this: {'; '.join(broker_fail)})" if broker_fail else ""
+        return Verdict(UNKNOWN, text + also, cause, out)
+
+    if data_fail:
+        extra = [f"{c}: {t}" for c, t in env] + ([incomplete_why] if not complete else [])
+        note = f" (the run also had: {'; '.join(extra)})" if extra else ""
+        return Verdict(FAIL, "; ".join(data_fail + broker_fail) + note, None, out)
+    if env:
+        cause, text = env[0]
+        return unknown(cause, text)
+    if broker_fail:
+        return Verdict(FAIL, "; ".join(broker_fail), None, out)
+    if not complete:
+        return Verdict(UNKNOWN, incomplete_why, "record-incomplete", out)
+    if script_errors:
+        return Verdict(UNKNOWN, f"the scenario script failed: {script_errors[0]}", "script", out)
+    if undecided:
+        return Verdict(UNKNOWN, "; ".join(undecided), "undecided", out)
+    return Verdict(PASS, "all checks passed", None, out)
