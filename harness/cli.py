@@ -347,6 +347,8 @@ def _add_run_parser(sub) -> None:
     runner.add_parser(sub)
     from . import certify
     certify.add_parser(sub)
+    from . import check
+    check.add_parser(sub)
 
 
 def _sigterm_as_interrupt(signum, frame):

@@ -1,0 +1,111 @@
+"""``kafka-chaos check RUN_DIR...``: judge stored run records again, and say what changed.
+
+After a change of the model or a checker, or to judge a record made on another machine, this runs the
+same decision the runner made when the run ended (:func:`harness.checkers.verdict.decide`) on each
+stored record and prints one line per record::
+
+    same     PASS                       runs/20261125T...-broker_failover.kill_leader-106c49
+    changed  PASS -> UNKNOWN(workload)  runs/20261125T...-isr.pause_follower-0c1d2e  p0 died at 31.0 s ...
+
+Nothing is written unless ``--write`` is given (then ``verdict.json`` is replaced atomically, the old
+one kept as ``verdict.previous.json``). Exit codes as for ``run``: 0 every verdict PASS, 1 a verdict
+FAIL, 2 usage error, an unreadable record or an UNKNOWN verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from .checkers.verdict import Verdict, decide
+from .errors import HarnessError
+from .record import RecordError, list_runs, read_run
+
+
+def add_parser(sub) -> None:
+    c = sub.add_parser("check", help="judge stored run records again and print what changed",
+                       description="Re-run the conformance, durability, coverage and expectation checks on stored "
+                                   "run records (directories, or folders holding them) and print, for each, the "
+                                   "stored and the new verdict. Exit codes: 0 every verdict PASS, 1 a FAIL, "
+                                   "2 usage error, unreadable record or UNKNOWN.")
+    c.add_argument("paths", nargs="+", metavar="RUN_DIR", help="a run record directory, or a folder of them")
+    c.add_argument("--profile", help="judge with this conformance profile instead of the recorded one")
+    c.add_argument("--write", action="store_true",
+                   help="replace each verdict.json with the new verdict (the old one is kept as verdict.previous.json)")
+    c.add_argument("--json", action="store_true", help="one JSON object per record instead of text lines")
+    c.set_defaults(func=cmd_check)
+
+
+def _record_dirs(paths: list[str]) -> list[Path]:
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for p in paths:
+        path = Path(p)
+        if not path.exists():
+            raise HarnessError(f"{p}: no such run record or folder")
+        dirs = [path] if (path / "metadata.json").exists() else list_runs(path)
+        if not dirs:
+            raise HarnessError(f"{p}: holds no run record (a directory with metadata.json, events.jsonl, verdict.json)")
+        for d in dirs:
+            real = d.resolve()
+            if real not in seen:        # a symlinked record is judged once
+                seen.add(real)
+                out.append(d)
+    return out
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _label(verdict: str | None, cause: str | None) -> str:
+    return f"{verdict}({cause})" if cause else str(verdict)
+
+
+def rejudge(path: Path, profile: str | None = None) -> tuple[dict, Verdict]:
+    """(stored verdict.json, new Verdict) of one record; RecordError when it cannot be read."""
+    rec = read_run(path)
+    meta = dict(rec.metadata, profile=profile) if profile else rec.metadata
+    return rec.verdict, decide(rec.events, meta)
+
+
+def _write(path: Path, stored: dict, new: Verdict) -> None:
+    os.replace(path / "verdict.json", path / "verdict.previous.json")
+    body = {**stored, **new.to_dict()}
+    tmp = path / ".verdict.json.tmp"
+    tmp.write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path / "verdict.json")
+
+
+def cmd_check(args) -> int:
+    dirs = _record_dirs(args.paths)
+    counts = {"PASS": 0, "FAIL": 0, "UNKNOWN": 0, "unreadable": 0, "changed": 0}
+    for d in dirs:
+        try:
+            stored, new = rejudge(d, args.profile)
+        except RecordError as e:
+            counts["unreadable"] += 1
+            print(f"kafka-chaos: error: {e}", file=sys.stderr)
+            continue
+        before = _label(stored.get("verdict"), stored.get("cause"))
+        after = _label(new.verdict, new.cause)
+        # a record written before causes existed has none: then only the verdict itself can change
+        changed = before != after if "cause" in stored else stored.get("verdict") != new.verdict
+        counts[new.verdict] += 1
+        counts["changed"] += changed
+        if args.json:
+            print(json.dumps({"path": str(d), "stored": before, "verdict": new.verdict, "cause": new.cause,
+                              "reason": new.reason, "changed": changed}))
+        else:
+            what = f"{before} -> {after}" if changed else after
+            print(f"{'changed' if changed else 'same':8} {what:34} {d}" + (f"  {first_line(new.reason)}" if changed else ""))
+        if args.write and changed:
+            _write(d, stored, new)
+    print(f"{len(dirs)} record(s): {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['UNKNOWN']} UNKNOWN, "
+          f"{counts['unreadable']} unreadable; {counts['changed']} changed", file=sys.stderr)
+    if counts["FAIL"]:
+        return 1
+    return 2 if counts["UNKNOWN"] or counts["unreadable"] else 0
