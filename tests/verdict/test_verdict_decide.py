@@ -183,3 +183,14 @@ def test_every_cause_has_a_meaning():
     assert all(isinstance(k, str) and v for k, v in CAUSES.items())
     assert {"aborted", "harness-crash", "container-removed", "docker-error", "disk-full", "record-incomplete",
             "contract", "workload", "script"} <= set(CAUSES)
+
+
+def test_every_cut_of_a_passing_record_is_record_incomplete_never_fail(record):
+    """The record cut after any event (the harness killed there) is UNKNOWN(record-incomplete): missing reads
+    never become lost writes, missing expectations never a failure."""
+    events = _events(record)
+    meta = _meta(record, record={"end_marker": True})
+    n = len(events)
+    for cut in sorted({0, 1, n - 1, *range(0, n, max(1, n // 60))}):
+        v = decide(events[:cut], meta)
+        assert (v.verdict, v.cause) == ("UNKNOWN", "record-incomplete"), (cut, v.reason)
