@@ -194,3 +194,11 @@ def test_every_cut_of_a_passing_record_is_record_incomplete_never_fail(record):
     for cut in sorted({0, 1, n - 1, *range(0, n, max(1, n // 60))}):
         v = decide(events[:cut], meta)
         assert (v.verdict, v.cause) == ("UNKNOWN", "record-incomplete"), (cut, v.reason)
+
+
+def test_docs_list_exactly_the_causes():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "verdicts.md").read_text()
+    documented = {line.split("|")[1].strip().strip("`") for line in text.splitlines()
+                  if line.startswith("| `") and line.split("|")[1].strip().strip("`").islower()}
+    documented -= {"PASS", "FAIL"}
+    assert documented == set(CAUSES)
