@@ -331,6 +331,9 @@ def add_parser(sub) -> None:
     r.add_argument("--suite", help=argparse.SUPPRESS)  # set by --parallel for its child processes
     r.add_argument("--length", type=float, metavar="SECONDS",
                    help="seconds of faults for scenarios with a random fault schedule (nightly.*)")
+    r.add_argument("--shard", metavar="I/N",
+                   help="run only shard I of N: a deterministic slice balanced by expected durations "
+                        "(suites/durations.json), so N CI jobs cover the suite exactly once")
     r.add_argument("--replay", metavar="RUN_DIR",
                    help="re-run a recorded run: its scenario, seed, stored fault schedule, image and broker config")
     g = r.add_mutually_exclusive_group()
@@ -405,7 +408,12 @@ def cmd_run(args) -> int:
         raise HarnessError("--repeat must be at least 1")
     if args.parallel < 1:
         raise HarnessError("--parallel must be at least 1")
+    if args.shard:
+        from .shard import parse_shard
+        parse_shard(args.shard)          # a malformed value is a usage error before any Docker work
     if args.replay:
+        if args.shard:
+            raise HarnessError("--shard cannot be combined with --replay")
         if args.parallel > 1:
             _say("(--parallel is not used with --replay: replays run one at a time)")
         return _run_many(_replay_jobs(args), args.runs_dir)
@@ -437,6 +445,13 @@ def cmd_run(args) -> int:
     if not chosen:
         raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
                            f"{'' if zk else ' on ' + str(args.distribution)}")
+    if args.shard:
+        from .shard import select
+        mine = set(select([s.name for s in chosen], args.shard))
+        _say(f"shard {args.shard}: {len(mine)} of {len(chosen)} scenario(s)")
+        chosen = [s for s in chosen if s.name in mine]
+        if not chosen:
+            return 0
     if args.parallel > 1 and len(chosen) * args.repeat > 1:
         from .parallel import Job, run_parallel
         extra = (["--profile", args.profile] if args.profile else []) + (
