@@ -436,7 +436,7 @@ def zk_writes_since(cluster, zxid: int, types: tuple[str, ...] = ("zk.topic", "z
                                                                  "zk.reassign_partitions")) -> list[dict]:
     """The ``zk.*`` events ZooKeeper's own transaction log holds after ``zxid`` (ground truth, in zxid
     order), read from the ZooKeeper containers now. Raises AdminOpError if no log is readable."""
-    from .runner import read_zk_history
+    from .observer.zk_history import read_zk_history
     hist = read_zk_history(cluster)
     if hist is None:
         raise AdminOpError("no ZooKeeper transaction log could be read")

@@ -339,12 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_run_parser(sub) -> None:
-    """`run` lives in harness.runner once suites exist; registered here when importable."""
+    """`run` lives in harness.run_command once suites exist; registered here when importable."""
     try:
-        from . import runner
+        from . import run_command
     except ImportError:
         return
-    runner.add_parser(sub)
+    run_command.add_parser(sub)
     from . import certify
     certify.add_parser(sub)
     from . import check

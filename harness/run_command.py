@@ -1,0 +1,171 @@
+"""The ``kafka-chaos run`` command: pick scenarios from the suite catalog, run them (one at a time, in
+parallel child processes, or one shard of the suite), print a line per run and exit with the verdicts'
+code. Running one scenario is :func:`harness.runner.execute`; this module sits on top of it and of
+:mod:`suites.catalog`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from suites.catalog import SUITES, scenarios_for
+
+from . import distributions, images
+from .errors import HarnessError
+from .options import config_args, config_pairs
+from .replay import plan_replay
+from .runner import RunOutcome, execute
+from .scenario import Scenario
+from .shard import parse_shard, select
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def add_parser(sub) -> None:
+    r = sub.add_parser("run", help="run a suite or scenario on fresh clusters, one run record each",
+                       description="Run a suite (smoke, conformance, chaos, nightly), a family or one scenario; "
+                                   "or replay a recorded run with --replay RUN_DIR. Exit codes: 0 every verdict "
+                                   "PASS, 1 a check failed, 2 usage or environment error (UNKNOWN).")
+    r.add_argument("target", metavar="SUITE_OR_SCENARIO", nargs="?",
+                   help="a suite (smoke, conformance, chaos, nightly), a family or a scenario name; `list` lists "
+                        "them (optional with --replay)")
+    r.add_argument("--runs-dir", default="runs", help="where run records go (default ./runs)")
+    r.add_argument("--seed", type=int, default=None,
+                   help="run seed (default 0): random targets and generated fault schedules derive from it; "
+                        "repeat i uses seed + i")
+    r.add_argument("--repeat", type=int, default=1)
+    r.add_argument("--parallel", type=int, default=1, metavar="N",
+                   help="run N scenarios at a time, each in its own process and cluster (default 1)")
+    r.add_argument("--suite", help=argparse.SUPPRESS)  # set by --parallel for its child processes
+    r.add_argument("--length", type=float, metavar="SECONDS",
+                   help="seconds of faults for scenarios with a random fault schedule (nightly.*)")
+    r.add_argument("--shard", metavar="I/N",
+                   help="run only shard I of N: a deterministic slice balanced by expected durations "
+                        "(suites/durations.json), so N CI jobs cover the suite exactly once")
+    r.add_argument("--replay", metavar="RUN_DIR",
+                   help="re-run a recorded run: its scenario, seed, stored fault schedule, image and broker config")
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("--kafka-version", metavar="V")
+    g.add_argument("--broker-image", metavar="IMG")
+    r.add_argument("--distribution", choices=["apache-zk", "apache-kraft", "generic"], default=None,
+                   help="apache-zk (default: ZooKeeper mode, observed through ZooKeeper), apache-kraft (KRaft, "
+                        "observed through the Kafka protocol) or generic (a foreign image configured by KAFKA_* "
+                        "variables; the default for an image not built here); scenarios that need ZooKeeper "
+                        "are skipped without it")
+    r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
+                                     "or compatible)")
+    r.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="broker config override on top of each scenario's own (repeatable); the run is judged "
+                        "against the configuration it ran with")
+    r.set_defaults(func=cmd_run)
+
+
+def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str) -> int:
+    """Execute (scenario, execute-kwargs) jobs in order with a progress line each; the exit code."""
+    outcomes: list[RunOutcome] = []
+    for n, (s, kw) in enumerate(jobs, 1):
+        _say(f"[{n}/{len(jobs)}] {s.name}: running ...")
+        o = execute(s, runs_dir=runs_dir, **kw)
+        outcomes.append(o)
+        what = f"{o.verdict}({o.cause})" if o.cause else o.verdict
+        _say(f"[{n}/{len(jobs)}] {s.name}: {what} in {o.seconds:.0f} s — {o.reason}  ({o.path})")
+    passed = sum(o.verdict == "PASS" for o in outcomes)
+    _say(f"{passed}/{len(outcomes)} PASS; run records under {runs_dir}/")
+    if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):
+        return 2
+    return 0 if passed == len(outcomes) else 1
+
+
+def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
+    plan = plan_replay(args.replay)
+    if args.target and args.target != plan.scenario:
+        raise HarnessError(f"--replay {args.replay} is a run of {plan.scenario!r}, not {args.target!r}; "
+                           "leave SUITE_OR_SCENARIO out")
+    if args.seed is not None or args.length is not None:
+        raise HarnessError("--seed and --length cannot be combined with --replay: the recorded seed and "
+                           "schedule are used")
+    if args.config:
+        raise HarnessError("--config cannot be combined with --replay: the recorded broker configuration is used")
+    found = [s for s in scenarios_for(plan.scenario) if s.name == plan.scenario]
+    if not found:
+        raise HarnessError(f"--replay {args.replay}: scenario {plan.scenario!r} is not in this harness version "
+                           "(`kafka-chaos run list`)")
+    if args.kafka_version or args.broker_image:   # replay the same schedule against another broker
+        info = images.image_for(args.kafka_version, args.broker_image, build_missing=False)
+        profile = args.profile
+    elif plan.broker_image and images.find_image(plan.broker_image) is not None:
+        info, profile = images.image_for(None, plan.broker_image), args.profile or plan.profile
+    elif plan.kafka_version:
+        info, profile = images.image_for(plan.kafka_version, None, build_missing=True), args.profile or plan.profile
+    else:
+        what = f"the recorded image {plan.broker_image!r} is not here" if plan.broker_image else "the record names no image"
+        raise HarnessError(f"--replay {args.replay}: {what} and no Kafka version; pass --broker-image")
+    _say(f"replaying {plan.run_id}: {plan.scenario}, seed {plan.seed}, {len(plan.schedule)} scheduled fault(s), "
+         f"image {info.tag}")
+    kw = dict(image=info.tag, suite=plan.suite, seed=plan.seed, profile=profile, broker_config=plan.broker_config,
+              schedule=plan.schedule, replay_of=plan.run_id, distribution=args.distribution or plan.distribution)
+    return [(found[0], kw)] * args.repeat
+
+
+def cmd_run(args) -> int:
+    if args.repeat < 1:
+        raise HarnessError("--repeat must be at least 1")
+    if args.parallel < 1:
+        raise HarnessError("--parallel must be at least 1")
+    if args.shard:
+        parse_shard(args.shard)          # a malformed value is a usage error before any Docker work
+    if args.replay:
+        if args.shard:
+            raise HarnessError("--shard cannot be combined with --replay")
+        if args.parallel > 1:
+            _say("(--parallel is not used with --replay: replays run one at a time)")
+        return _run_many(_replay_jobs(args), args.runs_dir)
+    if not args.target:
+        raise HarnessError("name a suite or scenario (`kafka-chaos run list`), or give --replay RUN_DIR")
+    if args.target == "list":
+        for s in scenarios_for("all"):
+            print(f"{s.name:45} {','.join(s.tags):28} {s.description}")
+        return 0
+    overrides = config_pairs(args.config)
+    chosen = scenarios_for(args.target)
+    if not chosen:
+        raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
+    info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
+                            and args.broker_image is None)
+    if args.distribution is None and info.distribution == "generic":
+        args.distribution = "generic"          # an image not built here runs no other way
+    suite = args.suite or (args.target if args.target in SUITES else "adhoc")
+    seed = args.seed or 0
+    if args.length is not None:
+        chosen = [s.with_length(args.length) for s in chosen]
+    zk = distributions.get(args.distribution).has_zookeeper
+    skipped = [(s.name, s.not_applicable(info.kafka_version, zk)) for s in chosen]
+    skipped = [(n, why) for n, why in skipped if why]
+    for n, why in skipped:
+        _say(f"skipped {n}: {why}")
+    chosen = [s for s in chosen if not s.not_applicable(info.kafka_version, zk)]
+    if not chosen:
+        raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
+                           f"{'' if zk else ' on ' + str(args.distribution)}")
+    if args.shard:
+        mine = set(select([s.name for s in chosen], args.shard))
+        _say(f"shard {args.shard}: {len(mine)} of {len(chosen)} scenario(s)")
+        chosen = [s for s in chosen if s.name in mine]
+        if not chosen:
+            return 0
+    if args.parallel > 1 and len(chosen) * args.repeat > 1:
+        from .parallel import Job, run_parallel
+        extra = (["--profile", args.profile] if args.profile else []) + (
+            ["--distribution", args.distribution] if args.distribution else []) + (
+            ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides)
+        pjobs = [Job(s.name, [s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
+                              args.runs_dir, "--suite", suite, *extra])
+                 for i in range(args.repeat) for s in chosen]
+        return run_parallel(pjobs, args.parallel, args.runs_dir)
+    jobs = [(s, dict(image=info.tag, suite=suite, seed=seed + i, profile=args.profile,
+                     distribution=args.distribution, broker_config=overrides or None))
+            for i in range(args.repeat) for s in chosen]
+    return _run_many(jobs, args.runs_dir)
