@@ -29,7 +29,7 @@ setup() {
     apt_install docker.io iptables mmdebstrap maven openjdk-17-jre-headless chromium
   fi
   scripts/ensure-docker.sh
-  local imports="import harness, suites, confluent_kafka, kazoo, testcontainers, pyspark, hypothesis"
+  local imports="import harness, suites, confluent_kafka, kazoo, testcontainers, pyspark, hypothesis, importlinter"
   if ! "$PY" -c "$imports" 2>/dev/null || [ pyproject.toml -nt .setup-done ]; then
     log "installing Python dependencies"
     "$PY" -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "Running pip as the 'root' user" || true
