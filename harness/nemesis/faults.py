@@ -80,11 +80,21 @@ class Fault:
     """Base class. ``nodes`` are the resolved targets; ``healed`` turns True once heal ran."""
 
     name = "?"
+    # True: the fault calls :meth:`restoring` itself at the moment its effect is undone (a container
+    # started or unpaused), which may be long after its heal began (a killed broker's start waits for
+    # its old ZooKeeper session to expire); False: the nemesis records ``fault.heal`` when heal begins
+    marks_restore = False
 
     def __init__(self, ctx: Context, fault_id: int, target: str, nodes: list["Node"], params: dict):
         self.ctx, self.fault_id, self.target, self.nodes, self.params = ctx, fault_id, target, nodes, params
         self.healed = False
         self.detail: dict = {}       # what apply found/did (e.g. the controller id deleted), for logs
+        self.on_restore = None       # set by the nemesis: records ``fault.heal`` (once)
+
+    def restoring(self) -> None:
+        """The fault's effect is being undone right now (called just before the Docker call)."""
+        if self.on_restore is not None:
+            self.on_restore(self)
 
     @property
     def broker_ids(self) -> list[int]:
@@ -127,10 +137,15 @@ def _await_old_session_gone(ctx: Context, node: "Node") -> None:
         time.sleep(0.2)
 
 
-def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float = 60.0) -> None:
-    """Bring a node back: unpause, or start it; with ``wait`` until it serves again (bounded)."""
+def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float = 60.0,
+               before=None) -> None:
+    """Bring a node back: unpause, or start it; with ``wait`` until it serves again (bounded).
+
+    ``before()`` is called right before the unpause / start call (not for a node already running)."""
+    before = before or (lambda: None)
     st = node.status()
     if st == "paused":
+        before()
         node.unpause()
         return
     if st == "running":
@@ -139,11 +154,13 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
         raise FaultError(f"{node.name} no longer exists")
     if node.role == "broker":
         _await_old_session_gone(ctx, node)
+        before()
         try:
             ctx.cluster.start_broker(node.node_id, wait=wait, timeout_s=timeout_s)
         except HarnessError as e:
             raise FaultError(str(e)) from None
         return
+    before()
     node.start()
     if wait:
         deadline = time.monotonic() + timeout_s
@@ -154,6 +171,8 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
 
 
 class _Restartable(Fault):
+    marks_restore = True
+
     def _bring_back(self) -> None:
         if self.params.get("heal", "start") == "none":
             return
@@ -161,7 +180,8 @@ class _Restartable(Fault):
         # ZooKeeper first: brokers need it to register
         for n in sorted(self.nodes, key=lambda n: n.role != "zookeeper"):
             try:
-                start_node(self.ctx, n, self.params.get("wait", True), self.params.get("timeout_s", 60.0))
+                start_node(self.ctx, n, self.params.get("wait", True), self.params.get("timeout_s", 60.0),
+                           before=self.restoring)
             except FaultError as e:
                 errors.append(str(e))
         if errors:
@@ -213,6 +233,7 @@ class Restart(_Restartable):
 class Pause(Fault):
     """Freeze the container's cgroup (docker pause); heal unpauses."""
     name = "pause"
+    marks_restore = True
 
     def apply(self) -> None:
         for n in self.nodes:
@@ -230,6 +251,7 @@ class Pause(Fault):
     def heal(self) -> None:
         for n in self.nodes:
             if n.status() == "paused":
+                self.restoring()
                 n.unpause()
 
 
@@ -491,6 +513,7 @@ class ZkExpireSession(Fault):
     broker registered again with a new broker epoch (at most ``timeout_s``).
     """
     name = "zk_expire_session"
+    marks_restore = True
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
@@ -510,6 +533,7 @@ class ZkExpireSession(Fault):
                         gone.add(b)
                 time.sleep(0.2)
         finally:
+            self.restoring()
             self.cut.heal()
         self.detail["expired"] = sorted(gone)
         if len(gone) < len(before):

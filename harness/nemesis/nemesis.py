@@ -5,8 +5,12 @@
         ...
         nem.heal(h)
 
-Every applied fault gets a ``fault_id`` and exactly one ``fault.start`` and one ``fault.end`` event
-(docs/run-record.md). ``heal_all()`` heals the active faults, then sweeps every container of the
+Every applied fault gets a ``fault_id`` and exactly one ``fault.start``, one ``fault.heal`` and one
+``fault.end`` event, at the true times (docs/run-record.md, "Faults"): ``fault.heal`` when its effect
+is undone (the container started or unpaused, the rules removed), ``fault.end`` when the heal is done
+(a restarted broker serves again). A fault with nothing to heal (``restart``, ``start``,
+``zk_expire_session``, ``delete_controller_znode``: ``instant`` in the catalog) ends when its apply
+returns, not at the final ``heal_all``. ``heal_all()`` heals the active faults, then sweeps every container of the
 cluster (unpause, flush the KAFKA_CHAOS_* chains, delete a netem/tbf qdisc, start stopped nodes when
 asked) and reports what, if anything, could not be restored.
 """
@@ -17,6 +21,7 @@ import contextlib
 import random
 import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -124,6 +129,7 @@ class Nemesis:
             raise FaultSpecError(f"{name}: target {target!r} resolved to {bad}, but {name} acts on "
                                  f"{' or '.join(info.roles)} nodes only")
         fault = FAULT_CLASSES[name](self.ctx, fid, target, nodes, params)
+        fault.on_restore = self._emit_heal
         self._emit_start(fid, name, target, [n.name for n in nodes], fault.broker_ids, params)
         with self._lock:
             self.active.append(fault)
@@ -140,11 +146,22 @@ class Nemesis:
             if err is None and isinstance(e, Exception):
                 raise FaultError(f"{name} on {target}: {type(e).__name__}: {e}") from e
             raise
+        if info.instant:       # an event, not a state: it is over once apply returned
+            self._finish(fault, ok=True, error=None)
         return fault
 
     def _emit_start(self, fid, name, target, nodes, broker_ids, params) -> None:
         self.recorder.emit("fault.start", fault_id=fid, fault=name, target=target, nodes=nodes,
                            broker_ids=broker_ids, params=params)
+
+    def _emit_heal(self, fault: Fault) -> None:
+        """Record ``fault.heal`` for ``fault`` once: its effect is being undone now."""
+        with self._lock:
+            if getattr(fault, "heal_recorded", False):
+                return
+            fault.heal_recorded = True
+        self.recorder.emit("fault.heal", fault_id=fault.fault_id, fault=fault.name,
+                           nodes=[n.name for n in fault.nodes])
 
     def _finish(self, fault: Fault, ok: bool, error: str | None) -> None:
         with self._lock:
@@ -153,6 +170,7 @@ class Nemesis:
             fault.healed = True
             if fault in self.active:
                 self.active.remove(fault)
+        self._emit_heal(fault)      # no-op when the fault recorded it at its restore
         self.recorder.emit("fault.end", fault_id=fault.fault_id, fault=fault.name,
                            nodes=[n.name for n in fault.nodes], ok=ok, error=error)
 
@@ -160,10 +178,11 @@ class Nemesis:
         """Heal one fault (idempotent: a healed fault is left alone). True when it healed cleanly."""
         if fault.healed:
             return True
-        # the heal begins: a killed broker may be running again before fault.end (which waits for
-        # its startup) is recorded
-        self.recorder.emit("fault.heal", fault_id=fault.fault_id, fault=fault.name,
-                           nodes=[n.name for n in fault.nodes])
+        # fault.heal: the effect is undone from now on (a killed broker may be running again before
+        # fault.end, which waits for its startup). Process faults record it themselves right before
+        # the Docker call (a killed broker's start first waits for its old session to expire).
+        if not fault.marks_restore:
+            self._emit_heal(fault)
         try:
             fault.heal()
         except Exception as e:  # noqa: BLE001 - recorded; heal_all sweeps what is left
@@ -181,6 +200,7 @@ class Nemesis:
         exited nodes (ZooKeeper first). Returns :meth:`residue` (empty when all is restored).
         """
         with defer_sigint():
+            t0 = time.monotonic()
             errors: list[str] = []
             with self._lock:
                 active = list(reversed(self.active))
@@ -203,7 +223,10 @@ class Nemesis:
                 except Exception as e:  # noqa: BLE001 - keep restoring the others
                     errors.append(f"{n.name}: {e}")
             left = self.residue(include_stopped=start_stopped)
-            self.recorder.emit("phase", name="faults.healed", residue=left, errors=errors)
+            # seconds: how long the sweep took (its window, for telling its own Docker events apart);
+            # faults: the ids still active when it began (their fault.end is in that window)
+            self.recorder.emit("phase", name="faults.healed", residue=left, errors=errors,
+                               seconds=round(time.monotonic() - t0, 3), faults=[f.fault_id for f in active])
             return left + [e for e in errors if e not in left]
 
     @staticmethod
