@@ -35,7 +35,7 @@ import math
 from typing import Iterable
 
 from .config import RunFacts, normalize_acks
-from .cycles import find_cycles, strongly_connected, shortest_cycle
+from .cycles import GraphChecks
 
 PASS, FAIL, UNKNOWN, ALLOWED = "PASS", "FAIL", "UNKNOWN", "ALLOWED"
 
@@ -109,6 +109,11 @@ class TxnHistory:
         self.dups: dict = {}  # value -> [(tp, offset), ...]
         self.max_read: dict = {}  # tp -> highest offset read by any reader
         self.gaps: list = []  # (process, tp, prev, cur) forward jumps of one reader
+        self.segments: list = []  # (process, tp, first, last, reads): a reader's run through a partition
+        self.chain: dict = {}
+        self.cnt: dict = {}
+        self.seg_start: dict = {}
+        self.plog: dict = {}  # tp -> ([offset], [txn], [send index in the txn]) of acknowledged sends
         self.backs: list = []  # (process, tp, prev, cur) a reader going back
         self.ends: dict = {}  # tp -> end offset of the final drain
         self.drain_t: float | None = None
@@ -140,16 +145,17 @@ class TxnHistory:
         return i
 
     def run(self, events) -> "TxnHistory":
-        by_op = self.by_op
         writer = self.writer
-        wpos = self.wpos
         pos = self.pos
         read_at = self.read_at
-        max_read = self.max_read
         gaps = self.gaps
-        chain: dict = {}  # (process, tp) -> last offset read
+        plog = self.plog
+        chain = self.chain  # (process, tp) -> last offset read
+        cnt = self.cnt  # (process, tp) -> reads in the current segment
+        seg_start = self.seg_start
         ru_procs = self.ru_procs
-        n_read = n_send = n_txn_read = 0
+        drain_t = None
+        n_read = 0
         ev: dict = {}
         try:
             for ev in events:
@@ -173,94 +179,33 @@ class TxnHistory:
                         self._dup(value, (prev[0], prev[1]), (tp, off))
                     elif ru_procs and prev[2] in ru_procs and proc not in ru_procs:
                         read_at[value] = (tp, off, proc)  # keep a read_committed reader of the value
-                    if ev.get("seek"):
-                        chain.pop((proc, tp), None)
                     k = (proc, tp)
                     last = chain.get(k)
-                    if last is not None:
-                        if off > last + 1:
-                            gaps.append((proc, tp, last, off))
-                        elif off <= last:
-                            self.backs.append((proc, tp, last, off))
+                    if last is None:
+                        seg_start[k] = off
+                        cnt[k] = 1
+                    elif off == last + 1:
+                        cnt[k] += 1
+                    elif off > last:
+                        gaps.append((proc, tp, last, off))
+                        cnt[k] += 1
+                    else:
+                        self.backs.append((proc, tp, last, off))
+                        self._close(k)
+                        seg_start[k] = off
+                        cnt[k] = 1
                     chain[k] = off
-                    m = max_read.get(tp)
-                    if m is None or off > m:
-                        max_read[tp] = off
-                    if ev.get("drain") and self.drain_t is None:
-                        self.drain_t = ev["t"]
+                    if drain_t is None and ev.get("drain"):
+                        drain_t = ev["t"]
                 elif typ == "txn":
-                    proc = ev["process"]
-                    key = (proc, ev["op_id"])
-                    phase = ev["phase"]
-                    i = by_op.get(key)
-                    if phase == "invoke":
-                        if i is None:
-                            i = self._txn(proc, ev["op_id"], ev["t"])
-                            self.n_txn += 1
-                        if ev.get("transactional_id") is not None:
-                            self.tid[i] = ev["transactional_id"]
-                        ops = ev.get("ops")
-                        if ops:
-                            w = self.writes[i]
-                            for op in ops:
-                                if op["f"] == "send":
-                                    value = op["value"]
-                                    writer[value] = i
-                                    w.append(value)
-                        continue
-                    if i is None:  # a completion without its invoke: keep it, the invoke time unknown
-                        i = self._txn(proc, ev["op_id"], -math.inf)
-                        self.n_txn += 1
-                    if ev.get("transactional_id") is not None:
-                        self.tid[i] = ev["transactional_id"]
-                    if phase == "ok":
-                        self.t_done[i] = ev["t"]
-                        self.status[i] = ABORTED if ev.get("outcome") == "abort" else COMMITTED
-                    elif phase == "fail":
-                        self.status[i] = ABORTED
-                    elif phase != "info":
-                        raise ValueError(f"event seq {ev.get('seq')}: txn phase {phase!r} is not "
-                                         "invoke/ok/fail/info")
-                    ops = ev.get("ops")
-                    if ops:
-                        w = self.writes[i]
-                        known = len(w)
-                        nw = 0
-                        for op in ops:
-                            f = op["f"]
-                            if f == "send":
-                                value = op["value"]
-                                if nw >= known:
-                                    writer[value] = i
-                                    w.append(value)
-                                nw += 1
-                                off = op.get("offset")
-                                if off is not None and off >= 0:
-                                    n_send += 1
-                                    tp = (op["topic"], op["partition"])
-                                    old_pos = wpos.get(value)
-                                    if old_pos is None:
-                                        wpos[value] = (tp, off)
-                                    elif old_pos != (tp, off):
-                                        self._dup(value, old_pos, (tp, off))
-                                    d = pos.get(tp)
-                                    if d is None:
-                                        d = pos[tp] = {}
-                                    old = d.setdefault(off, value)
-                                    if old != value:
-                                        self._conflict(tp, off, old, value)
-                            elif f == "read":
-                                n_txn_read += 1
-                                r = self.reads[i]
-                                tp = (op["topic"], op["partition"])
-                                rec = (tp, op["offset"], op["value"])
-                                if r is None:
-                                    self.reads[i] = [rec]
-                                else:
-                                    r.append(rec)
+                    self._txn_event(ev)
                 elif typ == "txn.seek":
                     # the reader positioned itself: its next read in the partition should be at this offset
-                    chain[(ev["process"], (ev["topic"], ev["partition"]))] = int(ev["offset"]) - 1
+                    k = (ev["process"], (ev["topic"], ev["partition"]))
+                    self._close(k)
+                    chain[k] = int(ev["offset"]) - 1
+                    seg_start[k] = int(ev["offset"])
+                    cnt[k] = 0
                 elif typ == "partition.end":
                     self.ends[(ev.get("topic"), ev.get("partition"))] = int(ev["end_offset"])
                 elif typ == "client.config":
@@ -276,22 +221,98 @@ class TxnHistory:
                         self.inits.setdefault(ev["transactional_id"], []).append((ev["t"], ev["process"]))
                 elif typ == "txn.fenced":
                     self.fenced.append((ev["t"], ev.get("process"), ev.get("transactional_id")))
-                elif typ == "group.assign" or typ == "client.life":
+                elif typ == "group.assign" or (typ == "client.life" and ev.get("state") in ("started", "recreated")):
                     # a new assignment or a new consumer instance starts every chain of that process afresh
-                    if typ == "group.assign" or ev.get("state") in ("started", "recreated"):
-                        p = ev.get("process")
-                        for k in [k for k in chain if k[0] == p]:
-                            del chain[k]
+                    p = ev.get("process")
+                    for k in [k for k in chain if k[0] == p]:
+                        self._close(k)
                 elif typ == "client" and ev.get("f") == "send" and ev.get("phase") == "invoke":
                     writer.setdefault(ev.get("value"), -1)  # a non-transactional write sharing the topics
-                elif typ == "phase" and ev.get("name") == "drain.start" and self.drain_t is None:
-                    self.drain_t = ev["t"]
-        except (KeyError, TypeError) as e:
+                elif typ == "phase" and ev.get("name") == "drain.start" and drain_t is None:
+                    drain_t = ev["t"]
+        except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"malformed event (seq {ev.get('seq') if isinstance(ev, dict) else '?'}): "
                              f"{type(e).__name__}: {e} in {ev!r:.300}") from None
-        self.n_read, self.n_send, self.n_txn_read = n_read, n_send, n_txn_read
+        for k in list(chain):
+            self._close(k)
+        self.drain_t = drain_t
+        self.n_read = n_read
+        self.n_send = sum(len(v[0]) for v in plog.values())
         self.unfinished = sum(1 for s, d in zip(self.status, self.t_done) if s == UNSURE and d == math.inf)
         return self
+
+    def _close(self, k) -> None:
+        """End a reader's segment in a partition: ``(process, tp, first, last, reads)``."""
+        last = self.chain.pop(k, None)
+        if last is None:
+            return
+        first = self.seg_start.pop(k)
+        n = self.cnt.pop(k)
+        if last >= first:
+            self.segments.append((k[0], k[1], first, last, n))
+            m = self.max_read.get(k[1])
+            if m is None or last > m:
+                self.max_read[k[1]] = last
+
+    def _txn_event(self, ev: dict) -> None:
+        proc = ev["process"]
+        phase = ev["phase"]
+        i = self.by_op.get((proc, ev["op_id"]))
+        if i is None:  # a completion without its invoke is kept too, its invoke time unknown
+            i = self._txn(proc, ev["op_id"], ev["t"] if phase == "invoke" else -math.inf)
+            self.n_txn += 1
+        if ev.get("transactional_id") is not None:
+            self.tid[i] = ev["transactional_id"]
+        if phase == "ok":
+            self.t_done[i] = ev["t"]
+            self.status[i] = ABORTED if ev.get("outcome") == "abort" else COMMITTED
+        elif phase == "fail":
+            self.status[i] = ABORTED
+        elif phase != "info" and phase != "invoke":
+            raise ValueError(f"txn phase {phase!r} is not invoke/ok/fail/info")
+        ops = ev.get("ops")
+        if not ops:
+            return
+        writer, wpos, pos, plog = self.writer, self.wpos, self.pos, self.plog
+        w = self.writes[i]
+        known = len(w)
+        j = 0
+        for op in ops:
+            f = op["f"]
+            if f == "send":
+                value = op["value"]
+                if j >= known:
+                    writer[value] = i
+                    w.append(value)
+                off = op.get("offset")
+                if off is not None and off >= 0 and phase != "invoke":
+                    tp = (op["topic"], op["partition"])
+                    old_pos = wpos.get(value)
+                    if old_pos is None:
+                        wpos[value] = (tp, off)
+                        lg = plog.get(tp)
+                        if lg is None:
+                            lg = plog[tp] = ([], [], [])
+                        lg[0].append(off)
+                        lg[1].append(i)
+                        lg[2].append(j)
+                    elif old_pos != (tp, off):
+                        self._dup(value, old_pos, (tp, off))
+                    d = pos.get(tp)
+                    if d is None:
+                        d = pos[tp] = {}
+                    old = d.setdefault(off, value)
+                    if old != value:
+                        self._conflict(tp, off, old, value)
+                j += 1
+            elif f == "read":
+                self.n_txn_read += 1
+                rec = ((op["topic"], op["partition"]), op["offset"], op["value"])
+                r = self.reads[i]
+                if r is None:
+                    self.reads[i] = [rec]
+                else:
+                    r.append(rec)
 
     def _conflict(self, tp, off, old, value) -> None:
         vals = self.conflicts.get((tp, off))
@@ -312,7 +333,7 @@ def _pos(tp, offset) -> dict:
     return {"topic": tp[0], "partition": tp[1], "offset": offset}
 
 
-class _Judge:
+class _Judge(GraphChecks):
     def __init__(self, h: TxnHistory, facts: RunFacts, opts: dict):
         self.h = h
         self.facts = facts
@@ -328,6 +349,9 @@ class _Judge:
             i = writer.get(value)
             if i is not None and i >= 0 and st[i] == UNSURE:
                 self.visible[i] = True
+        # reads whose position no transactional send reported (non-transactional writers, sends
+        # without offsets) also mark offsets that readers must not jump over
+        self.extra_visible = any(v < 0 for v in writer.values()) or len(h.wpos) < len(writer)
 
     # -- helpers -----------------------------------------------------------------------------
     def txn(self, i: int) -> dict:
@@ -375,21 +399,23 @@ class _Judge:
     def aborted_reads(self) -> dict:
         h = self.h
         fail, allowed = [], []
-        status, writer = h.status, h.writer
-        for value, (tp, off, proc) in h.read_at.items():
-            i = writer.get(value)
-            if i is None or i < 0 or status[i] != ABORTED:
+        status, writer, read_at = h.status, h.writer, h.read_at
+        for i, w in enumerate(h.writes):
+            if status[i] != ABORTED:
                 continue
-            d = {"value": value, **_pos(tp, off), "reader": proc, "writer": self.txn(i)}
-            if self.read_committed(proc):
-                fail.append(d)
-            else:
-                d["allowed_by"] = "isolation.level=read_uncommitted"
-                allowed.append(d)
+            for value in w:
+                at = read_at.get(value)
+                if at is None:
+                    continue
+                tp, off, proc = at
+                d = {"value": value, **_pos(tp, off), "reader": proc, "writer": self.txn(i)}
+                if self.read_committed(proc):
+                    fail.append(d)
+                else:
+                    d["allowed_by"] = "isolation.level=read_uncommitted"
+                    allowed.append(d)
         for r, reads in enumerate(h.reads):
-            if not reads:
-                continue
-            for tp, off, value in reads:
+            for tp, off, value in reads or ():
                 i = writer.get(value)
                 if i is not None and i >= 0 and status[i] == ABORTED:
                     fail.append({"value": value, **_pos(tp, off), "reader_txn": self.txn(r), "writer": self.txn(i)})
@@ -447,52 +473,45 @@ class _Judge:
         return lost, torn, {"verdict": v, "count": len(unseen), "reason": why, "examples": unseen[: self.k]}
 
     def skips(self) -> tuple[dict, dict, dict]:
-        """poll-skip and intermediate-read from each reader's forward jumps; nonmonotonic-poll."""
+        """poll-skip and intermediate-read from each reader's runs through a partition; nonmonotonic-poll."""
         h = self.h
-        status, writer, read_at = h.status, h.writer, h.read_at
-        visible = self.visible
+        vis_offsets = self.vis_offsets
+        flagged = set()
+        for proc, tp, first, last, n in h.segments:
+            vis = vis_offsets.get(tp)
+            if vis and bisect.bisect_right(vis, last) - bisect.bisect_left(vis, first) > n:
+                flagged.add((proc, tp))
         skip_f, skip_a, inter_f, inter_a = [], [], [], []
-        readers_of: dict | None = None
-        for proc, tp, prev, cur in h.gaps:
-            known = h.pos.get(tp)
-            if not known:
-                continue
-            if cur - prev - 1 <= 4 * len(known):
-                cand = [o for o in range(prev + 1, cur) if o in known]
-            else:
-                cand = sorted(o for o in known if prev < o < cur)
-            skipped = []
-            for o in cand:
-                value = known[o]
-                i = writer.get(value)
-                if value in read_at or (i is not None and (i < 0 or visible[i])):
-                    if i is None or i < 0 or status[i] != ABORTED:
-                        skipped.append((o, value, i))
-            if not skipped:
-                continue
-            if readers_of is None:
-                readers_of = self._readers_by_txn()
-            why = self.unclean(tp)
-            for o, value, i in skipped:
-                partial = i is not None and i >= 0 and proc in readers_of.get(i, ())
-                d = {"reader": proc, "value": value, **_pos(tp, o), "previous_offset": prev, "next_offset": cur}
-                if i is not None and i >= 0:
-                    d["writer"] = self.txn(i)
-                if why:
-                    d["allowed_by"] = why
-                if partial:
-                    (inter_a if why else inter_f).append(d)
-                else:
-                    (skip_a if why else skip_f).append(d)
+        if flagged:
+            readers_of = self._readers_by_txn()
+            status, writer, visible = h.status, h.writer, self.visible
+            for proc, tp, prev, cur in h.gaps:
+                if (proc, tp) not in flagged:
+                    continue
+                known = h.pos.get(tp) or {}
+                vis = vis_offsets.get(tp) or []
+                for o in vis[bisect.bisect_right(vis, prev): bisect.bisect_left(vis, cur)]:
+                    value = known.get(o)
+                    i = writer.get(value)
+                    if i is not None and i >= 0 and (status[i] == ABORTED or not visible[i]):
+                        continue
+                    d = {"reader": proc, "value": value, **_pos(tp, o), "previous_offset": prev, "next_offset": cur}
+                    if i is not None and i >= 0:
+                        d["writer"] = self.txn(i)
+                    why = self.unclean(tp)
+                    if why:
+                        d["allowed_by"] = why
+                    if i is not None and i >= 0 and proc in readers_of.get(i, ()):
+                        (inter_a if why else inter_f).append(d)
+                    else:
+                        (skip_a if why else skip_f).append(d)
         back_f, back_a = [], []
         for proc, tp, prev, cur in h.backs:
             d = {"reader": proc, **_pos(tp, cur), "previous_offset": prev}
             why = self.unclean(tp)
             if why:
                 d["allowed_by"] = why
-                back_a.append(d)
-            else:
-                back_f.append(d)
+            (back_a if why else back_f).append(d)
         return (self.verdict(skip_f, skip_a, "visible records a reader jumped over (poll-skip)"),
                 self.verdict(inter_f, inter_a, "records a reader jumped over in a transaction it read another part "
                              "of (intermediate-read)"),
@@ -500,6 +519,7 @@ class _Judge:
                              "(nonmonotonic-poll)"))
 
     def _readers_by_txn(self) -> dict:
+        """txn -> readers known to have read one of its writes (the first reader of each value)."""
         out: dict = {}
         writer = self.h.writer
         for value, (_tp, _off, proc) in self.h.read_at.items():
@@ -521,54 +541,30 @@ class _Judge:
                 why = why or "a non-transactional producer wrote it"
             if why:
                 d["allowed_by"] = why
-                allowed.append(d)
-            else:
-                fail.append(d)
+            (allowed if why else fail).append(d)
         inc_f, inc_a = [], []
         for (tp, off), values in h.conflicts.items():
             d = {**_pos(tp, off), "values": values}
             why = self.unclean(tp)
             if why:
                 d["allowed_by"] = why
-                inc_a.append(d)
-            else:
-                inc_f.append(d)
+            (inc_a if why else inc_f).append(d)
         return (self.verdict(fail, allowed, "values at more than one offset (duplicate)"),
                 self.verdict(inc_f, inc_a, "offsets holding more than one value (inconsistent-offsets)"))
 
-    def internal_send_order(self) -> dict:
-        h = self.h
-        wpos = h.wpos
-        fail = []
-        for i, w in enumerate(h.writes):
-            if len(w) < 2:
-                continue
-            last: dict = {}
-            for value in w:
-                p = wpos.get(value)
-                if p is None:
-                    continue
-                tp, off = p
-                prev = last.get(tp)
-                if prev is not None and off <= prev[1]:
-                    fail.append({"writer": self.txn(i), **_pos(tp, off), "value": value,
-                                 "previous_value": prev[0], "previous_offset": prev[1]})
-                last[tp] = (value, off)
-        return self.verdict(fail, [], "sends of one transaction to a partition at offsets not increasing in send "
-                            "order (int-nonmonotonic-send)")
-
     def unexpected(self) -> dict:
         h = self.h
-        extra = [v for v in h.read_at if v not in h.writer]
+        extra = set(h.read_at.keys() - h.writer.keys())
         for reads in h.reads:
-            if reads:
-                extra.extend(v for _, _, v in reads if v not in h.writer and v not in h.read_at)
+            for _, _, v in reads or ():
+                if v not in h.writer:
+                    extra.add(v)
         fail = []
-        for v in sorted(set(extra), key=str)[: self.k]:
+        for v in sorted(extra, key=str)[: self.k]:
             at = h.read_at.get(v)
             fail.append({"value": v, **(_pos(at[0], at[1]) if at else {}), "reader": at[2] if at else None})
         out = self.verdict(fail, [], "values read that no send wrote (unexpected-value)")
-        out["count"] = out["violations"] = len(set(extra))
+        out["count"] = out["violations"] = len(extra)
         return out
 
     def eos_duplicates(self) -> dict:
@@ -603,7 +599,7 @@ class _Judge:
                 continue
             k = bisect.bisect_right(lst, (h.t_inv[i], "\uffff")) - 1
             if k < 0 or lst[k][1] == h.proc[i]:
-                continue
+                continue  # the latest initialisation of its transactional.id before it began was its own
             shown = [v for v in h.writes[i] if v in h.read_at]
             if h.status[i] == COMMITTED or shown:
                 fail.append({"zombie": self.txn(i), "transactional_id": tid, "fenced_by": lst[k][1],
@@ -613,225 +609,18 @@ class _Judge:
         out["fenced_events"] = len(h.fenced)
         return out
 
-    # -- dependency graph ----------------------------------------------------------------------
-    def graph(self) -> tuple[list, list, dict, dict]:
-        """``(full, wrp, wr, proc_next)``: successor lists over every edge kind and over wr +
-        process edges only; the wr edges with the read that makes them; process edges."""
-        h = self.h
-        n = len(h.t_inv)
-        visible = self.visible
-        full: list = [None] * n
-        wrp: list = [None] * n
-        ww_edges = 0
-        # ww: consecutive visible transactions in each partition's log order
-        per_tp: dict = {}
-        wpos, writer = h.wpos, h.writer
-        for i, w in enumerate(h.writes):
-            if not visible[i]:
-                continue
-            for value in w:
-                p = wpos.get(value)
-                if p is not None:
-                    lst = per_tp.get(p[0])
-                    if lst is None:
-                        per_tp[p[0]] = lst = ([], [])
-                    lst[0].append(p[1])
-                    lst[1].append(i)
-        for offs, txns in per_tp.values():
-            order = sorted(range(len(offs)), key=offs.__getitem__)
-            prev = -1
-            for j in order:
-                cur = txns[j]
-                if cur != prev:
-                    if prev >= 0:
-                        s = full[prev]
-                        if s is None:
-                            full[prev] = [cur]
-                        else:
-                            s.append(cur)
-                        ww_edges += 1
-                    prev = cur
-        # wr: the writer of every value a transaction read
-        wr: dict = {}
-        self.self_reads = []
-        for r, reads in enumerate(h.reads):
-            if not reads:
-                continue
-            for tp, off, value in reads:
-                i = writer.get(value)
-                if i is None or i < 0 or not visible[i]:
-                    continue
-                if i == r:
-                    self.self_reads.append((r, tp, off, value))
-                    continue
-                if (i, r) not in wr:
-                    wr[(i, r)] = (tp, off, value)
-                    for g in (full, wrp):
-                        s = g[i]
-                        if s is None:
-                            g[i] = [r]
-                        else:
-                            s.append(r)
-        # process order: a visible transaction after the process's last one that committed first
-        proc_next: dict = {}
-        by_proc: dict = {}
-        for i in range(n):
-            if visible[i]:
-                by_proc.setdefault(h.proc[i], []).append(i)
-        t_inv, t_done, status = h.t_inv, h.t_done, h.status
-        for lst in by_proc.values():
-            lst.sort(key=t_inv.__getitem__)
-            last_ok = -1
-            for i in lst:
-                if last_ok >= 0 and t_done[last_ok] <= t_inv[i]:
-                    proc_next.setdefault(last_ok, []).append(i)
-                    for g in (full, wrp):
-                        s = g[last_ok]
-                        if s is None:
-                            g[last_ok] = [i]
-                        else:
-                            s.append(i)
-                if status[i] == COMMITTED:
-                    last_ok = i
-        self.edge_counts = {"ww": ww_edges, "wr": len(wr), "process": sum(len(v) for v in proc_next.values())}
-        return full, wrp, wr, proc_next
-
-    def label(self, a: int, b: int, wr: dict, proc_next: dict) -> dict:
-        """Why the edge ``a -> b`` exists: the read, the process order or the partition order."""
-        r = wr.get((a, b))
-        if r is not None:
-            tp, off, value = r
-            return {"kind": "wr", "value": value, **_pos(tp, off)}
-        if b in proc_next.get(a, ()):
-            return {"kind": "process", "process": self.h.proc[a]}
-        wpos = self.h.wpos
-        mine: dict = {}
-        for v in self.h.writes[a]:
-            p = wpos.get(v)
-            if p is not None:
-                mine.setdefault(p[0], []).append((p[1], v))
-        for v in self.h.writes[b]:
-            p = wpos.get(v)
-            if p is not None and p[0] in mine:
-                before = [x for x in mine[p[0]] if x[0] < p[1]]
-                if before:
-                    o, va = max(before)
-                    return {"kind": "ww", "topic": p[0][0], "partition": p[0][1], "offset": o, "value": va,
-                            "next_offset": p[1], "next_value": v}
-        return {"kind": "?"}
-
-    def describe(self, cycle: list, wr: dict, proc_next: dict) -> dict:
-        steps = []
-        kinds = set()
-        for j, a in enumerate(cycle):
-            b = cycle[(j + 1) % len(cycle)]
-            lab = self.label(a, b, wr, proc_next)
-            kinds.add(lab["kind"])
-            steps.append({"txn": self.txn(a), "then": lab})
-        if kinds <= {"ww"}:
-            name = "G0"
-        elif "ww" in kinds:
-            name = "G1c-ww"
-        else:
-            name = "G1c-process" if "process" in kinds else "G1c"
-        return {"anomaly": name, "length": len(cycle), "steps": steps}
-
-    def cycles(self) -> tuple[dict, dict]:
-        full, wrp, wr, proc_next = self.graph()
-        n = len(full)
-        tries = int(self.opts["cycle_tries"])
-        lim = int(self.opts["max_cycle_components"])
-        fail = []
-        for r, tp, off, value in self.self_reads:
-            fail.append({"anomaly": "precommitted-read", "length": 1,
-                         "steps": [{"txn": self.txn(r), "then": {"kind": "wr", "value": value, **_pos(tp, off)}}]})
-        n_hard, hard = find_cycles(n, wrp, tries=tries, limit=lim)
-        fail.extend(self.describe(c, wr, proc_next) for c in hard)
-        g1c = self.verdict(fail, [], "cycles of write-read and process-order dependencies (G1c): commit order "
-                           "contradicts itself", components=n_hard + len(self.self_reads),
-                           edges=dict(self.edge_counts))
-        comps = strongly_connected(n, full)
-        comps.sort(key=len)
-        soft = []
-        hard_members = set()
-        for comp in strongly_connected(n, wrp) if hard else ():
-            hard_members.update(comp)
-        for comp in comps[:lim]:
-            if hard_members and hard_members.intersection(comp):
-                continue  # reported among the G1c cycles
-            members = frozenset(comp)
-            best = None
-            for start in sorted(comp)[:tries]:
-                c = shortest_cycle(full, members, start)
-                if c is not None and (best is None or len(c) < len(best)):
-                    best = c
-                    if len(c) == 2:
-                        break
-            if best is not None:
-                soft.append(self.describe(best, wr, proc_next))
-        n_soft = len(comps) - sum(1 for c in comps if hard_members and hard_members.intersection(c))
-        sizes = [len(c) for c in comps]
-        extra = {"components": n_soft, "largest_component": max(sizes) if sizes else 0,
-                 "by_anomaly": {}}
-        for d in soft:
-            extra["by_anomaly"][d["anomaly"]] = extra["by_anomaly"].get(d["anomaly"], 0) + 1
-        if not soft:
-            ww = {"verdict": PASS, "count": 0, "examples": [], "reason": "no cycle through write-write dependencies",
-                  **extra}
-        elif self.opts["isolated_writes"]:
-            ww = {"verdict": FAIL, "count": n_soft, "examples": soft[: self.k], **extra,
-                  "reason": f"{n_soft} dependency cycles through write-write edges (G0 / G1c-ww), and the "
-                            "option isolated_writes says transactions must not interleave"}
-        else:
-            ww = {"verdict": ALLOWED, "count": n_soft, "examples": soft[: self.k], **extra,
-                  "reason": f"{n_soft} dependency cycles through write-write edges (G0 / G1c-ww): Kafka orders a "
-                            "partition by append, not by commit, so concurrent transactions interleave"}
-        return g1c, ww
-
-    def realtime_order(self) -> dict:
-        """A write sits later in a partition's log than the write of a transaction that began only
-        after the first one had completed (G0-realtime): log order contradicts real time."""
-        h = self.h
-        wpos, writer, t_inv, t_done = h.wpos, h.writer, h.t_inv, h.t_done
-        per_tp: dict = {}
-        for value, (tp, off) in wpos.items():
-            i = writer.get(value)
-            if i is None or i < 0:
-                continue
-            lst = per_tp.get(tp)
-            if lst is None:
-                per_tp[tp] = lst = []
-            lst.append((off, i))
-        fail, allowed = [], []
-        for tp, lst in per_tp.items():
-            lst.sort()
-            best_inv, best_i, best_off = -math.inf, -1, None
-            for off, i in lst:
-                if t_done[i] < best_inv and best_i != i:
-                    d = {**_pos(tp, off), "writer": self.txn(i), "completed_t": t_done[i],
-                         "earlier_offset": best_off, "earlier_writer": self.txn(best_i), "earlier_invoked_t": best_inv}
-                    why = self.unclean(tp)
-                    if why:
-                        d["allowed_by"] = why
-                    (allowed if why else fail).append(d)
-                if t_inv[i] > best_inv:
-                    best_inv, best_i, best_off = t_inv[i], i, off
-        return self.verdict(fail, allowed, "writes placed in a partition before the write of a transaction that "
-                            "had completed before they began (G0-realtime)")
-
     # -- overall -------------------------------------------------------------------------------
     def result(self) -> dict:
         checks = {}
+        checks["int-nonmonotonic-send"], checks["G0-realtime"] = self.log_view()
         checks["G1a"] = self.aborted_reads()
         checks["lost-write"], checks["torn-transaction"], checks["unseen"] = self.missing_writes()
         checks["poll-skip"], checks["intermediate-read"], checks["nonmonotonic-poll"] = self.skips()
         checks["duplicate"], checks["inconsistent-offsets"] = self.duplicates()
-        checks["int-nonmonotonic-send"] = self.internal_send_order()
         checks["unexpected-value"] = self.unexpected()
         checks["eos-duplicate"] = self.eos_duplicates()
         checks["zombie"] = self.zombies()
         checks["G1c"], checks["ww-cycles"] = self.cycles()
-        checks["G0-realtime"] = self.realtime_order()
         checks = {name: checks[name] for name in CHECK_ORDER}
         failed = [n for n, c in checks.items() if c["verdict"] == FAIL]
         unknown = [n for n, c in checks.items() if c["verdict"] == UNKNOWN]
@@ -842,6 +631,6 @@ class _Judge:
         else:
             verdict, reason = PASS, "no transactional anomaly the configuration forbids"
         stats = self.h.stats()
-        stats["edges"] = dict(self.edge_counts)
+        stats["edges"] = dict(self.graph.counts)
         stats["unfinished"] = self.h.unfinished
         return {"verdict": verdict, "applicable": True, "reason": reason, "checks": checks, "stats": stats}
