@@ -18,6 +18,7 @@ class Txn:
         self.values = [f"{proc}-{op_id}-{j}" for j in range(len(parts))]
         self.offsets = [None] * len(parts)
         self.status = None  # "committed" | "aborted" | "unsure" once completed
+        self.phase = None  # the completion's phase: ok | fail | info
 
 
 class Hist:
@@ -87,6 +88,7 @@ class Hist:
 
     def complete(self, tx: Txn, phase: str = "ok", offsets: list | None = None, error: str | None = None) -> None:
         self.write(tx)
+        tx.phase = phase
         if offsets is not None:
             tx.offsets = list(offsets)
         if phase == "ok":
