@@ -24,9 +24,10 @@ confluent-kafka's ``AdminClient.elect_leaders``), or :func:`elect_preferred_tool
 Replication throttles: :func:`set_replication_throttle` / :func:`clear_replication_throttle` change
 the broker-level ``leader/follower.replication.throttled.rate`` the tool's ``--throttle`` sets.
 
-Observation helpers for verifying these acts: :func:`topic_assignment` (the topic znode's replicas,
-adding and removing replicas now) and :func:`zk_writes_since` (what ZooKeeper's transaction log
-recorded after a given zxid).
+Observation helpers for verifying these acts: :func:`topic_assignment` (replicas, adding and removing
+replicas now: the topic znode, or Metadata + ListPartitionReassignments without ZooKeeper) and
+:func:`zk_writes_since` (what ZooKeeper's transaction log recorded after a given zxid). ZooKeeper-only
+helpers raise :class:`~harness.errors.NotSupported` on KRaft, naming the helper to use instead.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import shlex
 import time
 from dataclasses import dataclass
 
-from .errors import HarnessError
+from .errors import HarnessError, NotSupported
 
 RUN_CLASS = "/opt/kafka-chaos/kafka-run-class"
 # How a tool's class is started in a broker container: the harness image's launcher; else the
@@ -95,8 +96,22 @@ def require_version(cluster, at_least: tuple[int, ...], what: str) -> None:
 
 def supports_reassign_znode(cluster) -> bool:
     """True when the controller watches ``/admin/reassign_partitions`` (ZooKeeper mode, before 4.0)."""
+    if not _has_zookeeper(cluster):
+        return False
     v = kafka_version(cluster)
     return v is None or v < (4,)
+
+
+def _has_zookeeper(cluster) -> bool:
+    dist = getattr(cluster, "distribution", None)
+    return dist is None or bool(getattr(dist, "has_zookeeper", True))
+
+
+def require_zookeeper(cluster, helper: str, instead: str) -> None:
+    """Raise :class:`NotSupported` naming ``helper`` and ``instead`` when the cluster has no ZooKeeper."""
+    if not _has_zookeeper(cluster):
+        dist = getattr(getattr(cluster, "distribution", None), "name", "?")
+        raise NotSupported(f"admin_ops.{helper} needs ZooKeeper; this cluster ({dist}) has none: use {instead}")
 
 
 def make_plan(targets: dict[tuple[str, int], list[int]]) -> dict:
@@ -310,6 +325,8 @@ def write_reassign_znode(cluster, plan: dict, timeout_s: float = 15.0) -> None:
     """Create ``/admin/reassign_partitions`` with the plan (legacy path, spec §1.6). Fails if the node
     already exists: a ZooKeeper-initiated reassignment is still in progress."""
     from kazoo.exceptions import NodeExistsError
+    require_zookeeper(cluster, "write_reassign_znode",
+                      "admin_ops.reassign_execute (the tool, AlterPartitionReassignments)")
     if not supports_reassign_znode(cluster):
         raise AdminOpError("this Kafka version has no ZooKeeper controller watching /admin/reassign_partitions")
     plan_targets(plan)
@@ -326,6 +343,8 @@ def write_reassign_znode(cluster, plan: dict, timeout_s: float = 15.0) -> None:
 def reassign_znode(cluster) -> list[dict] | None:
     """The entries of ``/admin/reassign_partitions`` now, None when the node does not exist."""
     from kazoo.exceptions import NoNodeError
+    require_zookeeper(cluster, "reassign_znode",
+                      "admin_ops.reassign_list or admin_ops.topic_assignment (ongoing reassignments)")
     try:
         data, _ = cluster.zk().get(REASSIGN_ZNODE)
     except NoNodeError:
@@ -411,8 +430,14 @@ def clear_replication_throttle(cluster, brokers: list[int] | None = None, timeou
 
 # ---------------------------------------------------------------------------- observation helpers
 def topic_assignment(cluster, topic: str) -> dict[int, tuple[list[int], list[int], list[int]]]:
-    """The topic znode now: ``{partition: (replicas, adding_replicas, removing_replicas)}`` ({} if no topic)."""
+    """The topic znode now: ``{partition: (replicas, adding_replicas, removing_replicas)}`` ({} if no topic).
+
+    Without ZooKeeper (KRaft) the same from the protocol: the replicas from Metadata (the full replica
+    set, as the znode holds it during a reassignment) and the adding / removing replicas from
+    ListPartitionReassignments (forwarded to the active controller)."""
     from kazoo.exceptions import NoNodeError
+    if not _has_zookeeper(cluster):
+        return _topic_assignment_protocol(cluster, topic)
     try:
         data, _ = cluster.zk().get(f"/brokers/topics/{topic}")
     except NoNodeError:
@@ -423,9 +448,45 @@ def topic_assignment(cluster, topic: str) -> dict[int, tuple[list[int], list[int
             for p, rs in (doc.get("partitions") or {}).items()}
 
 
+def _topic_assignment_protocol(cluster, topic: str, timeout_s: float = 10.0):
+    """Each broker in turn until one lists ``topic`` (a broker's metadata may lag the controller's
+    a moment); {} when every broker that answers says it does not exist."""
+    from .protocol import ProtocolClient, ProtocolError
+    ports = [cluster.brokers[b].host_port for b in cluster.broker_ids]
+    info, errors = None, []
+    for port in ports:
+        try:
+            with ProtocolClient("127.0.0.1", port, timeout=timeout_s) as c:
+                t = next((t for t in c.metadata([topic]).topics if t.name == topic), None)
+                if t is not None and t.error is None:
+                    info = t
+                    res = c.list_partition_reassignments({topic: sorted(p.partition for p in t.partitions)})
+                    break
+                errors.append(f"{port}: {t.error if t else 'not listed'}")
+        except ProtocolError as e:
+            info = None
+            errors.append(str(e))
+    if info is None:
+        if errors and all(e.endswith(("UNKNOWN_TOPIC_OR_PARTITION", "not listed")) for e in errors):
+            return {}
+        raise AdminOpError(f"topic_assignment({topic!r}): no broker answered: {'; '.join(errors)[:400]}")
+    if res.error is not None:
+        raise AdminOpError(f"topic_assignment({topic!r}): ListPartitionReassignments answered {res.error}"
+                           + (f" ({res.error_message})" if res.error_message else ""))
+    ongoing = {r.partition: r for r in res.partitions if r.topic == topic}
+    out = {}
+    for p in sorted(info.partitions, key=lambda p: p.partition):
+        r = ongoing.get(p.partition)
+        out[p.partition] = ((list(r.replicas), list(r.adding_replicas), list(r.removing_replicas)) if r
+                            else (list(p.replicas), [], []))
+    return out
+
+
 def last_zxid(cluster) -> int:
     """The zxid of the newest ZooKeeper transaction (a marker to pass to :func:`zk_writes_since`):
     a ``sync`` makes the server answer with its last processed zxid."""
+    require_zookeeper(cluster, "last_zxid", "the run record's protocol samples (admin.metadata, "
+                      "cluster.protocol_metadata()) to see what changed")
     zk = cluster.zk()
     zk.sync("/")
     return int(zk.last_zxid or 0)
@@ -436,6 +497,8 @@ def zk_writes_since(cluster, zxid: int, types: tuple[str, ...] = ("zk.topic", "z
                                                                  "zk.reassign_partitions")) -> list[dict]:
     """The ``zk.*`` events ZooKeeper's own transaction log holds after ``zxid`` (ground truth, in zxid
     order), read from the ZooKeeper containers now. Raises AdminOpError if no log is readable."""
+    require_zookeeper(cluster, "zk_writes_since", "admin_ops.topic_assignment or cluster.protocol_metadata() "
+                      "(the metadata log of a KRaft cluster is not read)")
     from .observer.zk_history import read_zk_history
     hist = read_zk_history(cluster)
     if hist is None:

@@ -34,3 +34,11 @@ class ClusterError(HarnessError):
 
 class ScenarioError(HarnessError):
     """A scenario or schedule file is malformed."""
+
+
+class NotSupported(HarnessError):
+    """A harness helper needs a part this cluster lacks (e.g. ZooKeeper on a KRaft cluster): the
+    message names the helper, the cluster's distribution and what to use instead. Calling it is a
+    mistake of the scenario script, not a failure of the environment (verdict cause ``script``)."""
+
+    cause = "script"

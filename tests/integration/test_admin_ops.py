@@ -73,6 +73,43 @@ def _wait(pred, timeout, what):
     return wait_for(pred, timeout, what, interval=0.5)
 
 
+@pytest.mark.docker
+def test_kraft_cluster_zookeeper_helpers_name_the_substitute(broker_image):
+    """On a KRaft cluster (no ZooKeeper) topic_assignment works over the protocol, and every
+    ZooKeeper-only helper says which part is missing and which helper to use instead.
+
+    Placed before the first test of the module cluster, with its own cluster removed at its end, so
+    only one cluster of this module exists at a time."""
+    from harness.cluster import Cluster, ClusterSpec
+    from harness.errors import NotSupported
+    from harness.runner import classify_exception
+    cl = Cluster(ClusterSpec(brokers=3, distribution="apache-kraft", image=broker_image.tag, startup_timeout_s=240))
+    try:
+        cl.start()
+        assert not ao.supports_reassign_znode(cl)
+        plan = ao.make_plan({("kr-ops", 0): [3, 2]})
+        for call, helper, instead in [
+                (lambda: ao.write_reassign_znode(cl, plan), "write_reassign_znode", "admin_ops.reassign_execute"),
+                (lambda: ao.reassign_znode(cl), "reassign_znode", "admin_ops.reassign_list"),
+                (lambda: ao.last_zxid(cl), "last_zxid", "cluster.protocol_metadata()"),
+                (lambda: ao.zk_writes_since(cl, 0), "zk_writes_since", "admin_ops.topic_assignment")]:
+            with pytest.raises(NotSupported) as ei:
+                call()
+            msg = str(ei.value)
+            assert msg.startswith(f"admin_ops.{helper} needs ZooKeeper; this cluster (apache-kraft) has none: use ")
+            assert instead in msg, msg
+            assert classify_exception(ei.value) == "script"       # the scenario's mistake, not the environment
+
+        assert ao.topic_assignment(cl, "kr-absent") == {}
+        cl.create_topic("kr-ops", assignment={0: [1, 2], 1: [2, 3]})
+        assert ao.topic_assignment(cl, "kr-ops") == {0: ([1, 2], [], []), 1: ([2, 3], [], [])}
+        ao.reassign_execute(cl, plan)
+        _wait(lambda: ao.topic_assignment(cl, "kr-ops")[0] == ([3, 2], [], []), 90, "kr-ops-0 moved to [3, 2]")
+        assert ao.topic_assignment(cl, "kr-ops")[1] == ([2, 3], [], [])
+    finally:
+        cl.remove()
+
+
 def _state(cluster, topic, p=0):
     import json
     data, _ = cluster.zk().get(f"/brokers/topics/{topic}/partitions/{p}/state")
