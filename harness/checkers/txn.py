@@ -107,7 +107,6 @@ class TxnHistory:
         self.conflicts: dict = {}  # (tp, offset) -> [values]
         self.read_at: dict = {}  # value -> (tp, offset, process) first read
         self.dups: dict = {}  # value -> [(tp, offset), ...]
-        self.max_read: dict = {}  # tp -> highest offset read by any reader
         self.gaps: list = []  # (process, tp, prev, cur) forward jumps of one reader
         self.segments: list = []  # (process, tp, first, last, reads): a reader's run through a partition
         self.chain: dict = {}
@@ -250,9 +249,6 @@ class TxnHistory:
         n = self.cnt.pop(k)
         if last >= first:
             self.segments.append((k[0], k[1], first, last, n))
-            m = self.max_read.get(k[1])
-            if m is None or last > m:
-                self.max_read[k[1]] = last
 
     def _txn_event(self, ev: dict) -> None:
         proc = ev["process"]
@@ -424,8 +420,9 @@ class _Judge(GraphChecks):
     def missing_writes(self) -> tuple[dict, dict, dict]:
         """lost-write, torn-transaction and unseen from the committed (or seen) transactions' writes."""
         h = self.h
-        read_at, wpos, max_read, ends = h.read_at, h.wpos, h.max_read, h.ends
+        read_at, wpos, ends = h.read_at, h.wpos, h.ends
         visible = self.visible
+        covered = self._coverage()
         lost_f, lost_a, torn_f, torn_a, unseen = [], [], [], [], []
         for i, w in enumerate(h.writes):
             if not visible[i] or not w:
@@ -441,9 +438,8 @@ class _Judge(GraphChecks):
                     unseen.append({"value": value, "writer": self.txn(i), "offset": None})
                     continue
                 tp, off = p
-                m = max_read.get(tp)
                 end = ends.get(tp)
-                if (m is not None and m > off) or (end is not None and off < end):
+                if (end is not None and off < end) or covered(tp, off):
                     missing.append((value, tp, off))
                 else:
                     unseen.append({"value": value, **_pos(tp, off), "writer": self.txn(i)})
@@ -517,6 +513,34 @@ class _Judge(GraphChecks):
                              "of (intermediate-read)"),
                 self.verdict(back_f, back_a, "reads at an offset not after the reader's previous one "
                              "(nonmonotonic-poll)"))
+
+    def _coverage(self):
+        """``covered(tp, offset)``: some reader's run through the partition started at or before
+        the offset and went past it (a reader that began later never had to see it)."""
+        spans: dict = {}
+        for _proc, tp, first, last, _n in self.h.segments:
+            spans.setdefault(tp, []).append((first, last))
+        merged: dict = {}
+        for tp, lst in spans.items():
+            lst.sort()
+            out = [list(lst[0])]
+            for a, b in lst[1:]:
+                if a <= out[-1][1] + 1:
+                    out[-1][1] = max(out[-1][1], b)
+                else:
+                    out.append([a, b])
+            merged[tp] = ([a for a, _ in out], [b for _, b in out])
+
+        def covered(tp, off) -> bool:
+            m = merged.get(tp)
+            if m is None:
+                return False
+            firsts, lasts = m
+            if len(firsts) == 1:
+                return firsts[0] <= off < lasts[0]
+            k = bisect.bisect_right(firsts, off) - 1
+            return k >= 0 and off < lasts[k]
+        return covered
 
     def _readers_by_txn(self) -> dict:
         """txn -> readers known to have read one of its writes (the first reader of each value)."""

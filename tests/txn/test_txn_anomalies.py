@@ -420,3 +420,14 @@ def test_malformed_event_is_one_clear_error():
         judge(h)
     with pytest.raises(ValueError, match="unknown transaction-check option"):
         check_transactions([], {}, {"nope": 1})
+
+
+def test_a_reader_that_started_later_does_not_make_earlier_writes_lost():
+    h = base()
+    txs = clean(h)
+    h.seek("c9", offset=3)  # c9 starts at offset 3 of every partition and reads on
+    h.read_visible("c9")
+    r = judge(h)
+    assert r["checks"]["lost-write"]["verdict"] == PASS and r["checks"]["poll-skip"]["verdict"] == PASS
+    assert r["verdict"] == UNKNOWN  # the earlier writes were read by nobody, and there was no drain
+    assert {e["value"] for e in r["checks"]["unseen"]["examples"]} >= {txs[0].values[0]}
