@@ -110,7 +110,7 @@ class TxnHistory:
         self.gaps: list = []  # (process, tp, prev, cur) forward jumps of one reader
         self.segments: list = []  # (process, tp, first, last, reads): a reader's run through a partition
         self.chain: dict = {}
-        self.cnt: dict = {}
+        self.skipped: dict = {}
         self.seg_start: dict = {}
         self.plog: dict = {}  # tp -> ([offset], [txn], [send index in the txn]) of acknowledged sends
         self.backs: list = []  # (process, tp, prev, cur) a reader going back
@@ -150,7 +150,7 @@ class TxnHistory:
         gaps = self.gaps
         plog = self.plog
         chain = self.chain  # (process, tp) -> last offset read
-        cnt = self.cnt  # (process, tp) -> reads in the current segment
+        skipped = self.skipped  # (process, tp) -> offsets jumped over in the current segment
         seg_start = self.seg_start
         ru_procs = self.ru_procs
         drain_t = None
@@ -165,34 +165,34 @@ class TxnHistory:
                     tp = (ev["topic"], ev["partition"])
                     off = ev["offset"]
                     proc = ev["process"]
-                    d = pos.get(tp)
-                    if d is None:
-                        d = pos[tp] = {}
-                    old = d.setdefault(off, value)
-                    if old != value:
-                        self._conflict(tp, off, old, value)
                     prev = read_at.get(value)
-                    if prev is None:
-                        read_at[value] = (tp, off, proc)
-                    elif prev[1] != off or prev[0] != tp:
-                        self._dup(value, (prev[0], prev[1]), (tp, off))
+                    if prev is None or prev[1] != off or prev[0] != tp:
+                        if prev is None:
+                            read_at[value] = (tp, off, proc)
+                        else:
+                            self._dup(value, (prev[0], prev[1]), (tp, off))
+                        d = pos.get(tp)
+                        if d is None:
+                            d = pos[tp] = {}
+                        old = d.setdefault(off, value)
+                        if old != value:
+                            self._conflict(tp, off, old, value)
                     elif ru_procs and prev[2] in ru_procs and proc not in ru_procs:
                         read_at[value] = (tp, off, proc)  # keep a read_committed reader of the value
                     k = (proc, tp)
                     last = chain.get(k)
                     if last is None:
                         seg_start[k] = off
-                        cnt[k] = 1
-                    elif off == last + 1:
-                        cnt[k] += 1
-                    elif off > last:
-                        gaps.append((proc, tp, last, off))
-                        cnt[k] += 1
-                    else:
-                        self.backs.append((proc, tp, last, off))
-                        self._close(k)
-                        seg_start[k] = off
-                        cnt[k] = 1
+                        skipped[k] = 0
+                    elif off != last + 1:
+                        if off > last:
+                            gaps.append((proc, tp, last, off))
+                            skipped[k] += off - last - 1
+                        else:
+                            self.backs.append((proc, tp, last, off))
+                            self._close(k)
+                            seg_start[k] = off
+                            skipped[k] = 0
                     chain[k] = off
                     if drain_t is None and ev.get("drain"):
                         drain_t = ev["t"]
@@ -204,7 +204,7 @@ class TxnHistory:
                     self._close(k)
                     chain[k] = int(ev["offset"]) - 1
                     seg_start[k] = int(ev["offset"])
-                    cnt[k] = 0
+                    skipped[k] = 0
                 elif typ == "partition.end":
                     self.ends[(ev.get("topic"), ev.get("partition"))] = int(ev["end_offset"])
                 elif typ == "client.config":
@@ -246,7 +246,7 @@ class TxnHistory:
         if last is None:
             return
         first = self.seg_start.pop(k)
-        n = self.cnt.pop(k)
+        n = last - first + 1 - self.skipped.pop(k)  # offsets read in the segment
         if last >= first:
             self.segments.append((k[0], k[1], first, last, n))
 
