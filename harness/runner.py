@@ -276,14 +276,16 @@ def _conclude(rec: RunRecorder, scenario: Scenario, ctx, env_error, env_cause, i
     try:
         v = decide(events, rec.metadata)
         verdict, reason, cause, checks = v.verdict, v.reason, v.cause, v.checks
+        extra = {"coverage": v.coverage} if v.coverage is not None else None
     except Exception as e:  # a checker bug must not lose the record: publish it as UNKNOWN
         traceback.print_exc()
         verdict, reason, cause = "UNKNOWN", f"checker error: {type(e).__name__}: {e}", "checker-error"
+        extra = None
         checks = {"expectations": {"verdict": "UNKNOWN", "items": ctx.expectations if ctx else []}}
     stats = {"seconds": round(time.monotonic() - t0, 1), "events": len(events)}
     if workload is not None:
         stats["workload"] = workload.stats()
-    path = rec.finish(verdict, reason, checks, stats, cause=cause)
+    path = rec.finish(verdict, reason, checks, stats, cause=cause, extra=extra)
     if interrupted:
         raise KeyboardInterrupt
     return RunOutcome(scenario.name, path, verdict, reason, time.monotonic() - t0, cause)

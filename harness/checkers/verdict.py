@@ -184,6 +184,52 @@ def conformance_input(events: list[dict]) -> list[dict]:
     return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == "watch"]
 
 
+COVERAGE_SLACK_S = 1.0     # a producer's last send may come this long before the last fault ended
+
+
+def producer_coverage(events: list[dict]) -> dict:
+    """Whether every producer was still writing when the faults ended (judged from the send events, so it
+    applies to every record, old ones too).
+
+    A producer whose last send was invoked more than ``COVERAGE_SLACK_S`` before the last fault ended
+    did not exercise the broker through the faults (it died, stalled or stopped): the run cannot claim
+    what its scenario claims, so it is UNKNOWN(``workload``), never PASS. Also measured: each producer's
+    first and last send and acknowledged writes, and the longest time with no acknowledged write."""
+    procs: dict[str, dict] = {}
+    acks: list[float] = []
+    first_fault = last_fault_end = None
+    for e in events:
+        typ = e.get("type")
+        if typ == "client" and e.get("f") == "send":
+            p = procs.setdefault(e.get("process"), {"first_send": e["t"], "last_send": e["t"], "acked": 0,
+                                                    "last_ack": None})
+            if e.get("phase") == "invoke":
+                p["last_send"] = e["t"]
+            elif e.get("phase") == "ok":
+                p["acked"] += 1
+                p["last_ack"] = e["t"]
+                acks.append(e["t"])
+        elif typ == "fault.start" and e.get("nodes"):
+            first_fault = e["t"] if first_fault is None else first_fault
+        elif typ == "fault.end" and e.get("nodes"):
+            last_fault_end = e["t"]
+    acks.sort()
+    gap = max((b - a for a, b in zip(acks, acks[1:])), default=0.0)
+    shortfalls = []
+    if first_fault is not None and last_fault_end is not None:
+        for name, p in sorted(procs.items()):
+            if p["last_send"] < last_fault_end - COVERAGE_SLACK_S:
+                shortfalls.append(f"producer {name} sent nothing after {p['last_send']:.1f} s, but the faults "
+                                  f"lasted until {last_fault_end:.1f} s (window {first_fault:.1f}-"
+                                  f"{last_fault_end:.1f} s not covered)")
+    return {"verdict": UNKNOWN if shortfalls else PASS,
+            "reason": "; ".join(shortfalls) or "every producer was writing until the faults ended",
+            "shortfalls": shortfalls, "faults": [first_fault, last_fault_end],
+            "clients": {k: {kk: (round(v, 3) if isinstance(v, float) else v) for kk, v in p.items()}
+                        for k, p in procs.items()},
+            "longest_ack_gap_s": round(gap, 3)}
+
+
 # -- the decision ------------------------------------------------------------------------------------
 def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | None = None,
            script_error: str | None = None) -> Verdict:
@@ -229,6 +275,7 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
             data_fail.append(f"durability: {', '.join(bad)}")
         elif d["verdict"] == UNKNOWN:
             undecided.append("durability undecided: " + d.get("reason", ""))
+    coverage = producer_coverage(events) if metadata.get("workload") else None
     if "expectations" in wanted:
         items = expectations if expectations is not None else expectations_from(events)
         bad = [e for e in items if not e.get("ok")]
@@ -240,21 +287,24 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
 
     def unknown(cause: str, text: str) -> Verdict:
         also = f" (also seen, not judged because of this: {'; '.join(broker_fail)})" if broker_fail else ""
-        return Verdict(UNKNOWN, text + also, cause, out)
+        return Verdict(UNKNOWN, text + also, cause, out, coverage)
 
     if data_fail:
         extra = [f"{c}: {t}" for c, t in env] + ([incomplete_why] if not complete else [])
         note = f" (the run also had: {'; '.join(extra)})" if extra else ""
-        return Verdict(FAIL, "; ".join(data_fail + broker_fail) + note, None, out)
+        return Verdict(FAIL, "; ".join(data_fail + broker_fail) + note, None, out, coverage)
     if env:
         cause, text = env[0]
         return unknown(cause, text)
     if broker_fail:
-        return Verdict(FAIL, "; ".join(broker_fail), None, out)
+        return Verdict(FAIL, "; ".join(broker_fail), None, out, coverage)
     if not complete:
-        return Verdict(UNKNOWN, incomplete_why, "record-incomplete", out)
+        return Verdict(UNKNOWN, incomplete_why, "record-incomplete", out, coverage)
     if script_errors:
-        return Verdict(UNKNOWN, f"the scenario script failed: {script_errors[0]}", "script", out)
+        return Verdict(UNKNOWN, f"the scenario script failed: {script_errors[0]}", "script", out, coverage)
+    if coverage is not None and coverage["verdict"] != PASS:
+        return Verdict(UNKNOWN, "the workload did not cover the run: " + coverage["reason"], "workload", out,
+                       coverage)
     if undecided:
-        return Verdict(UNKNOWN, "; ".join(undecided), "undecided", out)
-    return Verdict(PASS, "all checks passed", None, out)
+        return Verdict(UNKNOWN, "; ".join(undecided), "undecided", out, coverage)
+    return Verdict(PASS, "all checks passed", None, out, coverage)

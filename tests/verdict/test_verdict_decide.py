@@ -202,3 +202,37 @@ def test_docs_list_exactly_the_causes():
     documented = {line.split("|")[1].strip().strip("`") for line in causes_table.splitlines()
                   if line.startswith("| `")} - {"cause"}       # the header row
     assert documented == set(CAUSES)
+
+
+# -- coverage -------------------------------------------------------------------------------------------
+def _producer_died_at(events, t):
+    """The record as if the producer had died at ``t``: no send after it, so none of those values was read."""
+    gone = {e["value"] for e in events if e["type"] == "client" and e.get("f") == "send" and e["t"] > t
+            and e.get("phase") == "invoke"}
+    ops = {(e["process"], e["op_id"]) for e in events if e["type"] == "client" and e.get("value") in gone}
+    return [e for e in events if not (e["type"] == "client" and (e.get("value") in gone or (
+        e.get("f") == "send" and (e.get("process"), e.get("op_id")) in ops)))]
+
+
+def test_healthy_producer_covers_the_run(record):
+    v = decide(_events(record), _meta(record))
+    assert v.coverage["verdict"] == "PASS" and v.coverage["clients"]["p0"]["acked"] > 500
+    assert v.to_dict()["coverage"] == v.coverage
+
+
+def test_sends_that_stop_at_the_first_fault_are_unknown_workload_not_pass(record):
+    events = _events(record)
+    f = _fault(events, 1)
+    events = _producer_died_at(events, f["t"] + 5)
+    v = decide(events, _meta(record))
+    assert (v.verdict, v.cause) == ("UNKNOWN", "workload"), v.reason
+    assert "p0" in v.reason and "not covered" in v.reason
+
+
+def test_a_dead_producer_does_not_hide_data_loss(record):
+    events = _events(record)
+    events = _producer_died_at(events, _fault(events, 1)["t"] + 5)
+    acked = {e["value"] for e in events if e["type"] == "client" and e["f"] == "send" and e["phase"] == "ok"}
+    victim = next(e for e in events if e["type"] == "client" and e["f"] == "drain" and e["value"] in acked)
+    events.remove(victim)
+    assert decide(events, _meta(record)).verdict == "FAIL"
