@@ -341,10 +341,9 @@ class _Judge(GraphChecks):
         st = h.status
         self.visible = [s == COMMITTED for s in st]
         read_at, writer = h.read_at, h.writer
-        for value in read_at:
-            i = writer.get(value)
-            if i is not None and i >= 0 and st[i] == UNSURE:
-                self.visible[i] = True
+        for i, s in enumerate(st):
+            if s == UNSURE:  # seen by a read_committed reader: it committed
+                self.visible[i] = any(v in read_at and self.read_committed(read_at[v][2]) for v in h.writes[i])
         # reads whose position no transactional send reported (non-transactional writers, sends
         # without offsets) also mark offsets that readers must not jump over
         self.extra_visible = any(v < 0 for v in writer.values()) or len(h.wpos) < len(writer)

@@ -431,3 +431,21 @@ def test_a_reader_that_started_later_does_not_make_earlier_writes_lost():
     assert r["checks"]["lost-write"]["verdict"] == PASS and r["checks"]["poll-skip"]["verdict"] == PASS
     assert r["verdict"] == UNKNOWN  # the earlier writes were read by nobody, and there was no drain
     assert {e["value"] for e in r["checks"]["unseen"]["examples"]} >= {txs[0].values[0]}
+
+
+def test_an_unsure_transaction_seen_only_by_a_read_uncommitted_reader_is_not_taken_as_committed():
+    h = base()
+    h.consumer("ru", isolation="read_uncommitted")
+    tx = h.begin("p0", [0, 1])
+    h.complete(tx, phase="info", error="commit timed out")
+    tx.status = "aborted"  # the coordinator aborted it: read_uncommitted readers saw it anyway
+    h.logs[0].append((None, None))
+    h.logs[1].append((None, None))
+    for p in (0, 1):
+        h.poll("ru", p, tx.offsets[p])
+    h.txn("p1", [0, 1])
+    h.read_visible("c0")
+    h.drain()
+    r = judge(h)
+    assert r["verdict"] == PASS, r["reason"]
+    assert r["checks"]["poll-skip"]["count"] == 0 and r["checks"]["torn-transaction"]["count"] == 0
