@@ -73,7 +73,7 @@ def check_transactions(events: Iterable[dict], metadata: dict, options: dict | N
     try:
         h = TxnHistory(facts)
         h.run(events)
-        if not h.n_txn and not h.n_read:
+        if not h.n_txn and not h.n_txn_poll:
             return {"verdict": PASS, "applicable": False, "checks": {}, "stats": h.stats(),
                     "reason": "no transaction events (txn, txn.poll) in the record: nothing to check"}
         return _Judge(h, facts, opts).result()
@@ -154,13 +154,15 @@ class TxnHistory:
         seg_start = self.seg_start
         ru_procs = self.ru_procs
         drain_t = None
-        n_read = 0
+        n_read = n_group_poll = 0
         ev: dict = {}
         try:
             for ev in events:
                 typ = ev["type"]
-                if typ == "txn.poll":
+                if typ == "txn.poll" or typ == "group.poll":  # a group member's reads count too
                     n_read += 1
+                    if typ != "txn.poll":
+                        n_group_poll += 1
                     value = ev["value"]
                     tp = (ev["topic"], ev["partition"])
                     off = ev["offset"]
@@ -236,6 +238,7 @@ class TxnHistory:
             self._close(k)
         self.drain_t = drain_t
         self.n_read = n_read
+        self.n_txn_poll = n_read - n_group_poll
         self.n_send = sum(len(v[0]) for v in plog.values())
         self.unfinished = sum(1 for s, d in zip(self.status, self.t_done) if s == UNSURE and d == math.inf)
         return self

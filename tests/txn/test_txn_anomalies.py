@@ -449,3 +449,19 @@ def test_an_unsure_transaction_seen_only_by_a_read_uncommitted_reader_is_not_tak
     r = judge(h)
     assert r["verdict"] == PASS, r["reason"]
     assert r["checks"]["poll-skip"]["count"] == 0 and r["checks"]["torn-transaction"]["count"] == 0
+
+
+def test_group_members_reads_count_as_reads():
+    h = base()
+    ab = h.txn("p0", [0], outcome="abort")
+    h.txn("p1", [0, 1])
+    h.read_visible("c0")
+    h.drain()
+    assert_pass(judge(h))
+    h.ev("group.assign", process="m1", group="g", generation=1, member_id="m", partitions=[[TOPIC, 0]])
+    h.ev("group.poll", process="m1", group="g", generation=1, topic=TOPIC, partition=0, offset=ab.offsets[0],
+         value=ab.values[0])
+    r = judge(h)
+    assert failed(r) == {"G1a"} and r["checks"]["G1a"]["examples"][0]["reader"] == "m1"
+    only_groups = [e for e in h.events if e["type"].startswith("group.")]
+    assert check_transactions(only_groups, h.metadata)["applicable"] is False
