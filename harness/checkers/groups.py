@@ -76,7 +76,7 @@ class GroupHistory:
         self.commits: dict = {}  # (group, tp) -> [(t_invoke, t_ok | None, offset, process, phase)]
         self.observed: list = []  # (t_invoke, t, group, tp, offset, process, source)
         self.pending_first: dict = {}  # (process, tp) -> (group, assign t, generation): awaiting a first poll
-        self.consumed: dict = {}  # (group, tp) -> {offset: (process, generation)} first consumer
+        self.consumed: dict = {}  # (group, tp) -> {(offset, generation): first process to consume it}
         self.double: list = []  # (group, tp, offset, first (process, gen), again (process, gen))
         self.backs: list = []  # (process, group, tp, prev, cur)
         self.known: dict = {}  # tp -> set of offsets known to hold records (polls, acknowledged sends)
@@ -108,9 +108,9 @@ class GroupHistory:
                     d = consumed.get((group, tp))
                     if d is None:
                         d = consumed[(group, tp)] = {}
-                    first = d.setdefault(off, (proc, gen))
-                    if first[0] != proc and gen is not None and first[1] == gen:
-                        self.double.append((group, tp, off, first, (proc, gen)))
+                    first = d.setdefault((off, gen), proc)  # the first consumer of the record in this generation
+                    if first != proc and gen is not None:
+                        self.double.append((group, tp, off, (first, gen), (proc, gen)))
                     k = (proc, tp)
                     prev = last.get(k)
                     if prev is not None and off <= prev:
@@ -225,7 +225,7 @@ class _Judge:
                 continue
             cmax = max(c[2] for c in before)
             if off > cmax:
-                seen = group_consumed.get((group, tp), {})
+                seen = {o for o, _gen in group_consumed.get((group, tp), ())}
                 known = h.known.get(tp, ())
                 skipped = sorted(o for o in known if cmax <= o < off and o not in seen)
                 if skipped:

@@ -187,3 +187,14 @@ def test_malformed_event():
     g.events.append({"seq": 1, "t": 1.0, "type": "group.poll", "process": "c0"})
     with pytest.raises(ValueError, match="malformed event"):
         judge(g)
+
+
+def test_double_consume_by_two_later_members_of_one_generation():
+    g = G()
+    first_generation(g)
+    second_generation(g)
+    g.assign("c2", 2, [1])  # a third member believes it owns partition 1 in generation 2 as well
+    g.poll("c2", 2, 1, [7])
+    r = judge(g)
+    assert "double-consume" in failed(r)
+    assert r["checks"]["double-consume"]["examples"][0]["members"] == ["c1", "c2"]
