@@ -465,3 +465,31 @@ def test_group_members_reads_count_as_reads():
     assert failed(r) == {"G1a"} and r["checks"]["G1a"]["examples"][0]["reader"] == "m1"
     only_groups = [e for e in h.events if e["type"].startswith("group.")]
     assert check_transactions(only_groups, h.metadata)["applicable"] is False
+
+
+def test_zombie_write_made_visible_without_a_commit():
+    h, z = zombie_history(zombie_commits=False)
+    h.write(z)  # its records are in the log ...
+    h.poll("c9", 0, z.offsets[0])  # ... and one was served to a read_committed reader
+    r = judge(h)
+    assert {"zombie", "G1a"} <= failed(r)
+    ex = r["checks"]["zombie"]["examples"][0]
+    assert ex["committed"] is False and ex["visible_values"] == [z.values[0]]
+
+
+def test_judging_a_json_round_trip_gives_the_same_result():
+    import json
+    h = base()
+    clean(h)
+    a = h.begin("p0", [0, 1])
+    b = h.begin("p1", [0, 1])
+    h.write(a, 0)
+    h.write(b, 0)
+    h.write(b, 1)
+    h.write(a, 1)
+    h.complete(a)
+    h.complete(b)
+    h.read_visible("c0")
+    h.drain()
+    events = [json.loads(json.dumps(e)) for e in h.events]
+    assert json.loads(json.dumps(judge(h))) == json.loads(json.dumps(check_transactions(events, h.metadata)))
