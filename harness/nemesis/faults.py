@@ -83,6 +83,7 @@ class Fault:
     # True: the fault calls :meth:`restoring` itself at the moment its effect is undone (a container
     # started or unpaused), which may be long after its heal began (a killed broker's start waits for
     # its old ZooKeeper session to expire); False: the nemesis records ``fault.heal`` when heal begins
+    # (a network fault's rules are removed right after)
     marks_restore = False
 
     def __init__(self, ctx: Context, fault_id: int, target: str, nodes: list["Node"], params: dict):
@@ -92,7 +93,7 @@ class Fault:
         self.on_restore = None       # set by the nemesis: records ``fault.heal`` (once)
 
     def restoring(self) -> None:
-        """The fault's effect is being undone right now (called just before the Docker call)."""
+        """The fault's effect is undone now (called as soon as the Docker start / unpause returned)."""
         if self.on_restore is not None:
             self.on_restore(self)
 
@@ -138,15 +139,16 @@ def _await_old_session_gone(ctx: Context, node: "Node") -> None:
 
 
 def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float = 60.0,
-               before=None) -> None:
+               started=None) -> None:
     """Bring a node back: unpause, or start it; with ``wait`` until it serves again (bounded).
 
-    ``before()`` is called right before the unpause / start call (not for a node already running)."""
-    before = before or (lambda: None)
+    ``started()`` is called as soon as the unpause / start call returned, before the wait (not for a
+    node already running): the moment Docker reports the container running again."""
+    started = started or (lambda: None)
     st = node.status()
     if st == "paused":
-        before()
         node.unpause()
+        started()
         return
     if st == "running":
         return
@@ -154,20 +156,45 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
         raise FaultError(f"{node.name} no longer exists")
     if node.role == "broker":
         _await_old_session_gone(ctx, node)
-        before()
         try:
-            ctx.cluster.start_broker(node.node_id, wait=wait, timeout_s=timeout_s)
+            _start_broker(ctx, node, wait, timeout_s, started)
+        except FaultError:
+            raise
         except HarnessError as e:
             raise FaultError(str(e)) from None
         return
-    before()
     node.start()
+    started()
     if wait:
         deadline = time.monotonic() + timeout_s
         while zookeeper_mode(node) is None:
             if time.monotonic() > deadline:
                 raise FaultError(f"{node.name}: ZooKeeper not serving {timeout_s:.0f} s after start")
             time.sleep(0.3)
+
+
+def _start_broker(ctx: Context, node: "Node", wait: bool, timeout_s: float, started) -> None:
+    """Start a stopped/killed broker's container, call ``started()``, then with ``wait`` until it
+    registered anew (ZooKeeper: a new broker epoch) and finished its startup (``Cluster.wait_ready``)."""
+    cl = ctx.cluster
+    zk = cl.distribution.has_zookeeper
+    old = cl.broker_epoch(node.node_id) if wait and zk else None
+    node.start()
+    started()
+    if not wait:
+        return
+    deadline = time.monotonic() + timeout_s
+    while zk:
+        epoch = cl.broker_epoch(node.node_id)
+        if epoch is not None and epoch != old:
+            break
+        if time.monotonic() > deadline:
+            raise FaultError(f"broker {node.node_id} did not register again within {timeout_s:.0f} s")
+        st = node.status()
+        if st not in ("running", "paused"):
+            raise FaultError(f"{node.name} is {st} after its start; last log lines:\n{node.logs(15)}")
+        time.sleep(0.2)
+    cl.wait_ready(max(5.0, deadline - time.monotonic()), brokers=[node.node_id])
 
 
 class _Restartable(Fault):
@@ -181,7 +208,7 @@ class _Restartable(Fault):
         for n in sorted(self.nodes, key=lambda n: n.role != "zookeeper"):
             try:
                 start_node(self.ctx, n, self.params.get("wait", True), self.params.get("timeout_s", 60.0),
-                           before=self.restoring)
+                           started=self.restoring)
             except FaultError as e:
                 errors.append(str(e))
         if errors:
@@ -251,8 +278,8 @@ class Pause(Fault):
     def heal(self) -> None:
         for n in self.nodes:
             if n.status() == "paused":
-                self.restoring()
                 n.unpause()
+                self.restoring()
 
 
 class ZkKill(Kill):
@@ -533,8 +560,8 @@ class ZkExpireSession(Fault):
                         gone.add(b)
                 time.sleep(0.2)
         finally:
-            self.restoring()
             self.cut.heal()
+            self.restoring()
         self.detail["expired"] = sorted(gone)
         if len(gone) < len(before):
             raise FaultError(f"zk_expire_session: registration of broker(s) {sorted(set(before) - gone)} still "

@@ -179,8 +179,9 @@ class Nemesis:
         if fault.healed:
             return True
         # fault.heal: the effect is undone from now on (a killed broker may be running again before
-        # fault.end, which waits for its startup). Process faults record it themselves right before
-        # the Docker call (a killed broker's start first waits for its old session to expire).
+        # fault.end, which waits for its startup). Process faults record it themselves as soon as
+        # the Docker start / unpause returned (a killed broker's start first waits for its old session
+        # to expire).
         if not fault.marks_restore:
             self._emit_heal(fault)
         try:
