@@ -22,6 +22,19 @@ def state(ctx: RunContext, p: int = 0, topic: str = T) -> dict:
     return st
 
 
+def fault_times(ctx: RunContext, handle) -> dict[str, float]:
+    """The recorded window of one applied fault (``ctx.fault``'s handle), run-clock seconds:
+    ``{"start": .., "heal": .., "end": ..}`` as far as recorded. ``heal`` is when its effect was
+    undone (a node started or unpaused, rules about to be removed), ``end`` when the heal was done;
+    a fault with nothing to heal (restart, start, ...) has all three once ``ctx.fault`` returned
+    (docs/faults.md "Recording"). Use ``heal`` for "after the fault stopped", not the time heal() returned."""
+    out: dict[str, float] = {}
+    for e in ctx.recorder.read_events():
+        if e.get("fault_id") == handle.fault_id and e.get("type") in ("fault.start", "fault.heal", "fault.end"):
+            out.setdefault(e["type"].split(".", 1)[1], e["t"])
+    return out
+
+
 def has_zookeeper(ctx: RunContext) -> bool:
     """The cluster runs with ZooKeeper (apache-zk); False on KRaft, observed through the protocol only."""
     return ctx.cluster.distribution.has_zookeeper

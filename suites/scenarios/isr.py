@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from harness.scenario import RunContext, Scenario, TopicSpec
 
-from .common import T, state
+from .common import T, fault_times, state
 
 CUT = {"links": ["broker-broker"]}
 
@@ -82,7 +82,7 @@ def _partition_controller_follower(ctx: RunContext) -> None:
     ctx.expect(f"acks=all writes to {T}-{p} stall: its maximal ISR still holds {c}, the high watermark "
                "cannot advance (§5.13)", stalled == 0, {"acknowledged_in_window": stalled})
     ctx.heal(h)
-    t_heal = ctx.recorder.now()
+    t_heal = fault_times(ctx, h)["heal"]   # when the rules' removal began, not when heal() returned
     ctx.wait_until(f"acks=all writes to {T}-{p} resume once the cut is healed",
                    lambda: _ok_after(ctx, p, t_cut, ctx.recorder.now()) > 0, 60)
     ctx.expect("the stalled writes complete after the heal, none before", _ok_after(ctx, p, t_cut, t_heal) == 0)
