@@ -7,7 +7,8 @@ zk_pause, and start / restart of a ZooKeeper node) the recorded ``fault.start`` 
 container went down or froze is within 1 s of ``fault.start``, the moment it was started or
 unpaused within 1 s of ``fault.heal``, and a fault with nothing to heal (``restart``, ``start``) ends
 when its apply returns, not at the final ``heal_all``. Network faults have no Docker event: their
-window is compared with the presence of their iptables rules in the container (see docs/faults.md).
+window is compared with the presence of their iptables rules in the container; ``zk_expire_session``
+and ``delete_controller_znode`` with ZooKeeper's own znode creation times (see docs/faults.md).
 
 One cluster serves the whole module (a start costs 10-20 s on a loaded 2-core host); each test
 leaves it with every node running and nothing applied, checked after each test.
