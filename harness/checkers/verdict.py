@@ -116,15 +116,6 @@ def _fault_windows(events: list[dict]) -> dict[str, list[tuple[float, float]]]:
     return out
 
 
-def _harness_windows(events: list[dict]) -> list[tuple[float, float]]:
-    """Times when the harness itself restores every container (heal_all's sweep)."""
-    out = []
-    for e in _phases(events, "faults.heal_all", "faults.healed"):
-        w = e.get("wall") or 0.0
-        out.append((w - float(e.get("seconds") or 60.0), w))
-    return out
-
-
 def environment_failures(events: list[dict]) -> list[tuple[str, str]]:
     """``(cause, text)`` for everything in the record that went wrong outside the broker: failures the
     runner recorded (``environment.error`` / ``aborted`` phases, with their ``cause``) and Docker events
