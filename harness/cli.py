@@ -166,9 +166,23 @@ def cmd_cluster_down(args) -> int:
 
 
 def cmd_cleanup(args) -> int:
-    from .cluster import cleanup_all
-    counts = cleanup_all()
-    print(f"removed {counts['containers']} containers, {counts['networks']} networks, {counts['volumes']} volumes")
+    """Remove what the harness made: everything labelled (default) or only what dead owners left
+    (``--dead-only``); plus in-progress run records of dead owners; ``--dry-run`` lists it instead."""
+    from . import docker_util, lifecycle
+    runs_dirs = args.runs_dir or (["runs"] if Path("runs").is_dir() else [])
+    everything = not args.dead_only
+    if args.dry_run:
+        items = lifecycle.find(docker_util.client(), everything=everything, runs_dirs=runs_dirs)
+        for i in items:
+            print(f"would remove {i.line()}")
+        if not items:
+            print("nothing to remove")
+        return EXIT_OK
+    with lifecycle.Shield("cleanup"):
+        done = lifecycle.reap(docker_util.client(), everything=everything, runs_dirs=runs_dirs)
+    for i in done:
+        print(f"removed {i.line()}")
+    print(f"removed {lifecycle.summary(done) or 'nothing'}")
     return EXIT_OK
 
 
@@ -326,7 +340,14 @@ def build_parser() -> argparse.ArgumentParser:
     dn.add_argument("--all", action="store_true", help="remove every kafka-chaos cluster")
     dn.set_defaults(func=cmd_cluster_down)
 
-    cu = sub.add_parser("cleanup", help="remove every container, network and volume the harness created")
+    cu = sub.add_parser("cleanup", help="remove every container, network and volume the harness created "
+                                          "(--dead-only: only what dead kafka-chaos processes left)")
+    cu.add_argument("--dead-only", action="store_true",
+                    help="only what kafka-chaos processes that died on this host left (what every command does "
+                         "first); never a live process's cluster nor a `cluster up` cluster")
+    cu.add_argument("--dry-run", action="store_true", help="list what would be removed, one line each")
+    cu.add_argument("--runs-dir", action="append", metavar="DIR",
+                    help="also look for in-progress records (.tmp-*) of dead runs here (default: ./runs)")
     cu.set_defaults(func=cmd_cleanup)
 
     rp = sub.add_parser("report", help="aggregate run records with Spark (see `kafka-chaos report -- --help`)",
@@ -349,6 +370,16 @@ def _add_run_parser(sub) -> None:
     certify.add_parser(sub)
     from . import check
     check.add_parser(sub)
+
+
+def _reap_at_start(args=None) -> None:
+    """Every command first removes what dead kafka-chaos processes left (harness/lifecycle.py): silent
+    and quick when there is nothing, never blocking when Docker is down. ``cleanup`` does it itself."""
+    if args is not None and args.command == "cleanup":
+        return
+    from .lifecycle import reap_at_start
+    runs = [getattr(args, "runs_dir", None) or "runs"]
+    reap_at_start([r for r in runs if isinstance(r, str)])
 
 
 def _sigterm_as_interrupt(signum, frame):
@@ -402,6 +433,7 @@ def _unexpected(e: BaseException) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["report"]:
+        _reap_at_start()
         return run_report(argv[1:])
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
@@ -411,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         return _missing_action(parser, args)
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
+        _reap_at_start(args)
         check = _PRECHECKS.get(getattr(args, "cluster_command", None) or args.command)
         if check:
             check(args)

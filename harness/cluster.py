@@ -30,7 +30,7 @@ from typing import Iterable
 from . import distributions, docker_util, images
 from .clientlog import with_logger
 from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST, LABEL_OWNER_PID,
-                          LABEL_PERSISTENT, LABEL_ROLE)
+                          LABEL_OWNER_START, LABEL_PERSISTENT, LABEL_ROLE)
 from .errors import ClusterError, HarnessError, PortConflict
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk is an image we cannot pull
@@ -81,6 +81,44 @@ DEFAULT_ZK_CONFIG: dict[str, str] = {
 # C1 JIT only; on a 2-core host C2 compilation in eight JVMs was the main CPU load). Set
 # KAFKA_CHAOS_JVM_OPTS (empty for the JVM's own defaults) to replace it.
 JVM_OPTS_ENV = "KAFKA_CHAOS_JVM_OPTS"
+
+# Container limits (hardening; README "Cluster details"). Every container drops all capabilities but
+# NET_ADMIN (iptables/tc faults run by `docker exec` as root inside it), gets no-new-privileges, and a
+# memory and a pids limit sized for the images' JVMs: a Kafka node runs a 512 MB heap (plus ~300 MB
+# off-heap, plus a 256 MB tool JVM that admin operations start in it), ZooKeeper a 256 MB heap.
+# Each is overridable by its environment variable (docker sizes like 2g; "0" removes the limit).
+LIMIT_ENV = {"kafka_memory": ("KAFKA_CHAOS_KAFKA_MEMORY", "1536m"),
+             "zookeeper_memory": ("KAFKA_CHAOS_ZOOKEEPER_MEMORY", "768m"),
+             "pids": ("KAFKA_CHAOS_PIDS_LIMIT", "1024")}
+CAP_ADD = ["NET_ADMIN"]
+# A foreign image (--distribution generic) may start as root and switch to its own user, which needs
+# these too (the official apache/kafka image starts as its user already); KAFKA_CHAOS_CAP_ADD
+# (comma-separated) replaces the list for every container.
+GENERIC_CAP_ADD = ["NET_ADMIN", "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL"]
+CAP_ADD_ENV = "KAFKA_CHAOS_CAP_ADD"
+
+
+def container_limits(mode: str, generic: bool = False) -> dict:
+    """docker-py keyword arguments hardening one node's container (``mode``: zookeeper or a Kafka node)."""
+    mem_key = "zookeeper_memory" if mode == "zookeeper" else "kafka_memory"
+    env, default = LIMIT_ENV[mem_key]
+    mem = os.environ.get(env, default).strip()
+    penv, pdefault = LIMIT_ENV["pids"]
+    pids = os.environ.get(penv, pdefault).strip()
+    if not re.fullmatch(r"\d+[bkmg]?", mem.lower()):
+        raise HarnessError(f"{env}={mem!r}: expected a size like 1536m or 2g (0: no limit)")
+    if not pids.isdigit():
+        raise HarnessError(f"{penv}={pids!r}: expected a number of processes (0: no limit)")
+    caps = os.environ.get(CAP_ADD_ENV)
+    cap_add = [c.strip().upper() for c in caps.split(",") if c.strip()] if caps is not None else (
+        GENERIC_CAP_ADD if generic else CAP_ADD)
+    kw = {"cap_drop": ["ALL"], "cap_add": cap_add, "security_opt": ["no-new-privileges:true"]}
+    if mem not in ("0", "0b", "0k", "0m", "0g"):
+        kw["mem_limit"] = mem
+        kw["memswap_limit"] = mem          # no swap beyond the limit
+    if int(pids) > 0:
+        kw["pids_limit"] = int(pids)
+    return kw
 
 
 def _log(msg: str) -> None:
@@ -329,8 +367,10 @@ class Cluster:
 
     # ---- lifecycle
     def _labels(self, role: str | None = None, node_id: int | None = None) -> dict[str, str]:
-        labels = {LABEL: "1", LABEL_CLUSTER: self.name, LABEL_OWNER_PID: str(os.getpid()),
-                  LABEL_OWNER_HOST: socket.gethostname(),
+        from .owner import this_owner
+        me = this_owner()
+        labels = {LABEL: "1", LABEL_CLUSTER: self.name, LABEL_OWNER_PID: me["pid"],
+                  LABEL_OWNER_HOST: me["host"], LABEL_OWNER_START: me["start"],
                   LABEL_PERSISTENT: "1" if self.spec.persistent else "0"}
         if role:
             labels[LABEL_ROLE] = role
@@ -386,7 +426,9 @@ class Cluster:
             self.started = True
             self.wait_ready(self.spec.startup_timeout_s)
         except BaseException:
-            self.remove()
+            from .lifecycle import Shield
+            with Shield(f"removing cluster {self.name}"):   # a second Ctrl-C must not leave it behind
+                self.remove()
             raise
         _log(f"{self.name}: ready in {time.monotonic() - t0:.1f} s")
         return self
@@ -409,8 +451,8 @@ class Cluster:
             c = c.with_command(command)
         c = (c.with_network(net)
              .with_network_aliases(node.alias)
-             .with_kwargs(labels=labels, hostname=node.alias,
-                          cap_add=["NET_ADMIN"], init=False, stop_signal="SIGTERM"))
+             .with_kwargs(labels=labels, hostname=node.alias, init=False, stop_signal="SIGTERM",
+                          **container_limits(mode, generic=self.distribution.name == "generic")))
         # published on loopback only (docker-py accepts (host_ip, port); testcontainers' helper does not)
         c.ports[f"{port}/tcp"] = ("127.0.0.1", node.host_port)
         for k, v in env.items():
@@ -774,41 +816,29 @@ def _remove_labelled(label: str) -> dict[str, int]:
 
 
 def remove_cluster(name: str) -> int:
-    """Force-remove the containers, volumes and network of one cluster; returns containers removed."""
-    return _remove_labelled(f"{LABEL_CLUSTER}={name}")["containers"]
+    """Force-remove the containers, volumes and network of one cluster; returns containers removed.
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    Looks again (up to 3 passes) while any is left: a container whose create request was sent just
+    before an interruption appears only once the engine finished creating it."""
+    label = f"{LABEL_CLUSTER}={name}"
+    removed = 0
+    for attempt in range(3):
+        removed += _remove_labelled(label)["containers"]
+        if attempt == 2:
+            break
+        time.sleep(0.3)
+        client = docker_util.client()
+        if not (_containers(label) or client.networks.list(filters={"label": label})):
+            break
+    return removed
 
 
 def reap_orphans() -> list[str]:
-    """Remove non-persistent clusters whose owner process on this host is gone."""
-    client = docker_util.client()
-    host = socket.gethostname()
-    reaped = []
-    owners: dict[str, tuple[str, str, str]] = {}
-    for c in _containers(f"{LABEL}=1"):
-        lb = c["Labels"]
-        owners[lb.get(LABEL_CLUSTER, "")] = (lb.get(LABEL_OWNER_PID, "0"), lb.get(LABEL_OWNER_HOST, ""),
-                                             lb.get(LABEL_PERSISTENT, "0"))
-    for net in client.networks.list(filters={"label": f"{LABEL}=1"}):
-        owners.setdefault(net.attrs.get("Labels", {}).get(LABEL_CLUSTER, ""),
-                          (net.attrs["Labels"].get(LABEL_OWNER_PID, "0"), net.attrs["Labels"].get(LABEL_OWNER_HOST, ""),
-                           net.attrs["Labels"].get(LABEL_PERSISTENT, "0")))
-    for name, (pid, h, persistent) in owners.items():
-        if persistent == "1" or h != host or not pid.isdigit():
-            continue
-        if not _pid_alive(int(pid)):
-            remove_cluster(name)
-            reaped.append(name)
-    return reaped
+    """Remove the containers, networks and volumes whose owner process on this host is gone (never a
+    live owner's, another host's or a `cluster up` cluster's: harness/lifecycle.py); returns the names of
+    the clusters they belonged to."""
+    from .lifecycle import reap
+    return sorted({i.cluster for i in reap(docker_util.client()) if i.cluster})
 
 
 def cleanup_all() -> dict[str, int]:

@@ -13,6 +13,7 @@ LABEL_ROLE = "kafka-chaos.role"        # zookeeper | broker
 LABEL_NODE_ID = "kafka-chaos.node-id"  # broker id or ZooKeeper myid
 LABEL_OWNER_PID = "kafka-chaos.owner-pid"
 LABEL_OWNER_HOST = "kafka-chaos.owner-host"
+LABEL_OWNER_START = "kafka-chaos.owner-start"  # the owner's start time (/proc/PID/stat): tells a reused pid apart
 LABEL_PERSISTENT = "kafka-chaos.persistent"  # "1" for `cluster up` clusters (no owner process)
 
 ENSURE_HINT = "start one with `sudo scripts/ensure-docker.sh` (installs Debian's docker.io and starts dockerd) or set DOCKER_HOST"

@@ -49,6 +49,11 @@ TOOLS_JAR_FROM = (3, 5)     # kafka-tools (reassignment tool) is a separate arti
 FALLBACK_LOG4J = "2.24.3"
 
 _HERE = Path(__file__).resolve().parent / "image_files"
+# The JVMs of an image built here run as this unprivileged user (uid 1000), which owns only the data and
+# config directories; `docker exec` runs faults as root (harness/cluster.py Node.exec). Part of the input
+# hash, so images built before (JVM as root) are rebuilt by `kafka-chaos images build`.
+RUN_USER = "kafka"
+IMAGE_LAYOUT = f"user={RUN_USER}"
 
 
 def cache_dir() -> Path:
@@ -77,6 +82,17 @@ def image_distribution(version: str) -> str:
     return "apache-kraft" if is_kraft_only(version) else "apache-zk"
 
 
+def _cached_versions() -> list[str]:
+    try:
+        return json.loads((cache_dir() / "kafka-versions.json").read_text())
+    except (OSError, ValueError):
+        return []
+
+
+def jars_cached(version: str) -> bool:
+    return (cache_dir() / "jars" / version / ".complete").exists()
+
+
 def available_versions(refresh: bool = False) -> list[str]:
     """Release versions of kafka_2.13 on Maven Central (cached for a day; [] when offline)."""
     cached = cache_dir() / "kafka-versions.json"
@@ -100,6 +116,13 @@ def resolve_version(requested: str | None) -> str:
         req = DEFAULT_SERIES
     if not re.fullmatch(r"\d+\.\d+(\.\d+)?", req):
         raise UnknownVersion(f"unknown Kafka version {requested!r}: expected a version like 3.9.2 or a series like 3.9")
+    # once a version's jars are cached nothing asks the network: an exact version as it is, a series
+    # from the version list as last fetched (whatever its age; delete kafka-versions.json to ask again)
+    if req.count(".") == 2 and jars_cached(req):
+        return req
+    known = [v for v in _cached_versions() if v.startswith(req + ".")]
+    if known and jars_cached(known[-1]):
+        return known[-1]
     versions = available_versions()
     if not versions:  # offline: accept exact versions and the built-in default
         if req.count(".") == 2:
@@ -239,10 +262,23 @@ def missing_jars(version: str, jar_names: list[str]) -> list[str]:
             if not any(re.fullmatch(rx, n) for n in jar_names)]
 
 
+def maven_local_has(version: str) -> bool:
+    """Kafka ``version``'s jar is in the local Maven repository (~/.m2 or ``KAFKA_CHAOS_M2``)."""
+    m2 = Path(os.environ.get("KAFKA_CHAOS_M2", Path.home() / ".m2" / "repository"))
+    return (m2 / "org" / "apache" / "kafka" / "kafka_2.13" / version / f"kafka_2.13-{version}.jar").exists()
+
+
 def _mvn_copy(pom: Path, libs: Path, version: str) -> None:
-    res = subprocess.run(["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-                          f"-DoutputDirectory={libs}", "-DincludeScope=runtime"],
-                         capture_output=True, text=True)
+    cmd = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+           f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
+    if maven_local_has(version):
+        # offline (-o) first: Maven would otherwise re-check plugin and artifact metadata with Maven
+        # Central once a day; online again only when something is missing locally
+        res = subprocess.run(cmd[:1] + ["-o"] + cmd[1:], capture_output=True, text=True)
+        if res.returncode == 0:
+            return
+        _log(f"Kafka {version}: the local Maven repository lacks a piece; asking Maven Central")
+    res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         tail = [l for l in (res.stdout + res.stderr).splitlines() if "ERROR" in l][:2]
         raise UnknownVersion(f"could not resolve Kafka {version} from Maven Central: {' '.join(tail)[:300]}")
@@ -288,6 +324,7 @@ def _inputs_hash(base_id: str, libs: Path, version: str = "") -> str:
     """Hash of everything an image is built from: base image, jars, image files, and the
     version-specific Dockerfile lines (only when there are some, so 2.x/3.x hashes stay as they were)."""
     h = hashlib.sha256(base_id.encode())
+    h.update(IMAGE_LAYOUT.encode())
     for jar in sorted(libs.iterdir()):
         h.update(f"{jar.name}:{jar.stat().st_size}".encode())
     for f in sorted(_HERE.iterdir()):
@@ -307,8 +344,11 @@ def dockerfile(version: str, input_hash: str) -> str:
             "COPY log4j.properties tools-log4j.properties /opt/kafka/config/\n"
             "COPY entrypoint.sh kafka-run-class /opt/kafka-chaos/\n"
             "RUN chmod 0755 /opt/kafka-chaos/entrypoint.sh /opt/kafka-chaos/kafka-run-class && "
-            "mkdir -p /var/lib/kafka/data /var/lib/zookeeper /etc/kafka-chaos\n"
+            "mkdir -p /var/lib/kafka/data /var/lib/zookeeper /etc/kafka-chaos && "
+            f"useradd --uid 1000 --user-group --no-create-home --home-dir /var/lib/kafka --shell /usr/sbin/nologin {RUN_USER} && "
+            f"chown -R {RUN_USER}:{RUN_USER} /var/lib/kafka /var/lib/zookeeper /etc/kafka-chaos\n"
             f"{env}"
+            f"USER {RUN_USER}\n"
             f"LABEL kafka-chaos=1 kafka-chaos.kafka-version={version} kafka-chaos.input-hash={input_hash} "
             f"kafka-chaos.distribution={image_distribution(version)}\n"
             "ENTRYPOINT [\"/opt/kafka-chaos/entrypoint.sh\"]\n")

@@ -82,6 +82,35 @@ def _record_path(rest: str) -> Path | None:
     return Path(m.group(1)) if m else None
 
 
+def _stop_children(running: list[_Child], reap) -> None:
+    """One SIGINT to every running child (each heals, removes its cluster and records UNKNOWN), a bounded
+    wait, SIGKILL for those still running, then removal of whatever the killed ones left."""
+    _say(f"interrupted: stopping {len(running)} running scenario(s) (each heals and records UNKNOWN) ...")
+    for c in running:
+        try:
+            os.killpg(c.proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + STOP_GRACE_S
+    killed = []
+    for c in running:
+        try:
+            c.proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(c.proc.pid, signal.SIGKILL)
+            c.proc.wait()
+            killed.append(c.proc.pid)
+        reap(c)
+    if killed:
+        from .lifecycle import reap as reap_dead, summary
+        try:
+            done = reap_dead(pids=killed)
+            _say(f"removed {summary(done) or 'nothing'} left by the {len(killed)} killed scenario(s)")
+        except Exception as e:  # noqa: BLE001 - the next kafka-chaos command reaps them
+            _say(f"could not remove what the killed scenarios left ({type(e).__name__}: {e}); "
+                 "the next kafka-chaos command removes it")
+
+
 def run_parallel(jobs: list[Job], workers: int, runs_dir: str) -> int:
     """Run ``jobs`` ``workers`` at a time; the exit code of the whole (see the module docstring)."""
     results = run_children(jobs, workers, runs_dir)
@@ -133,19 +162,8 @@ def run_children(jobs: list[Job], workers: int, runs_dir: str) -> list[ChildResu
                 running.remove(c)
                 reap(c)
     except KeyboardInterrupt:
-        _say(f"interrupted: stopping {len(running)} running scenario(s) (each heals and records UNKNOWN) ...")
-        for c in running:
-            try:
-                os.killpg(c.proc.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + STOP_GRACE_S
-        for c in running:
-            try:
-                c.proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(c.proc.pid, signal.SIGKILL)  # its cluster is reaped as an orphan later
-                c.proc.wait()
-            reap(c)
+        from .lifecycle import Shield
+        with Shield(f"stopping {len(running)} scenario(s)"):   # a second Ctrl-C must not strand their clusters
+            _stop_children(running, reap)
         raise
     return [results[n] for n in sorted(results)]

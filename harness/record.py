@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import HarnessError
+from .owner import mark_record_dir
 
 SCHEMA_VERSION = 1
 VERDICTS = ("PASS", "FAIL", "UNKNOWN")
@@ -97,6 +98,7 @@ class RunRecorder:
             raise RecordError(f"run record {self.final_dir} already exists")
         try:
             self.tmp_dir.mkdir()
+            mark_record_dir(self.tmp_dir)   # .owner: reaped by the next kafka-chaos command if this process dies
             self._events = open(self.tmp_dir / "events.jsonl", "wb", buffering=0)
             self._reserve_path = self.tmp_dir / ".reserve"
             with open(self._reserve_path, "wb") as fh:   # real blocks (not a sparse file), released at finish

@@ -218,6 +218,8 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         env_error, env_cause = f"{type(e).__name__}: {e}", classify_exception(e)
         traceback.print_exc()
     finally:
+        from .lifecycle import Shield   # a second Ctrl-C (or SIGTERM) is deferred until cleanup is done
+        shield = Shield("the run's cleanup (heal, remove the cluster, publish the record)").start()
         # heal again unless the heal after the script left nothing (the run went on without faults)
         for closer in (lambda: nemesis and not healed_clean and nemesis.heal_all(), lambda: sampler and sampler.stop(),
                        lambda: watcher and watcher.stop(), lambda: docker_events and docker_events.stop()):
@@ -240,6 +242,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     finally:
         if remover is not None:
             remover.join()      # the containers are gone before the caller goes on
+        shield.stop()           # raises KeyboardInterrupt for a signal deferred meanwhile
 
 
 def _watch_docker(cluster: Cluster, rec: RunRecorder):
