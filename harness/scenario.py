@@ -68,6 +68,9 @@ class Scenario:
     # a seeded random fault schedule (harness.schedule.parse_mix format): generated from the run's seed,
     # stored in metadata.json, executed by run_scheduled(); ``--replay`` re-runs the stored schedule
     fault_mix: dict[str, Any] | None = None
+    # what the run must exercise, judged by harness.checkers.coverage.check_coverage (keys of its DEFAULT_NEEDS,
+    # e.g. {"settle_s": 10, "acked_after_heal": 0}); None: the defaults
+    coverage: dict[str, Any] | None = None
 
     @property
     def family(self) -> str:

@@ -83,6 +83,9 @@ CATALOG: dict[str, FaultInfo] = {f.name: f for f in [
               params={"grace_s": NUM, "wait": (bool,), "timeout_s": NUM},
               doc="cut broker<->ZooKeeper longer than zookeeper.session.timeout.ms until the broker's "
                   "registration vanishes, then restore the links"),
+    FaultInfo("client_crash", "client", "random-producer", instant=True, roles=(),
+              doc="end a workload client abruptly (no flush): target p0, c0, random-producer or random-consumer; "
+                  "needs nemesis.workload"),
     FaultInfo("delete_controller_znode", "controller", "controller", instant=True, roles=("broker",),
               doc="delete /controller: every broker races to become controller"),
 ]}

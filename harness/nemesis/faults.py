@@ -600,6 +600,22 @@ class DeleteControllerZnode(Fault):
         self.detail["deleted_version"] = stat.version
 
 
+class ClientCrash(Fault):
+    """End a workload client abruptly, as Jepsen's clients crash: no flush, outstanding sends purged (they
+    stay unsure), ``client.life`` died. Acts on the nemesis's ``workload`` (set by the runner), not on a
+    container; nothing to heal."""
+    name = "client_crash"
+
+    def apply(self) -> None:
+        wl = getattr(self, "workload", None)
+        if wl is None:
+            raise FaultError("client_crash needs the run's workload (nemesis.workload is not set)")
+        try:
+            self.detail["process"] = wl.crash(self.target, rng=self.ctx.rng)
+        except LookupError as e:
+            raise TargetUnresolved(str(e)) from None
+
+
 FAULT_CLASSES: dict[str, type[Fault]] = {c.name: c for c in [
     Kill, Stop, Start, Restart, Pause, ZkKill, ZkPause, Isolate, LinkCut, Partition, OneWay, Bridge,
-    Loss, Netem, Bandwidth, ZkExpireSession, DeleteControllerZnode]}
+    Loss, Netem, Bandwidth, ZkExpireSession, DeleteControllerZnode, ClientCrash]}

@@ -95,6 +95,7 @@ class Nemesis:
         self._next_id = 1
         self.active: list[Fault] = []
         self.history: list[Fault] = []
+        self.workload = None   # set by the runner: the run's Workload, for client_crash
 
     # -- one fault ------------------------------------------------------------------------------------
     def apply(self, spec, target: str | None = None, params: dict | None = None) -> Fault:
@@ -107,12 +108,13 @@ class Nemesis:
         info = fault_info(name)
         params = validate_params(name, params)
         target = target or info.default_target
-        parse_target(target)
+        if info.kind != "client":    # a client fault names a workload process, not a node
+            parse_target(target)
         with self._lock:
             fid = self._next_id
             self._next_id += 1
         try:
-            nodes = resolve(target, self.cluster, self.view, self.rng)
+            nodes = [] if info.kind == "client" else resolve(target, self.cluster, self.view, self.rng)
         except TargetUnresolved as e:
             self._emit_start(fid, name, target, [], [], params)
             self.recorder.emit("fault.end", fault_id=fid, fault=name, nodes=[], ok=False, error=f"skipped: {e}")
@@ -130,6 +132,7 @@ class Nemesis:
                                  f"{' or '.join(info.roles)} nodes only")
         fault = FAULT_CLASSES[name](self.ctx, fid, target, nodes, params)
         fault.on_restore = self._emit_heal
+        fault.workload = self.workload
         self._emit_start(fid, name, target, [n.name for n in nodes], fault.broker_ids, params)
         with self._lock:
             self.active.append(fault)

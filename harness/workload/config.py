@@ -35,6 +35,12 @@ class WorkloadConfig:
     poll_timeout_s: float = 0.2
     flush_timeout_s: float = 35.0  # at stop, how long to wait for outstanding deliveries
     process_prefix: str = ""  # makes process names (and so values) unique across workloads
+    # librdkafka statistics every this many ms: the producer records its id and epoch from them
+    # (client.producer_id events); 0 turns them off
+    statistics_interval_ms: int = 1000
+    # a client with sends outstanding and no completion for this long, while the cluster answers a
+    # metadata request, is recorded as stalled (client.life); None: delivery timeout + 15 s
+    stall_s: float | None = None
     producer_config: dict = field(default_factory=dict)  # extra librdkafka settings
     consumer_config: dict = field(default_factory=dict)
 
@@ -54,6 +60,12 @@ class WorkloadConfig:
             raise ValueError("rate must be >= 0, duration_s and max_sends > 0")
         if not self.partition_ids:
             raise ValueError("partitions must name at least one partition")
+        if self.statistics_interval_ms < 0 or (self.stall_s is not None and self.stall_s <= 0):
+            raise ValueError("statistics_interval_ms must be >= 0 and stall_s > 0")
+
+    @property
+    def stall_bound_s(self) -> float:
+        return float(self.stall_s) if self.stall_s is not None else self.delivery_timeout_ms / 1000.0 + 15.0
 
     @property
     def partition_ids(self) -> list[int]:
@@ -83,6 +95,8 @@ class WorkloadConfig:
             conf["max.in.flight.requests.per.connection"] = self.max_in_flight
         if self.batch_size is not None:
             conf["batch.size"] = self.batch_size
+        if self.statistics_interval_ms:
+            conf["statistics.interval.ms"] = self.statistics_interval_ms
         conf.update(self.producer_config)
         return conf
 

@@ -3,6 +3,7 @@
 ``assign`` mode reads every partition from the beginning by manual assignment (no group, no
 rebalances), so the checker can demand monotonic, gap-free offsets per partition.
 ``subscribe`` mode joins a consumer group and reads what the group hands it.
+Each consumer records its life as ``client.life`` events (started, stopped, died).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from .config import WorkloadConfig
 from .outcomes import error_name, msg_leader_epoch
+from .producer import CRASH_ERROR
 
 Emit = Callable[..., object]
 
@@ -56,19 +58,37 @@ class ConsumerProcess:
         self.records = 0
         self.errors: dict[str, int] = {}
         self.error: str | None = None
+        self._halt = threading.Event()
         self.thread = threading.Thread(target=self._main, name=f"consumer-{name}", daemon=True)
+
+    def life(self, state: str, error: str | None = None, **extra) -> None:
+        self.emit("client.life", process=self.name, role="consumer", state=state, error=error, mode=self.mode,
+                  **extra)
+
+    def crash(self) -> None:
+        """End this consumer abruptly (the nemesis's ``client_crash``): it stops reading at once and
+        records ``died``."""
+        self._halt.set()
 
     def _main(self) -> None:
         try:
             self._run()
         except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
+            self.life("died", self.error)
+            return
+        if self._halt.is_set():
+            self.error = CRASH_ERROR
+            self.life("died", CRASH_ERROR)
+        else:
+            self.life("stopped", None, reason="asked" if self.stop_event.is_set() else "limit")
 
     def _run(self) -> None:
         cfg = self.cfg
         self.emit("client.config", process=self.name, role="consumer",
                   config={"mode": self.mode, **{k: v for k, v in self.settings.items() if k != "bootstrap.servers"}})
         consumer = Consumer(with_logger(self.settings))
+        self.life("started", None)
         try:
             if self.mode == "assign":
                 consumer.assign([TopicPartition(cfg.topic, p, OFFSET_BEGINNING) for p in cfg.partition_ids])
@@ -76,7 +96,8 @@ class ConsumerProcess:
                 consumer.subscribe([cfg.topic])
             deadline = time.monotonic() + cfg.consumer_max_s
             emit, name, topic = self.emit, self.name, cfg.topic
-            while not self.stop_event.is_set() and self.records < cfg.max_records and time.monotonic() < deadline:
+            halt = self._halt
+            while not self.stop_event.is_set() and not halt.is_set() and self.records < cfg.max_records and time.monotonic() < deadline:
                 for msg in consumer.consume(num_messages=500, timeout=cfg.poll_timeout_s):
                     err = msg.error()
                     if err is not None:

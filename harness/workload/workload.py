@@ -64,6 +64,8 @@ class Workload:
         timeout + 10 s)."""
         timeout = self.config.flush_timeout_s + 10.0 if timeout is None else timeout
         end = time.monotonic() + timeout
+        # from here on a client's end is asked for (coverage needs no client after this moment)
+        self.emit("phase", name="workload.stopping", topic=self.config.topic)
         self._stop_producers.set()
         for p in self.producers:
             p.thread.join(max(0.0, end - time.monotonic()))
@@ -73,6 +75,28 @@ class Workload:
         alive = [t.name for t in self._threads() if t.is_alive()]
         self.emit("phase", name="workload.stop", topic=self.config.topic, still_running=alive)
         return not alive
+
+    def crash(self, target: str, rng=None, timeout_s: float = 30.0) -> str:
+        """End one client abruptly (the nemesis's ``client_crash``) and wait (bounded) until its thread
+        recorded ``client.life`` died. ``target``: a process name (``p0``, ``c1``, with the workload's
+        prefix or without), ``random-producer`` or ``random-consumer``. Returns the process name."""
+        procs = {p.name: p for p in self.producers + self.consumers}
+        pre = self.config.process_prefix
+        if target in ("random-producer", "random-consumer"):
+            pool = [p for p in (self.producers if target == "random-producer" else self.consumers)
+                    if p.thread.is_alive()]
+            if not pool:
+                raise LookupError(f"client_crash: no live {target.split('-')[1]} to end")
+            proc = (rng.choice(pool) if rng is not None else pool[0])
+        else:
+            proc = procs.get(target) or procs.get(pre + str(target))
+            if proc is None:
+                raise LookupError(f"client_crash: no client {target!r}; the workload has {', '.join(sorted(procs))}")
+        proc.crash()
+        proc.thread.join(timeout_s)
+        if proc.thread.is_alive():
+            raise TimeoutError(f"client_crash: {proc.name} did not end within {timeout_s:.0f} s")
+        return proc.name
 
     def drain(self, timeout_s: float = 60.0) -> dict:
         """The final read of every partition to its end (see :func:`harness.workload.drain`)."""
