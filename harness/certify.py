@@ -41,6 +41,7 @@ PASS, FAIL, NA, UNKNOWN = "PASS", "FAIL", "NOT-APPLICABLE", "UNKNOWN"
 CERTIFIED, NOT_CERTIFIED, INCONCLUSIVE = "CERTIFIED", "NOT CERTIFIED", "INCONCLUSIVE"
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 NO_SCENARIO = "no scenario in this harness version"
+UNRECORDED = "unrecorded"          # an UNKNOWN run whose verdict.json names no cause (older records)
 CERTIFICATE_SCHEMA = 1
 
 
@@ -299,8 +300,10 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
     (:func:`harness.runner.judge`), against the declared configuration."""
     from .record import read_run
     rec = read_run(run_dir, with_events=bool(overrides))
+    cause = (rec.verdict.get("cause") or UNRECORDED) if rec.verdict["verdict"] == UNKNOWN else None
     out = {"run_verdict": rec.verdict["verdict"], "run_reason": rec.verdict.get("reason", ""),
            "verdict": rec.verdict["verdict"], "reason": rec.verdict.get("reason", ""),
+           "cause": cause, "run_cause": cause,
            "failing_rules": failing_rules(rec.verdict.get("checks") or {}),
            "judged_against": "applied configuration"}
     if not overrides or _environment_spoiled(rec):
@@ -315,6 +318,7 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
     exp = (rec.verdict.get("checks") or {}).get("expectations") or {}
     verdict, reason, checks = judge(rec.events, meta, scenario, list(exp.get("items") or []), exp.get("error"))
     out.update(verdict=verdict, reason=reason, failing_rules=failing_rules(checks),
+               cause="undecided" if verdict == UNKNOWN else None,
                judged_against="declared configuration (overrides reverted: "
                               + ", ".join(f"{k}={meta['broker_config'].get(k, '<unset>')}" for k in overrides)
                               + ")")
@@ -349,7 +353,7 @@ def overall(statuses: list[str]) -> tuple[str, str, int]:
         return NOT_CERTIFIED, f"{n_fail} of {len(applicable)} applicable capabilities failed", EXIT_FAIL
     if n_unknown:
         return INCONCLUSIVE, (f"{n_unknown} of {len(applicable)} applicable capabilities could not be decided "
-                              "(the environment failed); no capability failed"), EXIT_ENV
+                              "(their runs stayed UNKNOWN); no capability failed"), EXIT_ENV
     return CERTIFIED, f"all {len(applicable)} applicable capabilities passed", EXIT_OK
 
 
@@ -379,8 +383,10 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
                 if not attempts:
                     row["status"] = UNKNOWN
                     row["note"] = "not run (interrupted)" if interrupted else "not run"
+                    row["cause"] = "aborted" if interrupted else "not run"
                 else:
                     row["status"] = scenario_status(attempts)
+                    row["cause"] = (attempts[-1].get("cause") or UNRECORDED) if row["status"] == UNKNOWN else None
                 statuses.append(row["status"])
             scen_rows.append(row)
         status = NA if cp.na_reason else capability_status(statuses)
@@ -389,12 +395,32 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
         else:
             counts = {s: statuses.count(s) for s in (PASS, FAIL, UNKNOWN) if statuses.count(s)}
             reason = ", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(statuses)} scenarios"
+        undecided = [{"scenario": r["name"], "cause": r["cause"],
+                      "reason": (r["runs"][-1]["reason"] if r["runs"] else r["note"]), "attempts": len(r["runs"])}
+                     for r in scen_rows if r.get("status") == UNKNOWN] if status == UNKNOWN else []
+        causes = sorted({u["cause"] for u in undecided})
+        if causes:
+            reason += f"; undecided ({', '.join(causes)})"
         caps.append({"name": cp.capability.name, "title": cp.capability.title,
                      "families": list(cp.capability.families), "status": status, "reason": reason,
-                     "scenarios": scen_rows})
+                     "scenarios": scen_rows, "undecided": undecided, "causes": causes})
     result, why, code = overall([c["status"] for c in caps])
     if interrupted and result == CERTIFIED:
         result, why, code = INCONCLUSIVE, "interrupted before every scenario ran", EXIT_ENV
+    undecided_caps = [{"name": c["name"], "title": c["title"], "causes": c["causes"], "scenarios": c["undecided"]}
+                      for c in caps if c["status"] == UNKNOWN]
+    if undecided_caps:
+        # never CERTIFIED while a capability it would cover is undecided (overall() already says so;
+        # this keeps it true whatever changes there), and the reason names them with their causes
+        if result == CERTIFIED:
+            result, code = INCONCLUSIVE, EXIT_ENV
+        why += "; undecided after retries: " + "; ".join(
+            f"{c['name']} ({', '.join(c['causes'])})" for c in undecided_caps)
+    decided = [c["name"] for c in caps if c["status"] in (PASS, FAIL)]
+    not_applicable = [{"name": c["name"], "reason": c["reason"]} for c in caps if c["status"] == NA]
+    scope = {"capabilities": [c["name"] for c in caps],
+             "scenarios": sorted(only) if only else None,
+             "complete": not only and (not selected or set(selected) >= set(capability_names()))}
     return {
         "schema_version": CERTIFICATE_SCHEMA,
         "kind": "kafka-chaos certificate",
@@ -403,13 +429,37 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
         "harness": {"version": __version__, **git},
         "started_at": started_at, "finished_at": finished_at,
         "broker_config_overrides": dict(overrides),
-        "scope": {"capabilities": [c["name"] for c in caps],
-                  "scenarios": sorted(only) if only else None,
-                  "complete": not only and (not selected or set(selected) >= set(capability_names()))},
+        "scope": scope,
+        "scope_text": scope_text(scope, decided, undecided_caps, not_applicable),
+        "decided": decided, "undecided": undecided_caps, "not_applicable": not_applicable,
         "capabilities": caps,
         "unmapped_scenarios": list(unmapped),
         "interrupted": interrupted,
     }
+
+
+def scope_text(scope: dict, decided: list[str], undecided: list[dict], not_applicable: list[dict]) -> str:
+    """What the certificate covers, in words: which capabilities were selected, and exactly which
+    were decided, undecided (with the causes) and not applicable (with why). It says "all" only of
+    what was decided: never "all capabilities" while one was not decided."""
+    if scope.get("complete"):
+        head = f"every capability of this harness version was selected ({len(scope['capabilities'])})"
+    else:
+        head = "partial: " + ", ".join(scope["capabilities"]) + " only"
+        if scope.get("scenarios"):
+            head += f" (scenarios: {', '.join(scope['scenarios'])})"
+    parts = [head]
+    if decided and not undecided and not not_applicable:
+        parts.append(f"all {len(decided)} decided: {', '.join(decided)}")
+    else:
+        parts.append(f"decided ({len(decided)}): {', '.join(decided) or 'none'}")
+    if undecided:
+        parts.append(f"undecided ({len(undecided)}): "
+                     + ", ".join(f"{u['name']} ({', '.join(u['causes'])})" for u in undecided))
+    if not_applicable:
+        parts.append(f"not applicable ({len(not_applicable)}): "
+                     + ", ".join(f"{n['name']} ({n['reason']})" for n in not_applicable))
+    return "; ".join(parts)
 
 
 # -- command line --------------------------------------------------------------------------------
@@ -521,6 +571,7 @@ def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_di
             tag = f"{cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
             if r.path is None or not (r.path / "verdict.json").exists():
                 j = {"verdict": UNKNOWN, "run_verdict": UNKNOWN, "failing_rules": [], "judged_against": "",
+                     "cause": "harness-crash", "run_cause": "harness-crash",
                      "reason": f"the run left no record (exit {r.returncode}; log {r.log}): {r.rest}"[:300],
                      "run_reason": "", "run_id": r.log.name, "path": str(r.log), "seconds": 0.0, "attempt": attempt}
                 results.setdefault(sp.name, []).append(j)
@@ -589,6 +640,7 @@ def cmd_certify(args) -> int:
     html, js = write_certificate(cert, out_dir)
     for c in cert["capabilities"]:
         _say(f"  {c['name']:20} {c['status']:15} {c['reason']}")
+    _say(f"scope: {cert['scope_text']}")
     _say(f"{cert['overall']}: {cert['overall_reason']}; certificate {html} (and {js.name})")
     print(f"{cert['overall']} {html}")
     if interrupted:

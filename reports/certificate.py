@@ -78,6 +78,18 @@ def _rules(rules: list[dict]) -> str:
     return f'<ul class="rules">{items}{more}</ul>'
 
 
+def _all_decided(cert: dict) -> bool:
+    return bool(cert["scope"].get("complete")) and not cert.get("undecided") and not cert.get("not_applicable")
+
+
+def _old_scope_text(scope: dict) -> str:
+    """The scope of a certificate written before ``scope_text`` existed."""
+    if scope.get("complete"):
+        return "every capability of this harness version was selected"
+    return ("partial: " + ", ".join(scope["capabilities"]) + " only"
+            + (f" (scenarios: {', '.join(scope['scenarios'])})" if scope.get("scenarios") else ""))
+
+
 def render_html(cert: dict) -> str:
     """The certificate as one self-contained HTML page."""
     s = cert["subject"]
@@ -87,6 +99,7 @@ def render_html(cert: dict) -> str:
     sha = h.get("git_sha") or "unknown"
     if h.get("git_dirty"):
         sha += " (with uncommitted changes)"
+    scope_cls = "" if _all_decided(cert) else ' class="partial"'
     facts = [
         ("Broker image", f"<code>{_e(s['broker_image'])}</code>"),
         ("Image id", f"<code>{_e((s.get('image_id') or 'unknown').replace('sha256:', '')[:19])}</code>"),
@@ -99,9 +112,7 @@ def render_html(cert: dict) -> str:
         ("Broker config overrides", "<code>" + _e(", ".join(f"{k}={v}" for k, v in overrides.items())) + "</code>"
          + " <span class=\"muted\">(runs judged against the declared configuration)</span>"
          if overrides else "none"),
-        ("Scope", "all capabilities" if scope.get("complete") else
-         '<span class="partial">partial: ' + _e(", ".join(scope["capabilities"])) + " only"
-         + (_e(f" (scenarios: {', '.join(scope['scenarios'])})") if scope.get("scenarios") else "") + "</span>"),
+        ("Scope", f'<span id="scope"{scope_cls}>{_e(cert.get("scope_text") or _old_scope_text(scope))}</span>'),
     ]
     rows = []
     for c in cert["capabilities"]:
@@ -125,6 +136,19 @@ def render_html(cert: dict) -> str:
                      "certificate; map their family in harness/certify.py CAPABILITIES.</p><p>"
                      + ", ".join(f"<code>{_e(n)}</code>" for n in unmapped) + "</p>") if unmapped else ""
     interrupted = '<p class="partial">Interrupted: some scenarios did not run.</p>' if cert.get("interrupted") else ""
+    undecided = cert.get("undecided") or []
+    undecided_html = ""
+    if undecided:
+        items = "".join(
+            f'<tr data-key="{_e(u["name"])}"><td><b>{_e(u["title"])}</b><br><code class="muted">{_e(u["name"])}'
+            f'</code></td><td data-col="causes">{_e(", ".join(u["causes"]))}</td><td>'
+            + "".join(f'<div><code>{_e(sc["scenario"])}</code>: <b>{_e(sc["cause"])}</b> '
+                      f'<span class="muted">{_e(sc["reason"])} ({sc["attempts"]} attempt(s))</span></div>'
+                      for sc in u["scenarios"]) + "</td></tr>" for u in undecided)
+        undecided_html = ("<h2>Undecided capabilities</h2><p class=\"muted\">Their scenarios stayed UNKNOWN after "
+                          "the retries: no evidence about the broker either way, so the certificate cannot say "
+                          "CERTIFIED.</p><table id=\"undecided\"><tr><th>Capability</th><th>Causes</th>"
+                          "<th>Scenarios</th></tr>" + items + "</table>\n")
     title = f"kafka-chaos certificate — {s['broker_image']} — {cert['profile']}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -134,11 +158,12 @@ def render_html(cert: dict) -> str:
         f"<p class=\"why\" id=\"overall-reason\">{_e(cert['overall_reason'])}</p>{interrupted}\n"
         "<table class=\"facts\">" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts) + "</table>\n"
         "<h2>Capabilities</h2>\n<table class=\"caps\"><tr><th>Capability</th><th>Result</th>"
-        "<th>Evidence runs</th></tr>" + "".join(rows) + "</table>\n" + unmapped_html +
+        "<th>Evidence runs</th></tr>" + "".join(rows) + "</table>\n" + undecided_html + unmapped_html +
         "\n<p class=\"muted\">PASS: every applicable scenario of the capability passed. FAIL: one failed "
         "(its failing rules are listed). NOT-APPLICABLE: no scenario applies to this broker (none exists yet, "
-        "a newer Kafka version is needed, or ZooKeeper is absent). UNKNOWN: the environment spoiled the run. "
-        "CERTIFIED only if every applicable capability passed.</p>\n</body></html>\n")
+        "a newer Kafka version is needed, or ZooKeeper is absent). UNKNOWN (undecided): every attempt of a "
+        "scenario stayed UNKNOWN, for the cause shown (the environment, the harness, a client that died or "
+        "stalled, ...). CERTIFIED only if every applicable capability passed.</p>\n</body></html>\n")
 
 
 def write_certificate(cert: dict, out_dir: str | os.PathLike) -> tuple[Path, Path]:

@@ -252,6 +252,7 @@ def _unclean_election_run(root: Path, applied_unclean: str) -> Path:
     state(3.6, -1, 3, [1])
     broker(5.0, 2, True)
     state(5.2, 2, 4, [2], recovery=1)
+    b.metadata["workload"] = {}      # no clients: the record is complete without a final read
     return b.write(root, "PASS", "all checks passed", {"expectations": {"verdict": "PASS", "items": [], "error": None}})
 
 
@@ -426,3 +427,112 @@ def test_interrupted_certificate_is_inconclusive(tmp_path):
     assert cap["scenarios"][1]["note"] == "not run (interrupted)"
     assert (cap["status"], cert["overall"], cert["exit_code"]) == (UNKNOWN, INCONCLUSIVE, 2)
     assert "Interrupted" in render_html(cert)
+
+
+# -- undecided capabilities ----------------------------------------------------------------------------
+def _unknown_run(root: Path, run_id: str, scenario: str, cause: str | None, reason: str) -> Path:
+    b = RunBuilder(run_id, scenario=scenario)
+    b.phase(0.5, "cluster.ready").sends([1.0, 2.0])
+    return b.write(root, "UNKNOWN", reason, cause=cause)
+
+
+def _undecided_certificate(tmp_path: Path, *, with_failure: bool = False) -> dict:
+    """broker_failover passes; isr stays UNKNOWN after a retry (workload, then workload again);
+    network's run is UNKNOWN(docker-error) then not decided; reassignment is not applicable."""
+    scenarios = [scen("broker_failover.kill_leader"), scen("isr.pause_follower"), scen("network.split"),
+                 scen("reassignment.future", min_version="4.1")]
+    plans = certify.plan(scenarios, ZK_39, ["broker_failover", "isr", "network", "reassignment"])
+    runs = tmp_path / "runs"
+    rid = "20250601T020000Z-broker_failover.kill_leader-000002" if with_failure else \
+        "20250601T020000Z-broker_failover.kill_leader-000001"
+    made = {
+        "broker_failover.kill_leader": [FIXTURES / rid],
+        "isr.pause_follower": [
+            _unknown_run(runs, "isr-1", "isr.pause_follower", "workload", "producer p0 stalled from 12.0 s"),
+            _unknown_run(runs, "isr-2", "isr.pause_follower", "workload", "producer p0 died: fatal error")],
+        "network.split": [_unknown_run(runs, "net-1", "network.split", "docker-error", "docker exec failed"),
+                          _unknown_run(runs, "net-2", "network.split", None, "cluster did not start")],
+    }
+    if with_failure:
+        made["broker_failover.kill_leader"] = [FIXTURES / "20250601T030000Z-broker_failover.kill_leader-000002"]
+    results = {}
+    for name, paths in made.items():
+        for i, p in enumerate(paths):
+            j = certify.judge_run(p, None, {})
+            j.update(run_id=p.name, path=str(p), seconds=3.0, attempt=i)
+            results.setdefault(name, []).append(j)
+    return certify.build_certificate(
+        plans, results, subject=ZK_39, profile="apache-zk-3.9", overrides={}, started_at="a", finished_at="b",
+        out_dir=tmp_path, git={"git_sha": "abc", "git_dirty": False},
+        selected=["broker_failover", "isr", "network", "reassignment"], unmapped=[])
+
+
+def test_undecided_capabilities_are_listed_with_their_causes_and_never_certified(tmp_path):
+    cert = _undecided_certificate(tmp_path)
+    caps = {c["name"]: c for c in cert["capabilities"]}
+    assert caps["broker_failover"]["status"] == PASS
+    assert caps["isr"]["status"] == UNKNOWN and caps["isr"]["causes"] == ["workload"]
+    assert caps["network"]["causes"] == [certify.UNRECORDED]      # the last attempt's cause counts
+    assert (cert["overall"], cert["exit_code"]) == (INCONCLUSIVE, 2)
+    assert cert["overall_reason"] == ("2 of 3 applicable capabilities could not be decided (their runs stayed "
+                                      "UNKNOWN); no capability failed; undecided after retries: isr (workload); "
+                                      "network (unrecorded)")
+    assert [u["name"] for u in cert["undecided"]] == ["isr", "network"]
+    (isr,) = [u for u in cert["undecided"] if u["name"] == "isr"]
+    assert isr["scenarios"] == [{"scenario": "isr.pause_follower", "cause": "workload",
+                                 "reason": "producer p0 died: fatal error", "attempts": 2}]
+    assert cert["decided"] == ["broker_failover"]
+    assert [n["name"] for n in cert["not_applicable"]] == ["reassignment"]
+    # the scope says exactly what was selected, decided, undecided (why) and not applicable (why)
+    assert cert["scope"]["complete"] is False       # --capability chose four
+    assert cert["scope_text"] == (
+        "partial: broker_failover, isr, reassignment, network only; decided (1): broker_failover; "
+        "undecided (2): isr (workload), network (unrecorded); not applicable (1): reassignment "
+        "(no applicable scenario: needs Kafka 4.1+; the image is Kafka 3.9.2)")
+    assert "all capabilities" not in cert["scope_text"] and "all " not in cert["scope_text"]
+
+
+def test_undecided_with_a_failure_is_not_certified_and_still_lists_them(tmp_path):
+    cert = _undecided_certificate(tmp_path, with_failure=True)
+    assert (cert["overall"], cert["exit_code"]) == (NOT_CERTIFIED, 1)
+    assert "undecided after retries: isr (workload); network (unrecorded)" in cert["overall_reason"]
+    assert cert["decided"] == ["broker_failover"] and len(cert["undecided"]) == 2
+
+
+def test_undecided_html_matches_the_json(tmp_path):
+    cert = _undecided_certificate(tmp_path)
+    page, js = write_certificate(cert, tmp_path)
+    text = page.read_text()
+    assert read_certificate(tmp_path)["scope_text"] == cert["scope_text"]
+    assert re.search(r'id="overall"[^>]*>INCONCLUSIVE<', text)
+    import html as h
+    assert f'<span id="scope" class="partial">{h.escape(cert["scope_text"])}</span>' in text
+    assert h.escape(cert["overall_reason"]) in text
+    table = re.search(r'<table id="undecided">(.*?)</table>', text, re.S).group(1)
+    rows = dict(re.findall(r'<tr data-key="([^"]+)">.*?data-col="causes">([^<]*)<', table, re.S))
+    assert rows == {u["name"]: ", ".join(u["causes"]) for u in cert["undecided"]}
+    assert "producer p0 died: fatal error (2 attempt(s))" in table
+    assert "all capabilities" not in text
+
+
+def test_scope_says_all_only_when_every_capability_was_decided(tmp_path):
+    plans = certify.plan([scen("controller_failover.kill_controller")], ZK_39, ["controller_failover"])
+    rid = "20250601T070000Z-controller.failover-000010"
+    j = certify.judge_run(FIXTURES / rid, None, {})
+    j.update(run_id=rid, path=str(FIXTURES / rid), seconds=1.0, attempt=0)
+    cert = certify.build_certificate(
+        plans, {"controller_failover.kill_controller": [j]}, subject=ZK_39, profile="apache-zk-3.9", overrides={},
+        started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
+        selected=["controller_failover"], unmapped=[])
+    assert cert["overall"] == CERTIFIED and cert["undecided"] == [] and j["cause"] is None
+    assert cert["scope_text"] == "partial: controller_failover only; all 1 decided: controller_failover"
+    # every capability of the table selected, the catalog's scenarios: the NOT-APPLICABLE ones are named
+    plans = certify.plan([scen("controller_failover.kill_controller")], ZK_39)
+    cert = certify.build_certificate(
+        plans, {"controller_failover.kill_controller": [j]}, subject=ZK_39, profile="apache-zk-3.9", overrides={},
+        started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
+        selected=None, unmapped=[])
+    assert cert["overall"] == CERTIFIED and cert["scope"]["complete"] is True
+    assert cert["scope_text"].startswith("every capability of this harness version was selected (11); "
+                                         "decided (1): controller_failover; not applicable (10): acks (")
+    assert "all capabilities" not in render_html(cert)
