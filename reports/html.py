@@ -130,7 +130,9 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
              ("total-lost", "lost", tot["lost"]), ("total-duplicates", "duplicated", tot["duplicates"]),
              ("total-inconsistent", "inconsistent offsets", tot["inconsistent_offsets"]),
              ("total-divergences", "divergences", tot["conformance_divergences"]),
-             ("skipped-count", "skipped records", tot["skipped_records"])]
+             ("skipped-count", "skipped records", tot["skipped_records"]),
+             ("undecided-count", "undecided scenarios", tot.get("undecided_scenarios", 0)),
+             ("coverage-short-count", "coverage fell short", tot.get("coverage_short", 0))]
     card_html = "".join(f'<div class="card"><div class="v" id="{i}">{_e(fmt(v))}</div><div class="k">{_e(k)}</div>'
                         f'</div>' for i, k, v in cards)
     h = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kafka-chaos report</title>'
@@ -141,7 +143,7 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
          '<nav><a href="#s-matrix">matrix</a><a href="#s-durability">durability</a><a href="#s-availability">'
          'availability</a><a href="#s-conformance">conformance</a><a href="#s-flaky">flakiness</a>'
          '<a href="#s-trends">trends</a><a href="#s-regressions">regressions</a><a href="#s-timelines">timelines</a>'
-         '<a href="#s-skipped">skipped</a></nav></header><main>',
+         '<a href="#s-scenarios">scenarios</a><a href="#s-skipped">skipped</a></nav></header><main>',
          f'<div class="cards">{card_html}</div>',
          '<section id="s-verdicts"><h2>Verdicts</h2>',
          svg.stacked_bar([("PASS", tot["pass"], svg.PASS), ("FAIL", tot["fail"], svg.FAIL),
@@ -150,7 +152,20 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
          table("gate-rules", [r for r in gate["rules"] if r["enabled"]],
                [("rule", "rule"), ("description", "what"), ("value", "total"), ("threshold", "fails at ≥"),
                 ("failed", "failed")], key=["rule"], left=("rule", "description")),
+         '<h3>UNKNOWN runs by cause</h3>',
+         table("unknown-causes", t.get("unknown_causes", []),
+               [("cause", "cause"), ("runs", "runs"), ("scenarios", "scenarios"), ("scenario_names", "which")],
+               key=["cause"], left=("cause", "scenario_names"), empty="No UNKNOWN runs."),
          '</section>']
+    h += ['<section id="s-scenarios"><h2>Scenarios (undecided first)</h2>'
+          '<p class="muted">Undecided: no PASS or FAIL run, so no evidence about the broker (the gate fails). '
+          'Coverage fell short: UNKNOWN runs with cause <code>workload</code> (a client died or stalled).</p>',
+          table("scenarios", t.get("scenarios", []),
+                [("scenario", "scenario"), ("runs", "runs"), ("pass", "PASS"), ("fail", "FAIL"),
+                 ("unknown", "UNKNOWN"), ("coverage_short", "coverage fell short"),
+                 ("unknown_causes", "UNKNOWN by cause"), ("undecided", "undecided")],
+                key=["scenario"], left=("scenario", "unknown_causes")),
+          '</section>']
 
     h += ['<section id="s-matrix"><h2>Pass / fail matrix</h2>', matrix_pivot(t["pass_fail_matrix"]),
           '<h3>Detail</h3>',
@@ -241,10 +256,16 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
                  f'{_e(run["verdict"])}</span> {_e(run["run_id"])}</h3><div class="muted">{_e(run["suite"])} · '
                  f'{_e(run["scenario"])} · broker {_e(run["broker"])} · seed {_e(fmt(run.get("seed")))} · '
                  f'acked {_e(fmt(run.get("acknowledged_writes")))} · lost {_e(fmt(run.get("lost")))} · '
-                 f'{_e(run.get("reason"))}</div>{svg.timeline(tl)}</div>')
+                 + (f'cause <b>{_e(run["cause"])}</b> · ' if run.get("cause") else "")
+                 + f'{_e(run.get("reason"))}</div>{svg.timeline(tl)}</div>')
     h.append('</section>')
+    dups = summary.get("duplicate_records") or []
     h += ['<section id="s-skipped"><h2>Skipped records</h2>',
           table("skipped-records", skipped, [("path", "record"), ("reason", "reason")], key=["path"],
                 left=("path", "reason"), empty="None: every record was usable."),
+          '<h3>Read twice, counted once</h3>',
+          table("duplicate-records", dups, [("path", "record"), ("run_id", "run id"), ("kept", "counted as")],
+                key=["path"], left=("path", "run_id", "kept"),
+                empty="None: no run id was read twice (symlinked or copied record)."),
           '</section></main></body></html>']
     return "\n".join(h)

@@ -67,6 +67,8 @@ def parse_args(argv: list[str]) -> Options:
                        help=f"fail the gate when {what} reach N (0 disables; default {default})")
     p.add_argument("--min-runs", type=int, metavar="N", dest="min_runs",
                    help="fail the gate with fewer than N usable runs (default 1)")
+    p.add_argument("--gate", action="store_true",
+                   help="exit 1 when the gate fails (always the case; accepted so scripts can say so)")
     p.add_argument("--nightly-suite", default="nightly", help="suite whose runs make the date trend")
     p.add_argument("--max-timelines", type=int, default=50, help="per-run timelines in the HTML (default 50)")
     p.add_argument("--baseline-version", help="broker version to compare from (default: second highest)")
@@ -101,7 +103,7 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
         return []
     prio = F.when(F.col("verdict") == "FAIL", 0).when(F.col("verdict") == "UNKNOWN", 1).otherwise(2)
     chosen = _rows(runs.orderBy(prio, F.desc("run_id")).limit(limit)
-                   .select("run_dir", "run_id", "suite", "scenario", "broker", "verdict", "reason", "seed",
+                   .select("run_dir", "run_id", "suite", "scenario", "broker", "verdict", "reason", "cause", "seed",
                            "acknowledged_writes", "lost", "last_t"))
     if not chosen:
         return []
@@ -144,6 +146,13 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
     return out
 
 
+def undecided_line(undecided: list[dict]) -> str:
+    """One line naming every scenario with no decided run, and why its runs were UNKNOWN."""
+    parts = [f"{u['scenario']} ({u['runs']} UNKNOWN: {', '.join(u['unknown_causes']) or 'no cause recorded'})"
+             for u in undecided]
+    return f"gate: {len(undecided)} undecided scenario(s), no PASS or FAIL run: {'; '.join(parts)}"
+
+
 def reason_category(reason: str) -> str:
     """A skip reason without its specifics, for counting: numbers -> N, details in () dropped."""
     return re.sub(r"\b\d+\b", "N", reason.strip().split(" (", 1)[0])
@@ -172,6 +181,9 @@ def run_report(spark, opts: Options) -> dict:
     runs, events = loaded.runs, loaded.events
     for s in loaded.skipped:
         log.warning("skipped run record %s: %s", s["path"], s["reason"])
+    for d in loaded.duplicates:
+        log.warning("duplicate run record %s: run id %s already read from %s; counted once",
+                    d["path"], d["run_id"], d["kept"])
     lap("load")
 
     out = Path(opts.out).resolve()
@@ -187,6 +199,8 @@ def run_report(spark, opts: Options) -> dict:
         "conformance": tables.conformance(runs),
         "flakiness": tables.flakiness(runs),
         "trends": tables.trends(runs, opts.nightly_suite),
+        "scenarios": tables.scenarios(runs),
+        "unknown_causes": tables.unknown_causes(runs),
     }
     regs, compared = [], []
     for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
@@ -212,6 +226,7 @@ def run_report(spark, opts: Options) -> dict:
         F.sum((F.col("verdict") == "PASS").cast("long")).alias("pass"),
         F.sum((F.col("verdict") == "FAIL").cast("long")).alias("fail"),
         F.sum((F.col("verdict") == "UNKNOWN").cast("long")).alias("unknown"),
+        F.sum(F.col("coverage_short").cast("long")).alias("coverage_short"),
         F.sum("acknowledged_writes").alias("acknowledged_writes"),
         F.sum("lost").alias("lost"), F.sum("lost_allowed").alias("lost_allowed"),
         F.sum(F.col("lost") - F.coalesce("lost_allowed", F.lit(0))).alias("lost_not_allowed"),
@@ -225,6 +240,9 @@ def run_report(spark, opts: Options) -> dict:
     totals["skipped_records"] = len(loaded.skipped)
     totals["flaky"] = sum(1 for r in collected["flakiness"] if r["flaky"])
     totals["regressions"] = sum(1 for r in collected["regressions"] if r["regressed"])
+    undecided = [r for r in collected["scenarios"] if r["undecided"]]
+    totals["undecided_scenarios"] = len(undecided)
+    totals["duplicate_records"] = len(loaded.duplicates)
     if totals["runs"] == 0 and not loaded.skipped:
         raise UsageError(f"no run records under {opts.runs_path}")
 
@@ -240,6 +258,10 @@ def run_report(spark, opts: Options) -> dict:
         "spark": {"master": spark.sparkContext.master, "version": spark.version},
         "totals": totals, "thresholds": th, "gate": result, "exit_code": 0 if result["passed"] else 1,
         "skipped_records": loaded.skipped, "skipped_reasons": reasons, "regressions_compared": compared,
+        "duplicate_records": loaded.duplicates,
+        "undecided_scenarios": [{"scenario": r["scenario"], "runs": r["runs"], "coverage_short": r["coverage_short"],
+                                 "unknown_causes": r["unknown_causes"]} for r in undecided],
+        "unknown_by_cause": {r["cause"]: r["runs"] for r in collected["unknown_causes"]},
         "tables": {name: len(rows) for name, rows in collected.items()},
         "outputs": {"html": str(out / "report.html"), "junit": str(out / "junit.xml"),
                     "summary": str(out / "summary.json"), "tables": str(out / "tables")},
@@ -261,7 +283,7 @@ def run_report(spark, opts: Options) -> dict:
     lap("html")
     junit_runs = (r.asDict() for r in runs.select(
         "run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr", "unclean",
-        "path", "verdict", "reason", "failed_checks", "lost", "duplicates", "inconsistent_offsets", "last_t")
+        "path", "verdict", "reason", "cause", "failed_checks", "lost", "duplicates", "inconsistent_offsets", "last_t")
         .toLocalIterator())
     junit.write(out / "junit.xml", list(junit_runs), loaded.skipped)
     lap("junit")
@@ -331,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{t['skipped_records']} skipped records; acknowledged {t['acknowledged_writes']}, lost {t['lost']}")
     print(f"gate: {'PASSED' if g['passed'] else 'FAILED'}"
           + (f" ({', '.join(g['failed_rules'])})" if g["failed_rules"] else ""))
+    if summary["undecided_scenarios"]:
+        print(undecided_line(summary["undecided_scenarios"]))
     print(f"html: {summary['outputs']['html']}")
     return summary["exit_code"]
 

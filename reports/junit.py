@@ -1,7 +1,7 @@
 """JUnit XML for CI: one ``<testsuite>`` per suite, one ``<testcase>`` per run.
 
 PASS -> passed; FAIL -> ``<failure>`` (reason and failed checks); UNKNOWN -> ``<skipped>`` (an
-environment failure is not a broker verdict). Skipped records get a testcase in the
+environment failure is not a broker verdict; the message names its ``cause``). Skipped records get a testcase in the
 ``skipped-records`` suite marked ``<skipped>`` with the reason, so CI shows them too.
 """
 
@@ -38,7 +38,8 @@ def build(runs: list[dict], skipped: list[dict]) -> ET.Element:
                           f"duplicates: {r.get('duplicates')} inconsistent_offsets: {r.get('inconsistent_offsets')}\n"
                           f"record: {r.get('path')}")
             elif r["verdict"] == "UNKNOWN":
-                ET.SubElement(tc, "skipped", message=f"UNKNOWN: {r.get('reason')}")
+                cause = f" ({r['cause']})" if r.get("cause") else ""
+                ET.SubElement(tc, "skipped", message=f"UNKNOWN{cause}: {r.get('reason')}")
         tot["tests"] += len(rs)
         tot["failures"] += fails
         tot["skipped"] += unk

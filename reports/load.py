@@ -8,12 +8,15 @@
   format requires.
 
 A run directory is any directory holding one of the three files. Each one ends up either in
-``runs`` (usable) or in ``skipped`` with a reason naming the file; nothing is dropped silently.
+``runs`` (usable) or in ``skipped`` with a reason naming the file and the field; nothing is dropped
+silently. A record read twice (a symlinked run directory, a copied record: the same ``run_id``) is
+counted once, the first path in sort order; the others are listed in ``duplicates``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -58,6 +61,7 @@ class Loaded:
     runs: DataFrame          # one row per usable run (parsed metadata + verdict + event aggregates)
     events: DataFrame        # events of usable runs, persisted, with ``run_dir``
     skipped: list[dict]      # [{"path", "reason"}] for every unusable run directory
+    duplicates: list[dict] = field(default_factory=list)  # [{"path", "run_id", "kept"}] read twice, counted once
 
 
 def display_path(uri: str) -> str:
@@ -170,19 +174,31 @@ def load(spark: SparkSession, path: str) -> Loaded:
     combined = combined.withColumn("skip_reason", F.when(reason != "", reason))
     combined = combined.persist(StorageLevel.MEMORY_AND_DISK)
 
-    skipped = [{"path": display_path(r.run_dir), "reason": r.skip_reason}
-               for r in combined.filter(F.col("skip_reason").isNotNull())
-               .select("run_dir", "skip_reason").orderBy("run_dir").collect()]
+    skipped, seen = [], set()
+    for r in (combined.filter(F.col("skip_reason").isNotNull()).select("run_dir", "skip_reason")
+              .orderBy("run_dir").collect()):
+        path = display_path(r.run_dir)
+        real = os.path.realpath(path) if path.startswith("/") else path   # a symlinked directory once
+        if real not in seen:
+            seen.add(real)
+            skipped.append({"path": path, "reason": r.skip_reason})
 
     kinds = F.array_sort(F.array_distinct(F.concat(F.coalesce("schedule_fault_kinds", F.array()),
                                                    F.coalesce("event_fault_kinds", F.array()))))
-    runs = (combined.filter(F.col("skip_reason").isNull())
+    first = F.first("run_dir").over(Window.partitionBy("run_id").orderBy("run_dir")
+                                    .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    usable = (combined.filter(F.col("skip_reason").isNull()).withColumn("_kept", first)
+              .persist(StorageLevel.MEMORY_AND_DISK))
+    duplicates = [{"path": display_path(r.run_dir), "run_id": r.run_id, "kept": display_path(r._kept)}
+                  for r in usable.filter(F.col("_kept") != F.col("run_dir"))
+                  .select("run_dir", "run_id", "_kept").orderBy("run_dir").collect()]
+    runs = (usable.filter(F.col("_kept") == F.col("run_dir"))
             .withColumn("fault_kinds", F.when(F.size(kinds) > 0, kinds).otherwise(F.array(F.lit("none"))))
             .withColumn("path", F.regexp_replace("run_dir", r"^file:", ""))
-            .drop("skip_reason", "has_events", "bad_lines", "schedule_fault_kinds", "event_fault_kinds"))
+            .drop("skip_reason", "has_events", "bad_lines", "schedule_fault_kinds", "event_fault_kinds", "_kept"))
     runs = runs.persist(StorageLevel.MEMORY_AND_DISK)
 
     events = zk_ground_truth(events_all.filter(~F.col("bad"))
                              .join(F.broadcast(runs.select("run_dir")), "run_dir", "left_semi")
                              .drop("bad"))
-    return Loaded(runs=runs, events=events, skipped=skipped)
+    return Loaded(runs=runs, events=events, skipped=skipped, duplicates=duplicates)

@@ -50,6 +50,8 @@ PARSED_SCHEMA = T.StructType([
     T.StructField("schedule_fault_kinds", T.ArrayType(T.StringType())),
     T.StructField("verdict", T.StringType()),
     T.StructField("reason", T.StringType()),
+    T.StructField("cause", T.StringType()),
+    T.StructField("coverage_short", T.BooleanType()),
     T.StructField("failed_checks", T.ArrayType(T.StringType())),
     T.StructField("lost", T.LongType()),
     T.StructField("lost_allowed", T.LongType()),
@@ -59,6 +61,49 @@ PARSED_SCHEMA = T.StructType([
     T.StructField("divergence_rules", T.ArrayType(T.StringType())),
 ])
 FIELDS = [f.name for f in PARSED_SCHEMA.fields]
+LONG_MIN, LONG_MAX = -(2 ** 63), 2 ** 63 - 1   # Spark's LongType
+
+# Fields of metadata.json / verdict.json the report reads, and the JSON types each may have (None is
+# always allowed). A record whose field has another type is skipped, naming the file and the field.
+_SCALAR = (str, int, float, bool)
+META_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("run_id", "suite", "scenario", "harness_version", "git_sha", "kafka_version", "broker_image",
+                     "distribution", "profile", "started_at", "replay_of"), _SCALAR),
+    "seed": (int, str), "topics": (list,), "schedule": (list,), "workload": (dict,), "broker_config": (dict,),
+}
+VERDICT_TYPES: dict[str, tuple[type, ...]] = {"reason": _SCALAR, "cause": (str,), "checks": (dict,),
+                                              "coverage": (dict,)}
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", list: "a list",
+               dict: "an object"}
+
+
+def _json_type(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number"}.get(type(v), type(v).__name__)
+
+
+def field_errors(name: str, obj: dict, types: dict[str, tuple[type, ...]]) -> list[str]:
+    """``"<file>: field '<key>' is <type>, expected <types>"`` for every read field of the wrong type."""
+    out = []
+    for key, ok in types.items():
+        v = obj.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) and bool not in ok or not isinstance(v, ok):
+            want = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in ok))
+            out.append(f"{name}: field '{key}' is {_json_type(v)}, expected {want}")
+    return out
+
+
+def _long(name: str, key: str, v: int | None) -> int | None:
+    """``v`` if it fits Spark's 64-bit LongType; else ValueError naming the file and the field."""
+    if v is not None and not LONG_MIN <= v <= LONG_MAX:
+        raise FieldError(f"{name}: field '{key}' = {v} does not fit a 64-bit integer")
+    return v
+
+
+class FieldError(ValueError):
+    """A field of a record the report cannot use (the message names the file and the field)."""
 
 
 def _load(name: str, raw: bytes | None) -> tuple[dict | None, str | None]:
@@ -167,7 +212,8 @@ def _date(started_at: str | None, run_id: str) -> str | None:
 def parse_run(run_dir: str, files: dict[str, bytes]) -> tuple:
     """Parse one run directory's ``metadata.json`` and ``verdict.json`` contents.
 
-    Returns a tuple in :data:`PARSED_SCHEMA` order; ``skip_reason`` is set when unusable.
+    Returns a tuple in :data:`PARSED_SCHEMA` order; ``skip_reason`` is set when unusable (a missing
+    file, invalid JSON, a field of the wrong type or out of range, ...). Never raises.
     """
     row: dict[str, Any] = dict.fromkeys(FIELDS)
     row["run_dir"] = run_dir
@@ -178,9 +224,25 @@ def parse_run(run_dir: str, files: dict[str, bytes]) -> tuple:
         errors.append(f"verdict.json: verdict {verdict.get('verdict')!r} is not one of {', '.join(VERDICTS)}")
     if meta is not None and not meta.get("scenario"):
         errors.append("metadata.json: no scenario")
+    if meta is not None:
+        errors += field_errors("metadata.json", meta, META_TYPES)
+    if verdict is not None:
+        errors += field_errors("verdict.json", verdict, VERDICT_TYPES)
+    if not errors:
+        try:
+            _fill(row, run_dir, meta, verdict)
+        except FieldError as e:
+            errors.append(str(e))
+        except Exception as e:  # noqa: BLE001 - a shape no check above foresaw: skip the record, name it
+            errors.append(f"metadata.json/verdict.json: cannot be read ({e.__class__.__name__}: {str(e)[:80]})")
     if errors:
+        row = dict.fromkeys(FIELDS, None)
+        row["run_dir"] = run_dir
         row["skip_reason"] = "; ".join(errors)
-        return tuple(row[f] for f in FIELDS)
+    return tuple(row[f] for f in FIELDS)
+
+
+def _fill(row: dict, run_dir: str, meta: dict, verdict: dict) -> None:
 
     name = run_dir.rstrip("/").rsplit("/", 1)[-1]
     row["run_id"] = _str(meta.get("run_id")) or name
@@ -189,7 +251,7 @@ def parse_run(run_dir: str, files: dict[str, bytes]) -> tuple:
         row[k] = _str(meta.get(k))
     row["suite"] = row["suite"] or "adhoc"
     row["broker"] = row["kafka_version"] or row["broker_image"] or "unknown"
-    row["seed"] = _int(meta.get("seed"))
+    row["seed"] = _long("metadata.json", "seed", _int(meta.get("seed")))
     wl = _dict(meta.get("workload"))
     row["acks"] = normalise_acks(wl.get("acks"))
     # Kafka's defaults when the run did not override them.
@@ -203,9 +265,13 @@ def parse_run(run_dir: str, files: dict[str, bytes]) -> tuple:
     checks = _dict(verdict.get("checks"))
     row["verdict"] = verdict["verdict"]
     row["reason"] = _str(verdict.get("reason"))
+    # Why an UNKNOWN run was undecided (harness/checkers/verdict.py CAUSES); older records have none.
+    row["cause"] = _str(verdict.get("cause")) if row["verdict"] == "UNKNOWN" else None
+    # The run's coverage fell short (UNKNOWN, cause workload): it exercised less than it claims.
+    row["coverage_short"] = row["verdict"] == "UNKNOWN" and row["cause"] == "workload"
     row["failed_checks"] = failed_checks(checks)
     for k in ("lost", "duplicates", "inconsistent_offsets"):
-        row[k] = check_count(checks, k)
+        row[k] = _long("verdict.json", f"checks.{k}.count", check_count(checks, k))
     # The durability checker counts losses its configuration permits (e.g. acks=1) as ``allowed``.
     lost_check = find_check(checks, "lost")
     if row["lost"] is not None:
@@ -221,4 +287,3 @@ def parse_run(run_dir: str, files: dict[str, bytes]) -> tuple:
     else:
         row["conformance_checked"] = False
         row["divergence_rules"] = []
-    return tuple(row[f] for f in FIELDS)

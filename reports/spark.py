@@ -1,6 +1,8 @@
 """Start and stop the Spark session used by the report job, with quiet logs.
 
-``local[*]`` by default; any master URL for a cluster. Logging goes through the bundled
+``local[*]`` by default; any master URL for a cluster. The driver listens on 127.0.0.1 only
+(``spark.driver.host`` and ``spark.driver.bindAddress``) unless a master elsewhere must reach it
+(:func:`driver_on_loopback`). Logging goes through the bundled
 ``log4j2.properties`` (ERROR only: no startup banner, no "Setting default log level" line,
 no progress bar), the UI is off, and the ``reports`` package is shipped to the executors.
 """
@@ -50,6 +52,21 @@ def unreachable_master(master: str, timeout_s: float = 10.0) -> str | None:
     return f"cannot reach the Spark master {master} ({'; '.join(errors)})"
 
 
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def driver_on_loopback(master: str) -> bool:
+    """Whether the driver binds to 127.0.0.1: a ``local`` master, or a ``spark://`` master whose every
+    host is this machine's loopback. Any other master URL (a remote cluster, yarn, k8s) needs a
+    driver its executors can reach, so Spark decides."""
+    if master.startswith("local"):
+        return True
+    if master.startswith("spark://"):
+        hosts = [hp.rpartition(":")[0] for hp in master[len("spark://"):].split(",")]
+        return all(h in LOOPBACK_HOSTS or h.startswith("127.") for h in hosts)
+    return False
+
+
 def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report", conf: dict | None = None):
     """A new (or the already active) SparkSession configured for small, quiet report jobs."""
     from pyspark.sql import SparkSession
@@ -81,6 +98,10 @@ def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report"
         builder = builder.config("spark.driver.memory", os.environ.get("REPORT_DRIVER_MEMORY", "2g"))
     else:
         builder = builder.config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "256")
+    if driver_on_loopback(master):
+        # The driver's RPC and block manager listen on loopback only: a local job talks to nobody else,
+        # and a master on this machine reaches it there. A remote master's executors must reach the
+        # driver from elsewhere: then Spark's own choice (SPARK_LOCAL_IP, spark.driver.host) applies.
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)

@@ -114,8 +114,12 @@ class RunBuilder:
 
     # -- writing --------------------------------------------------------------------------
     def write(self, root: str | os.PathLike, verdict: str, reason: str = "", checks: dict | None = None,
-              *, events_text: str | None = None, skip: tuple[str, ...] = ()) -> Path:
-        """Write metadata.json, events.jsonl and verdict.json (files named in ``skip`` are left out)."""
+              *, events_text: str | None = None, skip: tuple[str, ...] = (), cause: str | None = None,
+              extra: dict | None = None) -> Path:
+        """Write metadata.json, events.jsonl and verdict.json (files named in ``skip`` are left out).
+
+        ``cause`` (for UNKNOWN) and ``extra`` (more top-level sections, e.g. ``coverage``) go into
+        verdict.json only when given."""
         d = Path(root) / self.run_id
         d.mkdir(parents=True, exist_ok=True)
         if "metadata.json" not in skip:
@@ -130,9 +134,11 @@ class RunBuilder:
                 events_text = "\n".join(lines) + ("\n" if lines else "")
             (d / "events.jsonl").write_text(events_text)
         if "verdict.json" not in skip:
-            (d / "verdict.json").write_text(json.dumps({
-                "schema_version": 1, "verdict": verdict, "reason": reason or verdict.lower(),
-                "checks": checks if checks is not None else {}, "stats": {}}, indent=2, sort_keys=True) + "\n")
+            body = {"schema_version": 1, "verdict": verdict, "reason": reason or verdict.lower(),
+                    "checks": checks if checks is not None else {}, "stats": {}, **(extra or {})}
+            if cause is not None:
+                body["cause"] = cause
+            (d / "verdict.json").write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
         return d
 
 

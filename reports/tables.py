@@ -179,3 +179,35 @@ def regressions(runs: DataFrame, dimension: str, baseline: str, candidate: str) 
             .select("dimension", "baseline", "candidate", *keys, *[c for c in df.columns if c not in keys],
                     "regressed")
             .orderBy(F.desc("regressed"), *keys))
+
+
+def scenarios(runs: DataFrame) -> DataFrame:
+    """Per scenario: verdict counts, ``decided`` (PASS + FAIL), ``coverage_short`` (UNKNOWN runs whose
+    coverage fell short, cause ``workload``), the UNKNOWN runs by cause, and ``undecided``: no run of
+    the scenario was decided, so the report has no evidence about the broker for it (the gate's
+    ``fail_on_undecided``)."""
+    cause = F.coalesce(F.col("cause"), F.lit("unrecorded"))
+    per_cause = (runs.filter(F.col("verdict") == "UNKNOWN").groupBy("scenario", cause.alias("cause"))
+                 .agg(F.count(F.lit(1)).alias("n"))
+                 .groupBy("scenario").agg(F.array_sort(F.collect_list(F.concat(
+                     F.col("cause"), F.lit(" "), F.col("n").cast("string")))).alias("unknown_causes")))
+    df = (runs.groupBy("scenario")
+          .agg(*_verdict_counts(), F.sum(F.coalesce(F.col("coverage_short"), F.lit(False)).cast("long"))
+               .alias("coverage_short"), F.array_sort(F.collect_set("suite")).alias("suites"))
+          .join(per_cause, "scenario", "left"))
+    return (df.withColumn("decided", F.col("pass") + F.col("fail"))
+            .withColumn("undecided", F.col("decided") == 0)
+            .withColumn("unknown_causes", F.coalesce("unknown_causes", F.array().cast("array<string>")))
+            .select("scenario", "suites", "runs", "pass", "fail", "unknown", "decided", "coverage_short",
+                    "unknown_causes", "undecided")
+            .orderBy(F.desc("undecided"), "scenario"))
+
+
+def unknown_causes(runs: DataFrame) -> DataFrame:
+    """UNKNOWN runs by ``cause`` (harness/checkers/verdict.py CAUSES; ``unrecorded`` for records
+    written before verdict.json had one), with the scenarios they hit."""
+    return (runs.filter(F.col("verdict") == "UNKNOWN")
+            .groupBy(F.coalesce(F.col("cause"), F.lit("unrecorded")).alias("cause"))
+            .agg(F.count(F.lit(1)).alias("runs"), F.countDistinct("scenario").alias("scenarios"),
+                 F.slice(F.array_sort(F.collect_set("scenario")), 1, 20).alias("scenario_names"))
+            .orderBy(F.desc("runs"), "cause"))
