@@ -182,15 +182,67 @@ class _Judge:
                     "examples": (uf + ua)[: self.k]}
         return lost_c, unseen_c
 
+    def epoch_evidence(self, value, proc) -> dict | None:
+        """What the producer's recorded id / epoch (``client.producer_id``) says about the copies of an
+        idempotent ``value``: ``{"class": "across-epoch-bump" | "within-epoch", ...}``, or None when the
+        record cannot tell (no samples around the send: older records, a producer that died first).
+
+        librdkafka's ``epoch_cnt`` counts producer-id assignments (an epoch bump is one), so an unchanged
+        (producer id, epoch, epoch_cnt) from before the send's invoke to after its completion proves no
+        bump happened while it was outstanding; a change inside that time is the bump (between two samples)."""
+        s = self.scan
+        samples = s.pids.get(proc)
+        life = s.acked.get(value)
+        life = (life[2], life[3]) if life is not None else (s.unsure.get(value) or (None, None))[:2]
+        t_inv, t_done = life
+        if not samples or t_inv is None or t_done is None:
+            return None
+        key = lambda x: (x[1], x[2], x[3])   # noqa: E731
+        for a, b in zip(samples, samples[1:]):
+            # a change between samples a and b: the bump happened in (a.t, b.t]; it overlaps the send's life
+            if key(a) != key(b) and a[0] < t_done and b[0] >= t_inv:
+                errs = [f"{e} at {t:.1f} s" for t, e in s.err_log.get(proc, ()) if a[0] - 5.0 <= t <= b[0]]
+                return {"class": "across-epoch-bump", "producer_id": b[1], "epochs": [a[2], b[2]],
+                        "producer_ids": [a[1], b[1]], "bump_between_s": [a[0], b[0]],
+                        "ambiguous_errors": errs[-5:]}
+        before = [x for x in samples if x[0] <= t_inv]
+        after = next((x for x in samples if x[0] >= t_done), None)
+        if after is None:
+            return None                          # no sample after the completion: cannot tell
+        if before and key(before[-1]) != key(after):
+            return None
+        if not before and after[3] != 1:
+            return None                          # no sample before the send, and more than one assignment
+        after = [after]
+        return {"class": "within-epoch", "producer_id": after[0][1], "epochs": [after[0][2]],
+                "epoch_cnt": after[0][3]}
+
     def duplicates(self) -> dict:
         s = self.scan
         fail, allowed = [], []
+        classes = {"across-epoch-bump": 0, "within-epoch": 0, "no-evidence": 0}
         for value, positions in s.dups.items():
             proc = s.sent_by.get(value)
             pf = s.producer(proc) if proc is not None else None
             why = None
+            ev = self.epoch_evidence(value, proc) if pf is not None and pf.idempotent and s.pids else None
+            if ev is not None:
+                classes[ev["class"]] += 1
+            elif pf is not None and pf.idempotent:
+                classes["no-evidence"] += 1
             if pf is None or not pf.idempotent:
                 why = "producer without idempotence (retries may duplicate)"
+            elif ev is not None and ev["class"] == "across-epoch-bump":
+                a, b = ev["bump_between_s"]
+                errs = ", ".join(ev["ambiguous_errors"]) or "no error recorded near it"
+                why = (f"across a producer-epoch bump of {proc} (producer id {ev['producer_ids'][0]} epoch "
+                       f"{ev['epochs'][0]} -> id {ev['producer_ids'][1]} epoch {ev['epochs'][1]}, between "
+                       f"{a:.1f} and {b:.1f} s; ambiguous errors: {errs}): the client re-sent in-flight messages "
+                       "under the new epoch with new sequence numbers; Kafka de-duplicates only within one "
+                       "producer id and epoch (KIP-98, KIP-360), librdkafka documents that in-flight messages "
+                       "may be written again after a bump (INTRODUCTION.md, Idempotent Producer)")
+            elif ev is not None and ev["class"] == "within-epoch":
+                why = self.tp_allowance(next(iter(positions))[0])   # the broker failed to de-duplicate: FAIL
             elif s.timeouts.get(proc):
                 # librdkafka cannot retry a timed-out message under the same sequence: it drains the
                 # partition, bumps the producer epoch and re-sends what was in flight with new
@@ -200,8 +252,37 @@ class _Judge:
             else:
                 why = next((self.tp_allowance(tp) for tp, _ in positions if self.tp_allowance(tp)), None)
             d = {"value": value, "process": proc, "positions": [_pos(tp, o) for tp, o in positions]}
+            if ev is not None:
+                d.update(ev)
+            elif pf is not None and pf.idempotent:
+                d["class"] = "no-evidence"
             _file(d, why, fail, allowed)
-        return self._verdict(fail, allowed, "values read at more than one offset")
+        out = self._verdict(fail, allowed, "values read at more than one offset")
+        if any(classes.values()):
+            out["classes"] = classes
+        return out
+
+    def producer_fatal(self) -> dict:
+        """Fatal errors of idempotent producers that point at the broker (coverage.FATAL_ERRORS): a
+        finding with its evidence. The others are the client's (a coverage shortfall, not judged here)."""
+        from .coverage import FATAL_ERRORS, fatal_points_at
+        s = self.scan
+        fail, client = [], []
+        for ev in s.fatal:
+            proc, err, t = ev.get("process"), ev.get("error"), ev.get("t")
+            acked = ev.get("acked_before")
+            if acked is None:
+                acked = sum(1 for x in s.acked.values() if x[4] == proc and x[3] <= t)
+            d = {"process": proc, "error": err, "t": t, "acked_before": acked, "detail": ev.get("detail"),
+                 "points_at": fatal_points_at(err, acked),
+                 "why": FATAL_ERRORS.get(str(err), ("client", "not a known broker-side cause"))[1]}
+            pid = [x for x in s.pids.get(proc, ()) if x[0] <= t]
+            if pid:
+                d["producer_id"], d["producer_epoch"] = pid[-1][1], pid[-1][2]
+            (fail if d["points_at"] == "broker" else client).append(d)
+        out = self._verdict(fail, [], "fatal producer errors that point at the broker")
+        out["client_errors"] = client[: self.k]
+        return out
 
     def inconsistent_offsets(self) -> dict:
         fail, allowed = [], []
@@ -365,6 +446,7 @@ class _Judge:
             "lost": lost,
             "unseen": unseen,
             "duplicates": self.duplicates(),
+            "producer_fatal": self.producer_fatal(),
             "inconsistent_offsets": self.inconsistent_offsets(),
             "nonmonotonic_send": self.nonmonotonic_send(),
             "nonmonotonic_poll": self.nonmonotonic_poll(),

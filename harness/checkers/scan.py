@@ -83,6 +83,11 @@ class Scan:
         self.n_invoke = self.n_ok = self.n_fail = self.n_info = 0
         self.n_not_enough_replicas = 0
         self.timeouts: dict[str, int] = {}  # process -> message timeouts (_MSG_TIMED_OUT) it reported
+        # idempotence evidence (rare events, kept out of the hot path)
+        self.pids: dict[str, list] = {}  # process -> [(t, producer_id, epoch, epoch_cnt, instance)]
+        self.unsure: dict = {}  # value -> (t_invoke, t_done, error) of sends completed info
+        self.err_log: dict[str, list] = {}  # process -> [(t, error)] of fail / info completions
+        self.fatal: list[dict] = []  # client.life fatal events
         self.errors: dict[str, int] = {}
         self.latencies: list[float] = []
         self.send_order: dict[tuple, list] = {}  # (process, topic, partition) -> [(op_id, offset)]
@@ -216,6 +221,7 @@ class Scan:
                         elif phase == "fail":
                             self.n_fail += 1
                             err = ev.get("error") or "unknown"
+                            self._err(proc, t, err)
                             self.failed[value] = (err, proc)
                             self.errors[err] = self.errors.get(err, 0) + 1
                             if err == "NOT_ENOUGH_REPLICAS":
@@ -223,6 +229,8 @@ class Scan:
                         elif phase == "info":
                             self.n_info += 1
                             err = ev.get("error") or "unknown"
+                            self._err(proc, t, err)
+                            self.unsure[value] = (rec[0] if rec is not None else None, t, err)
                             self.errors[err] = self.errors.get(err, 0) + 1
                             if err == "_MSG_TIMED_OUT":
                                 self.timeouts[proc] = self.timeouts.get(proc, 0) + 1
@@ -277,6 +285,13 @@ class Scan:
                     self._zk_topic(ev)
                 elif typ == "phase":
                     self.phases.append((ev.get("name"), ev["t"]))
+                elif typ == "client.producer_id":
+                    self.pids.setdefault(ev["process"], []).append(
+                        (ev["t"], ev.get("producer_id"), ev.get("producer_epoch"), ev.get("epoch_cnt"),
+                         ev.get("instance")))
+                elif typ == "client.life":
+                    if ev.get("state") == "fatal":
+                        self.fatal.append(ev)
         except (KeyError, TypeError) as e:
             raise ValueError(f"malformed event (seq {ev.get('seq') if isinstance(ev, dict) else '?'}): "
                              f"{type(e).__name__}: {e} in {ev!r:.300}") from None
@@ -295,6 +310,13 @@ class Scan:
             self.conflicts[(tp, off)] = [old, value]
         elif value not in vals:
             vals.append(value)
+
+    def _err(self, proc, t, err) -> None:
+        lst = self.err_log.get(proc)
+        if lst is None:
+            self.err_log[proc] = [(t, err)]
+        else:
+            lst.append((t, err))
 
     def _dup(self, value, first, again) -> None:
         lst = self.dups.get(value)
