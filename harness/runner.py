@@ -179,6 +179,8 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             wcfg = WorkloadConfig(**{"duration_s": scenario.max_duration_s, **scenario.workload})
             rec.update_metadata(workload=wcfg.to_metadata())
             workload = Workload(cluster.bootstrap_servers, wcfg, rec.emit).start()
+            nemesis.workload = workload          # the client_crash fault's handle
+            rec.update_metadata(coverage_needs=scenario.coverage)
             # acknowledged writes before the first fault: a client fault on a producer still fetching its
             # producer id would stall every partition, not just the faulted one
             if not workload.wait_acknowledged(min(20, max(1, len(workload.producers) * 10)), timeout_s=60):
