@@ -104,8 +104,9 @@ def cmd_check(args) -> int:
             print(f"{'changed' if changed else 'same':8} {what:34} {d}" + (f"  {first_line(new.reason)}" if changed else ""))
         if args.write and changed:
             _write(d, stored, new)
-    print(f"{len(dirs)} record(s): {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['UNKNOWN']} UNKNOWN, "
-          f"{counts['unreadable']} unreadable; {counts['changed']} changed", file=sys.stderr)
+    if counts["unreadable"] < len(dirs):     # nothing judged: the error lines say it all
+        print(f"{len(dirs)} record(s): {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['UNKNOWN']} UNKNOWN, "
+              f"{counts['unreadable']} unreadable; {counts['changed']} changed", file=sys.stderr)
     if counts["FAIL"]:
         return 1
     return 2 if counts["UNKNOWN"] or counts["unreadable"] else 0

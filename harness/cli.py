@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import HarnessError
-from .options import config_pairs
+from .options import check_distribution_fits, config_pairs
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
@@ -253,6 +253,7 @@ def _check_run(args) -> None:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     _check_writable_dir(args.runs_dir, "--runs-dir")
     _check_profile(args.profile, args.kafka_version, args.distribution)
+    check_distribution_fits(args.kafka_version, args.distribution)
     if not args.target or args.replay:
         return
     from suites.catalog import SCENARIOS, SUITES, scenarios_for
@@ -277,6 +278,7 @@ def _check_certify(args) -> None:
     if args.runs_dir:
         _check_writable_dir(args.runs_dir, "--runs-dir")
     _check_profile(args.profile, args.kafka_version, args.distribution)
+    check_distribution_fits(args.kafka_version, args.distribution, default=None)
     from .certify import capability_names
     for n in args.capability or []:
         if n not in capability_names():
@@ -289,13 +291,23 @@ def _check_certify(args) -> None:
 
 
 def _check_cluster_up(args) -> None:
-    """`cluster up`: an unknown --kafka-version is said before Docker is asked anything."""
+    """`cluster up`: an unknown --kafka-version, or one the --distribution cannot run, is said before
+    Docker is asked anything."""
     if args.kafka_version:
+        check_distribution_fits(args.kafka_version, args.distribution)
         from . import images
         images.resolve_version(args.kafka_version)
 
 
-_PRECHECKS = {"run": _check_run, "certify": _check_certify, "up": _check_cluster_up}
+def _check_images(args) -> None:
+    """`images build`: every --kafka version is resolved before the first build starts."""
+    if getattr(args, "images_command", None) == "build":
+        from . import images
+        for v in args.kafka or []:
+            images.resolve_version(v)
+
+
+_PRECHECKS = {"run": _check_run, "certify": _check_certify, "up": _check_cluster_up, "images": _check_images}
 
 
 # -- parser ----------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .errors import HarnessError
 
 
@@ -20,3 +22,20 @@ def config_pairs(pairs: list[str] | None, option: str = "--config") -> dict[str,
 def config_args(overrides: dict[str, str]) -> list[str]:
     """The ``--config KEY=VALUE`` arguments that give a child process the same overrides."""
     return [a for k, v in overrides.items() for a in ("--config", f"{k}={v}")]
+
+
+def check_distribution_fits(kafka_version: str | None, distribution: str | None,
+                            default: str | None = "apache-zk") -> None:
+    """Refuse a ``--kafka-version`` the ``--distribution`` cannot run (4.x in ZooKeeper mode, KRaft
+    before 3.3) before an image is built or Docker asked; the same words as the check of the image
+    itself (harness/distributions.py), which still covers ``--broker-image``. ``default`` is what no
+    ``--distribution`` means (``run``, ``cluster up``: apache-zk; ``certify``: None, from the image)."""
+    m = re.fullmatch(r"\s*(\d+)\.(\d+)(\.\d+)?\s*", kafka_version or "")
+    if not m:
+        return                      # the default version, or a malformed one (resolve_version says so)
+    version, key = kafka_version.strip(), (int(m.group(1)), int(m.group(2)))
+    distribution = distribution or default
+    if distribution == "apache-zk" and key >= (4, 0):
+        raise HarnessError(f"Kafka {version} has no ZooKeeper mode; use --distribution apache-kraft")
+    if distribution == "apache-kraft" and key < (3, 3):
+        raise HarnessError(f"Kafka {version} has no production KRaft mode; use 3.3 or newer")

@@ -120,9 +120,10 @@ def cmd_run(args) -> int:
     if args.replay:
         if args.shard:
             raise HarnessError("--shard cannot be combined with --replay")
+        jobs = _replay_jobs(args)        # a bad record or option is one error line, before any note
         if args.parallel > 1:
             _say("(--parallel is not used with --replay: replays run one at a time)")
-        return _run_many(_replay_jobs(args), args.runs_dir)
+        return _run_many(jobs, args.runs_dir)
     if not args.target:
         raise HarnessError("name a suite or scenario (`kafka-chaos run list`), or give --replay RUN_DIR")
     if args.target == "list":
@@ -137,6 +138,7 @@ def cmd_run(args) -> int:
                             and args.broker_image is None)
     if args.distribution is None and info.distribution == "generic":
         args.distribution = "generic"          # an image not built here runs no other way
+    distributions.get(args.distribution).check_image(info)   # a broker that does not fit: before any run
     suite = args.suite or (args.target if args.target in SUITES else "adhoc")
     seed = args.seed or 0
     if args.length is not None:
