@@ -250,6 +250,7 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
              'FAIL first, then UNKNOWN, then PASS)</h2>'
              '<p class="muted">Shaded: fault from start to heal. Per partition: leader (colour = broker, '
              'label = broker and leader epoch) and ISR members (green full, amber shrunk, red below half). '
+             'Then each client: alive (green) and, in red, a fatal error, death or stall (hover for the error). '
              'Bottom: acknowledged writes per second.</p>')
     for run, tl in timelines:
         h.append(f'<div id="timeline-{_e(run["run_id"])}"><h3><span class="badge {_e(run["verdict"])}">'

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import sys
 import time
@@ -49,7 +50,7 @@ class _ArgumentParser(argparse.ArgumentParser):
     """One error line (not the whole usage) and exit code 2, like the rest of ``kafka-chaos``."""
 
     def error(self, message: str):  # noqa: D401
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"kafka-chaos: error: {message} (see `{self.prog} --help`)\n")
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -122,7 +123,11 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
                    .select("run_dir", "t", "type", "fault_id", "fault").orderBy("run_dir", "t"))
     acks = _rows(sel.filter((F.col("type") == "client") & (F.col("f") == "send") & (F.col("phase") == "ok"))
                  .groupBy("run_dir", F.floor("t").alias("sec")).count())
-    data = {d: {"end": 0.0, "faults": [], "partitions": {}, "acks": {}} for d in ids}
+    life = _rows(sel.filter(F.col("type") == "client.life").select("run_dir", "t", "seq", "process", "role", "state",
+                                                                   "error").orderBy("run_dir", "t", "seq"))
+    data = {d: {"end": 0.0, "faults": [], "partitions": {}, "acks": {}, "clients": {}} for d in ids}
+    for r in life:
+        client_life(data[r["run_dir"]]["clients"], r)
     for r in ps:
         data[r["run_dir"]]["partitions"].setdefault(f'{r["topic"]}-{r["partition"]}', []).append(r)
     open_faults: dict = {}
@@ -144,6 +149,28 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
         d["end"] = float(run.get("last_t") or 0.0)
         out.append((run, d))
     return out
+
+
+ALIVE_STATES = ("started", "recreated")
+ENDED_STATES = ("fatal", "stopped", "died")
+ERROR_STATES = ("fatal", "died", "stalled")
+
+
+def client_life(clients: dict, ev: dict) -> None:
+    """Fold one ``client.life`` event into ``{process: {"role", "alive": [[t0, t1|None]], "errors"}}``
+    (the shape of verdict.json ``coverage.clients``): alive from started/recreated until
+    fatal/stopped/died; fatal, died and stalled are errors."""
+    c = clients.setdefault(ev.get("process") or "?", {"role": ev.get("role"), "alive": [], "errors": []})
+    state, t = ev.get("state"), ev.get("t")
+    if t is None:
+        return
+    open_ = bool(c["alive"]) and c["alive"][-1][1] is None
+    if state in ALIVE_STATES and not open_:
+        c["alive"].append([t, None])
+    elif state in ENDED_STATES and open_:
+        c["alive"][-1][1] = t
+    if state in ERROR_STATES:
+        c["errors"].append({"t": t, "state": state, "error": ev.get("error")})
 
 
 def undecided_line(undecided: list[dict]) -> str:
@@ -295,6 +322,16 @@ def run_report(spark, opts: Options) -> dict:
     return summary
 
 
+def _has_record_files(root: Path) -> bool:
+    """Does a local RUNS_PATH hold any file a run record is made of, where Spark would look (names
+    starting with '.' or '_' are hidden from Spark's file listing)? Empty: said before a JVM starts."""
+    for _, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        if {"metadata.json", "verdict.json", "events.jsonl"} & set(files):
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry: returns 0 (gate passed), 1 (gate failed) or 2 (usage/environment error)."""
     from reports.gate import GateConfigError
@@ -311,18 +348,25 @@ def main(argv: list[str] | None = None) -> int:
         from reports.gate import load_config
         load_config(opts.gate_config)  # fail fast before starting Spark
     except GateConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
         return 2
-    if not re.match(r"[A-Za-z][\w+.-]*:", opts.runs_path) and not Path(opts.runs_path).is_dir():
+    local = not re.match(r"[A-Za-z][\w+.-]*:", opts.runs_path)
+    if local and not Path(opts.runs_path).is_dir():
         # a local path: say so before a JVM starts
         what = "is not a directory" if Path(opts.runs_path).exists() else "does not exist"
-        print(f"error: RUNS_PATH {opts.runs_path} {what}", file=sys.stderr)
+        print(f"kafka-chaos: error: RUNS_PATH {opts.runs_path} {what}", file=sys.stderr)
+        return 2
+    if local and not _has_record_files(Path(opts.runs_path)):
+        print(f"kafka-chaos: error: no run records under {opts.runs_path}", file=sys.stderr)
         return 2
     probe = Path(opts.out).absolute()
     while not probe.exists() and probe.parent != probe:
         probe = probe.parent
     if not probe.is_dir():  # -o onto a file (or under one) would fail only after the whole job
-        print(f"error: -o {opts.out}: {probe} is not a directory", file=sys.stderr)
+        print(f"kafka-chaos: error: -o {opts.out}: {probe} is not a directory", file=sys.stderr)
+        return 2
+    if not os.access(probe, os.W_OK | os.X_OK):
+        print(f"kafka-chaos: error: -o {opts.out}: {probe} is not writable", file=sys.stderr)
         return 2
 
     from pyspark.sql import SparkSession
@@ -331,18 +375,18 @@ def main(argv: list[str] | None = None) -> int:
     existing = SparkSession.getActiveSession()
     bad_master = None if existing else (check_master(opts.master) or unreachable_master(opts.master))
     if bad_master:
-        print(f"error: {bad_master}", file=sys.stderr)
+        print(f"kafka-chaos: error: {bad_master}", file=sys.stderr)
         return 2
     try:
         spark = existing or build_session(opts.master)
     except Exception as e:  # noqa: BLE001 - no Java, bad master URL, ...
-        print(f"error: cannot start Spark ({opts.master}): {str(e).splitlines()[0] if str(e) else e!r}",
+        print(f"kafka-chaos: error: cannot start Spark ({opts.master}): {str(e).splitlines()[0] if str(e) else e!r}",
               file=sys.stderr)
         return 2
     try:
         summary = run_report(spark, opts)
     except (ReportInputError, UsageError, GateConfigError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
         return 2
     finally:
         if existing is None:

@@ -43,6 +43,9 @@ EVENT_SCHEMA = T.StructType([
     T.StructField("deleted", T.BooleanType()),
     T.StructField("broker_id", T.LongType()),
     T.StructField("process", T.StringType()),
+    T.StructField("role", T.StringType()),           # client.life (and docker.event)
+    T.StructField("state", T.StringType()),          # client.life: started, fatal, recreated, stopped, ...
+    T.StructField("error", T.StringType()),          # any JSON value, kept as its text
     T.StructField("f", T.StringType()),
     T.StructField("phase", T.StringType()),
     T.StructField("source", T.StringType()),

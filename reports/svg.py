@@ -168,7 +168,9 @@ def timeline(tl: dict, width: int = 1300) -> str:
     and the ISR size; the acknowledged-write rate per second at the bottom.
 
     ``tl``: {"end": float, "faults": [{"fault","start","end"}], "partitions": {"t-0": [{"t","leader",
-    "leader_epoch","isr"}...]}, "acks": {second: count}}
+    "leader_epoch","isr"}...]}, "acks": {second: count}, "clients": {"p0": {"role", "alive": [[t0, t1|None]],
+    "errors": [{"t", "state", "error"}]}}}: each client gets a lane with its alive band (green) and a
+    red mark per fatal error, death or stall (the error in the mark's tooltip), beside the faults.
     """
     l, r = 190, 20
     pw = width - l - r
@@ -179,7 +181,9 @@ def timeline(tl: dict, width: int = 1300) -> str:
     lane = 44
     top = 28
     ack_h = 60
-    h = top + lane * len(parts) + ack_h + 40
+    clients = sorted((tl.get("clients") or {}).items())[:8]
+    c_lane = 20
+    h = top + lane * len(parts) + c_lane * len(clients) + ack_h + 40
     X = lambda t: l + max(0.0, min(t, end)) * sx  # noqa: E731
     out = [f'<svg width="{width}" height="{h}" viewBox="0 0 {width} {h}" role="img" {FONT} font-size="11">']
     for f in tl.get("faults", []):
@@ -217,8 +221,24 @@ def timeline(tl: dict, width: int = 1300) -> str:
             out.append(f'<rect x="{x1:.1f}" y="{y + 24}" width="{w:.1f}" height="14" fill="{fill}" opacity="0.9"/>')
             if w > 46:
                 out.append(f'<text x="{x1 + 4:.1f}" y="{y + 35}" fill="#222">{_e(",".join(map(str, isr)))}</text>')
+    # clients: alive bands and fatal errors
+    for i, (proc, c) in enumerate(clients):
+        y = top + lane * len(parts) + c_lane * i
+        out.append(f'<g class="client" data-process="{_e(proc)}"><text x="{l - 8}" y="{y + 13}" text-anchor="end" '
+                   f'font-weight="600">{_e(proc)} {_e(c.get("role") or "")}</text>')
+        for a0, a1 in c.get("alive") or []:
+            x1, x2 = X(a0), X(end if a1 is None else a1)
+            out.append(f'<rect class="alive" x="{x1:.1f}" y="{y + 4}" width="{max(x2 - x1, 1.0):.1f}" height="12" '
+                       f'fill="#43a047" opacity="0.75"><title>{_e(proc)} alive {fmt(a0, 1)}–'
+                       f'{fmt(a1, 1) if a1 is not None else "end"} s</title></rect>')
+        for e in c.get("errors") or []:
+            x = X(e["t"])
+            out.append(f'<path class="client-error" d="M{x:.1f} {y + 2} l5 8 l-5 8 l-5 -8 z" fill="#c62828">'
+                       f'<title>{_e(proc)} {_e(e.get("state"))} at {fmt(e["t"], 1)} s: {_e(e.get("error"))}'
+                       f'</title></path>')
+        out.append("</g>")
     # ack rate
-    ya = top + lane * len(parts) + 6
+    ya = top + lane * len(parts) + c_lane * len(clients) + 6
     acks = tl.get("acks", {})
     peak = max(acks.values(), default=0)
     out.append(f'<text x="{l - 8}" y="{ya + ack_h / 2:.1f}" text-anchor="end" font-weight="600">acks/s</text>'

@@ -37,6 +37,10 @@ BAD = {
 }
 
 
+CLIENT_LIFE = [(0.3, "started", None), (1.6, "fatal", "_FENCED: producer fenced"), (1.7, "recreated", None),
+               (2.5, "stalled", "no completion for 10 s"), (3.0, "died", "client_crash: ended by the nemesis")]
+
+
 def parquet(spark, path: Path) -> list[dict]:
     return [r.asDict(recursive=True) for r in spark.read.parquet(str(path)).collect()]
 
@@ -51,7 +55,13 @@ def make_runs(root: Path, outside: Path) -> dict:
     """The directory the report reads; returns what the test expects."""
     root.mkdir(parents=True)
     _good(root, "r1-pass", "acks.all", "PASS")
-    _good(root, "r2-unknown-workload", "acks.all", "UNKNOWN", cause="workload")
+    b = RunBuilder("r2-unknown-workload", scenario="acks.all")
+    b.phase(0.1, "cluster.ready").pstate(0.5, leader=1, epoch=0, isr=[1, 2, 3]).sends([1.0, 1.5, 2.0])
+    b.fault(1.2, "kill", [1])
+    for t, state, err in CLIENT_LIFE:
+        b.emit(t, "client.life", process="p0", role="producer", state=state, error=err)
+    b.emit(0.2, "client.life", process="c0", role="consumer", state="started", error=None)
+    b.write(root, "UNKNOWN", "producer p0 died", {}, cause="workload")
     _good(root, "r3-unknown-workload", "isr.shrink", "UNKNOWN", cause="workload")
     _good(root, "r4-unknown-docker", "isr.shrink", "UNKNOWN", cause="docker-error")
     _good(root, "r5-unknown-old", "network.split", "UNKNOWN")          # a record from before `cause`
@@ -216,3 +226,30 @@ def test_local_driver_listens_on_loopback_only(spark):
     assert not driver_on_loopback("spark://spark-master.example:7077")
     assert not driver_on_loopback("spark://127.0.0.1:7077,10.0.0.5:7077")
     assert not driver_on_loopback("yarn") and not driver_on_loopback("k8s://https://10.0.0.1:6443")
+
+
+def test_client_life_folds_into_alive_bands_and_errors():
+    from reports.job import client_life
+    clients: dict = {}
+    for t, state, err in CLIENT_LIFE:
+        client_life(clients, {"process": "p0", "role": "producer", "t": t, "state": state, "error": err})
+    client_life(clients, {"process": "c0", "role": "consumer", "t": 0.2, "state": "started", "error": None})
+    assert clients["p0"] == {"role": "producer", "alive": [[0.3, 1.6], [1.7, 3.0]],
+                             "errors": [{"t": 1.6, "state": "fatal", "error": "_FENCED: producer fenced"},
+                                        {"t": 2.5, "state": "stalled", "error": "no completion for 10 s"},
+                                        {"t": 3.0, "state": "died", "error": "client_crash: ended by the nemesis"}]}
+    assert clients["c0"] == {"role": "consumer", "alive": [[0.2, None]], "errors": []}
+
+
+def test_timeline_shows_each_clients_alive_band_and_fatal_errors(report):
+    tmp, s, _ = report
+    html = (tmp / "out" / "report.html").read_text()
+    tl = re.search(r'<div id="timeline-r2-unknown-workload">(.*?)</svg>', html, re.S).group(1)
+    p0 = re.search(r'<g class="client" data-process="p0">(.*?)</g>', tl, re.S).group(1)
+    assert re.findall(r'<title>p0 alive ([^<]*)</title>', p0) == ["0.3–1.6 s", "1.7–3.0 s"]
+    errors = re.findall(r'class="client-error"[^>]*><title>([^<]*)</title>', p0)
+    assert errors == ["p0 fatal at 1.6 s: _FENCED: producer fenced", "p0 stalled at 2.5 s: no completion for 10 s",
+                      "p0 died at 3.0 s: client_crash: ended by the nemesis"]
+    c0 = re.search(r'<g class="client" data-process="c0">(.*?)</g>', tl, re.S).group(1)
+    assert re.findall(r'<title>c0 alive ([^<]*)</title>', c0) == ["0.2–end s"] and "client-error" not in c0
+    assert "kill" in tl                              # beside the fault it shares the time axis with
