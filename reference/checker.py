@@ -34,8 +34,9 @@ from reference.elections import (clean_offline, controlled_shutdown_election, in
                                  preferred_election, reassign_election, remove_from_isr, unclean_offline)
 from reference.events import normalize, parse_gap_path
 from reference.invariants import state_violations, transition_violations
+from reference.liveness import Progress
 from reference.profiles import (GATE_FENCING, GATE_KIP455, GATE_KIP841, GATE_RECOVERY, Profile, profile_for,
-                                run_without_zookeeper)
+                                progress_bounds, run_without_zookeeper)
 from reference.rules import RULES, rule_id
 from reference.state import NO_LEADER, RECOVERING, distinct, list_minus
 
@@ -64,7 +65,7 @@ class Divergence:
 
     @property
     def kind(self) -> str:
-        return "invariant" if self.rule.startswith("H") else "divergence"
+        return {"H": "invariant", "P": "progress"}.get(self.rule[:1], "divergence")
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "rule_id": self.rule_id, "kind": self.kind, "subject": self.subject,
@@ -121,7 +122,7 @@ class _Part:
 
 
 class _Topic:
-    __slots__ = ("topic_id", "assign", "version", "window", "trs_covered", "deletion_processed", "rs_ok")
+    __slots__ = ("topic_id", "assign", "version", "window", "trs_covered", "deletion_processed", "rs_ok", "gap")
 
     def __init__(self, topic_id):
         self.topic_id = topic_id
@@ -131,6 +132,7 @@ class _Topic:
         self.window: dict[int, tuple] = {}     # p -> previous RS, after a topic write changed p (U1/U3 window)
         self.trs_covered: dict[int, bool] = {}
         self.deletion_processed = False
+        self.gap = False                       # versions of the topic znode were skipped
 
 
 class _WriteCtx(NamedTuple):
@@ -168,7 +170,7 @@ class Checker:
         self.epoch_version: int | None = None
         self.controller: int | None = None
         self.owner: dict[int, int] = {}
-        self.unpaired: tuple[int, int] | None = None   # controller creation not yet paired with an epoch
+        self.unpaired: tuple | None = None   # (broker, zxid, source) of a /controller creation without its epoch yet
         self.epoch_start: dict[int, int] = {}
         self.lo: dict[int, int] = {}
         self.epoch_gap = False
@@ -177,7 +179,7 @@ class Checker:
         self.seen_brokers: set[int] = set()
         self.snaps: list[frozenset] = [frozenset()]
         self.last_registered: dict[int, int] = {}     # broker -> newest snapshot index with it registered
-        self.broker_gap = False
+        self.broker_gap_at: int | None = None        # last snapshot before a /brokers/ids gap
         self.maybe_shutting: set[int] = set()
         self._no_sd: list[frozenset] = [frozenset()]
         self._sd_cache: dict[frozenset, list[frozenset]] = {}
@@ -191,12 +193,15 @@ class Checker:
         cfg = metadata.get("broker_config") or {}
         self.unclean_default = str(cfg.get(UNCLEAN_KEY, "false")).lower() == "true"
         self.unclean_topic: dict[str, bool] = {}
-        for t in metadata.get("topics") or []:
-            c = (t or {}).get("config") or {}
+        topics = metadata.get("topics")
+        for t in topics if isinstance(topics, list) else []:      # tolerate malformed metadata
+            c = (t if isinstance(t, dict) else {}).get("config") or {}
             if UNCLEAN_KEY in c:
                 self.unclean_topic[t["name"]] = str(c[UNCLEAN_KEY]).lower() == "true"
         self.unclean_grants: set = set()
         self._ev: dict = {}
+        self.metadata = metadata
+        self.progress = Progress(self, progress_bounds(profile, cfg))      # P1, P3 (liveness.py)
 
     # -- reporting -------------------------------------------------------------------------------
     def _report(self, rule: str, subject: str, msg: str, before=None, after=None, allowed=()):
@@ -210,12 +215,14 @@ class Checker:
                     "zk.broker": self._on_broker, "zk.topic": self._on_topic,
                     "zk.partition_state": self._on_state, "zk.reassign_partitions": self._on_reassign_znode,
                     "zk.delete_topics": self._on_delete_topics, "zk.gap": self._on_gap,
-                    "fault.start": self._on_fault, "fault.end": lambda ev: None, "action": self._on_action,
-                    "admin.metadata": self._on_metadata}
+                    "fault.start": self._on_fault, "fault.end": self.progress.on_fault_end,
+                    "action": self._on_action, "admin.metadata": self._on_metadata}
         prev_zxid = None
+        tick = self.progress.tick
         for ev in normalize(events):
             self._ev = ev
             self.stats["events"] += 1
+            tick(ev)
             t = ev["type"]
             if t.startswith("zk."):
                 self.stats["zk_events"] += 1
@@ -224,7 +231,8 @@ class Checker:
                     self._end_txn()
                 prev_zxid = z
             handlers[t](ev)
-        self._end_txn()
+        self._end_txn(final=True)
+        self.stats.update(self.progress.finish())
         self.stats["transitions"] = self.stats["state_writes"]
         verdict = "FAIL" if (self.divs or self.viols) else "PASS"
         self.stats["divergences"] = len(self.divs)
@@ -232,22 +240,40 @@ class Checker:
         return ConformanceResult(verdict, self.divs, self.viols, self.stats, self.p.name)
 
     # -- controller: H1, H2, D11 ---------------------------------------------------------------
-    def _end_txn(self) -> None:
-        """A zxid group ended: 2.2+ elects atomically, so a new /controller must come with a new epoch."""
+    def _end_txn(self, final: bool = False) -> None:
+        """A zxid group ended: 2.2+ elects atomically (§2.1 step 2, ZKC:123-178: one multi-op creates
+        /controller and sets /controller_epoch := old+1), so **every** creation of /controller -- by
+        another broker or by the same one again after /controller was deleted -- must come with a new
+        epoch in the same transaction (H1). The watcher reads the two znodes separately, so a watched
+        creation is judged when the next one arrives without an epoch increase in between."""
         u = self.unpaired
         if u is None or not self.fencing:
             return
-        cid, z = u
-        if self.epoch is not None and self.owner.get(self.epoch) not in (None, cid) and not self.epoch_gap:
-            self._report("H1", "/controller", f"broker {cid} became controller at zxid {z} without a new "
-                         f"/controller_epoch: epoch {self.epoch} already belongs to broker {self.owner[self.epoch]}")
-            self.unpaired = None
+        if u[2] == "watch" and not final:
+            return
+        self.unpaired = None
+        if final and u[2] == "watch":
+            return                               # the record may end between the two reads
+        self._unpaired_h1(u)
+
+    def _unpaired_h1(self, u) -> None:
+        cid, z, _ = u
+        if self.epoch is None or self.epoch_gap:
+            return
+        owner = self.owner.get(self.epoch)
+        who = (f"epoch {self.epoch} already belongs to broker {owner}" if owner not in (None, cid) else
+               f"broker {cid} was elected again (new /controller) but kept epoch {self.epoch}; every election "
+               "increments it (§2.2)")
+        self._report("H1", "/controller", f"broker {cid} became controller at zxid {z} without a new "
+                     f"/controller_epoch: {who}")
 
     def _on_controller(self, ev):
         b = ev["broker_id"]
         self.controller = b
         if b is not None:
-            self.unpaired = (b, ev["zxid"])
+            if self.unpaired is not None and self.fencing:     # a watched creation never got its epoch
+                self._unpaired_h1(self.unpaired)
+            self.unpaired = (b, ev["zxid"], ev.get("source"))
 
     def _on_epoch(self, ev):
         e, v = ev["epoch"], ev["version"]
@@ -292,6 +318,7 @@ class Checker:
         else:
             self.registered.pop(b, None)
         self.snaps.append(frozenset(self.registered))
+        self.progress.on_broker(b, ev["registered"])
 
     def _recompute_sd(self):
         self._sd_cache.clear()
@@ -310,6 +337,7 @@ class Checker:
         return opts
 
     def _on_fault(self, ev):
+        self.progress.on_fault_start(ev)
         ids = ev.get("broker_ids") or []
         params = ev.get("params") or {}
         graceful = params.get("graceful")
@@ -319,6 +347,7 @@ class Checker:
 
     # -- actions and admin samples --------------------------------------------------------------
     def _on_action(self, ev):
+        self.progress.on_action(ev)
         if ev.get("ok") is False:
             return
         a = ev.get("action")
@@ -343,6 +372,7 @@ class Checker:
         for e in ev.get("partitions") or []:
             tp = (e["topic"], int(e["partition"]))
             self.zk_reassign[tp] = tuple(e["replicas"])
+        self.progress.on_reassign_znode()
 
     def _on_delete_topics(self, ev):
         new = set(ev.get("topics") or [])
@@ -350,14 +380,24 @@ class Checker:
             if t in self.topics:
                 self.topics[t].deletion_processed = False
         self.deleting = new
+        self.progress.on_topic_deleting()
 
     def _on_gap(self, ev):
         self.stats["gaps"] += 1
         kind, what = parse_gap_path(ev["path"])
         if kind == "partition":
-            self.parts.setdefault(what, _Part()).gap = True
+            part = self.parts.get(what)
+            if part is None:
+                part = self.parts[what] = _Part()
+                part.subject = f"{what[0]}-{what[1]}"
+            part.gap = True
+        elif kind == "topic":
+            if what in self.topics:
+                self.topics[what].gap = True
         elif kind == "broker":
-            self.broker_gap = True
+            # registrations between the last snapshot and the next one were missed: controller views
+            # up to here are incomplete until the controller's frontier passes them (see _on_state)
+            self.broker_gap_at = len(self.snaps) - 1
         elif kind == "controller":
             self.epoch_gap = True
 
@@ -368,6 +408,8 @@ class Checker:
             self.topics.pop(name, None)
             for tp in [tp for tp in self.parts if tp[0] == name]:
                 del self.parts[tp]
+                self.progress.on_state_deleted(tp)
+            self.progress.on_topic(name, None)
             return
         tid = ev.get("topic_id")
         t = self.topics.get(name)
@@ -375,23 +417,28 @@ class Checker:
             t = self.topics[name] = _Topic(tid)        # new incarnation (§6.3: key by topic id)
             for tp in [tp for tp in self.parts if tp[0] == name]:
                 del self.parts[tp]
+                self.progress.on_state_deleted(tp)
         elif tid is not None:
             t.topic_id = tid
         t.rs_ok.clear()
         adding = ev.get("adding_replicas") or {}
         removing = ev.get("removing_replicas") or {}
         subject = name
+        v = ev.get("version")
+        gap = t.gap or (isinstance(v, int) and t.version >= 0 and v > t.version + 1)
+        t.gap = False
         for ps, rs in ev["partitions"].items():
             p = int(ps)
             new = (tuple(rs), tuple(adding.get(ps, ())), tuple(removing.get(ps, ())))
             old = t.assign.get(p)
             t.assign[p] = new
-            self._check_topic_partition(f"{subject}-{p}", t, p, old, new)
+            self._check_topic_partition(f"{subject}-{p}", t, p, old, new, gap)
         for tp in [tp for tp in self.pending_reassign if tp[0] == name]:
             self.pending_reassign.discard(tp)
-        t.version = ev.get("version", t.version + 1)
+        t.version = v if isinstance(v, int) else t.version + 1
+        self.progress.on_topic(name, t)
 
-    def _check_topic_partition(self, subject, t: _Topic, p, old, new):
+    def _check_topic_partition(self, subject, t: _Topic, p, old, new, gap: bool = False):
         rs, ar, rr = new
         if ar or rr:
             if set(ar) & set(rr) or not set(ar) <= set(rs) or not set(rr) <= set(rs) \
@@ -400,6 +447,13 @@ class Checker:
                              f"RR={list(rr)}", None, {"replicas": list(rs), "adding": list(ar), "removing": list(rr)})
         if old is None or old == new:
             t.window.pop(p, None)
+            return
+        if gap:
+            # skipped topic versions: the transition old -> new is not one write, so D15/H16 cannot be
+            # judged on it; the dropped replicas may still leave the ISR (§7.10 window), and whether the
+            # target was ever in the ISR is unknown (H16 resumes with the next reassignment)
+            t.window[p] = old[0]
+            t.trs_covered[p] = True
             return
         ors_old = list_minus(old[0], old[1])
         trs_old = list_minus(old[0], old[2])
@@ -530,6 +584,7 @@ class Checker:
         part = self.parts.get(tp)
         if ev.get("deleted"):
             self.parts.pop(tp, None)
+            self.progress.on_state_deleted(tp)
             return
         self.stats["state_writes"] += 1
         isr = tuple(ev["isr"])
@@ -566,9 +621,11 @@ class Checker:
         else:
             part.epochs.setdefault(new.leader_epoch, new.leader)
         part.st = new
+        self.progress.on_state(tp, prev, new)
+        gap = prev is not None and (part.gap or new.version > prev.version + 1)
         if t is not None and a is not None and (a[1] or a[2] or tp in self.zk_reassign):
             trs = list_minus(a[0], a[2]) if (a[1] or a[2]) else self.zk_reassign[tp]
-            if new.isr_set.issuperset(trs):
+            if gap or new.isr_set.issuperset(trs):     # skipped states may have held the target (H16)
                 t.trs_covered[tp[1]] = True
         if prev is None:
             self._check_creation(tp, subject, new, rs)
@@ -576,10 +633,17 @@ class Checker:
             return
         for rule, msg in transition_violations(prev, new, rs_ok):
             self._report(rule, subject, msg, prev.to_dict(), new.to_dict())
-        gap = part.gap or new.version > prev.version + 1 or self.broker_gap
         part.gap = False
         if gap or new.version <= prev.version or new.leader_epoch < prev.leader_epoch:
-            return
+            return              # skipped states: only the single-state rules and H3/H4/H9 above (§8.1 caveat 6)
+        if self.broker_gap_at is not None:
+            ce = new.controller_epoch if new.leader_epoch > prev.leader_epoch else (self.epoch or new.controller_epoch)
+            if self._views(ce)[0] <= self.broker_gap_at:
+                # the controller may still act on registrations the observer missed; judge nothing that
+                # depends on its view, but let an explained write move its frontier past the gap
+                if new.leader_epoch > prev.leader_epoch and rs is not None:
+                    self._match_outcomes(subject, prev, new, (self._write_ctx(tp, t, prev, ce),), ce, report=False)
+                return
         if new.leader_epoch == prev.leader_epoch:
             self._check_leader_isr_change(subject, prev, new, rs)
         else:

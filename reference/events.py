@@ -7,7 +7,8 @@
   transaction log with their ``zk_time`` (the runner appends them after the run, so their ``seq``
   says nothing about when they happened), they are merged with the other events by time instead
   (see :func:`_time_merge`);
-* parses ``zk.gap`` paths into what they refer to.
+* parses ``zk.gap`` paths into what they refer to; a gap without ``zxid`` (optional, docs/run-record.md
+  "Additions") is placed before the first write of its path past the missing versions.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def validate(ev: dict) -> None:
         missing = [f for f in need if f not in ev]
         if missing:
             raise ValueError(f"event seq={ev.get('seq')} type={t}: missing field(s) {missing} (docs/run-record.md)")
+        if t == "zk.gap" and ev.get("zxid") is None:
+            return              # optional for gaps (docs/run-record.md, "Additions"): placed by _place_gaps
         if "zxid" not in ev or not isinstance(ev["zxid"], int):
             raise ValueError(f"event seq={ev.get('seq')} type={t}: zk.* events need an integer 'zxid'")
 
@@ -83,6 +86,8 @@ def normalize(events: Iterable[dict]) -> list[dict]:
     events = list(events)
     evs = sorted((e for e in events if e.get("type") in ZK_TYPES or e.get("type") in OTHER_TYPES),
                  key=lambda e: e.get("seq", 0))
+    if any(e["type"] == "zk.gap" and e.get("zxid") is None for e in evs):
+        evs = _place_gaps(evs)
     slots: list[int] = []
     zk: list[dict] = []
     seen: set = set()
@@ -99,13 +104,47 @@ def normalize(events: Iterable[dict]) -> list[dict]:
             out.append(None)
         else:
             out.append(e)
-    zk.sort(key=lambda e: (e["zxid"], e.get("seq", 0)))
+    zk.sort(key=lambda e: (e["zxid"], e["type"] != "zk.gap", e.get("seq", 0)))   # a gap precedes its write
     others = [e for e in out if e is not None]
     if _time_mergeable(zk, others):
         return _time_merge(zk, others, _script_marks(events))
     for i, e in zip(slots, zk):
         out[i] = e
     return out  # type: ignore[return-value]
+
+
+def _place_gaps(evs: list[dict]) -> list[dict]:
+    """Give each ``zk.gap`` without a ``zxid`` (older watchers; the reconciliation's markers) the zxid
+    of the first observed write of its path past the missing versions, so that it marks exactly the
+    transition it covers. A gap marked ``filled`` (its versions are in the record from the txn log)
+    or with no later write of its path marks nothing and is dropped."""
+    writes: dict[str, list[tuple[int, int]]] = {}
+    for e in evs:
+        path = _path_of(e)
+        if path is not None and isinstance(e.get("zxid"), int):
+            writes.setdefault(path, []).append((e.get("version", -1), e["zxid"]))
+    out = []
+    for e in evs:
+        if e["type"] != "zk.gap" or e.get("zxid") is not None:
+            out.append(e)
+            continue
+        if e.get("filled"):
+            continue
+        miss = [v for v in e.get("missing_versions") or [] if isinstance(v, int)]
+        after = max(miss) if miss else -1
+        z = min((zx for v, zx in writes.get(e.get("path"), ()) if v > after), default=None)
+        if z is not None:
+            out.append(dict(e, zxid=z))
+    return out
+
+
+def _path_of(e: dict) -> str | None:
+    t = e["type"]
+    if t == "zk.partition_state" and "topic" in e and "partition" in e:
+        return f"/brokers/topics/{e['topic']}/partitions/{e['partition']}/state"
+    if t == "zk.topic" and "topic" in e:
+        return f"/brokers/topics/{e['topic']}"
+    return None
 
 
 def _num(x) -> bool:

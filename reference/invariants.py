@@ -2,7 +2,7 @@
 
 Two kinds of functions:
 
-* :func:`state_violations` -- on one partition state (H5, H6, H7, H12 shape);
+* :func:`state_violations` -- on one partition state (H5, H6, H7, H8, H12 shape);
 * :func:`transition_violations` -- on two consecutive observed states of the same partition
   incarnation (H3, H4 via the caller's epoch map, H9, H10, H12 marking, H13 membership).
 
@@ -24,6 +24,10 @@ def state_violations(leader: int, isr, recovery: int, rs=None) -> list[tuple[str
         out.append(("H6", f"leader {leader} is not a replica {list(rs)}"))
     if leader != NO_LEADER and not isr:
         out.append(("H7", f"leader {leader} with an empty ISR"))
+    if rs is not None:
+        outside = [r for r in isr if r not in rs]
+        if outside:   # §8.2 H8; ``rs`` already admits the §7.10 cancel/replace transients (checker.py)
+            out.append(("H8", f"ISR members {outside} are not replicas {sorted(rs)}"))
     if recovery == RECOVERING and (len(isr) != 1 or leader not in (NO_LEADER, isr[0])):
         out.append(("H12", f"leader_recovery_state=RECOVERING with leader {leader} and ISR {list(isr)} "
                            "(must be a one-member ISR led by that member or -1)"))

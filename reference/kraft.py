@@ -49,7 +49,8 @@ Rules (ids and sections in :data:`KRAFT_RULES`)
   (unfenced) has registered anew (§9.3: a restarting broker registers fenced and is unfenced once
   caught up) and is no longer certainly down from that answer on. K3 (progress, §8.4): a healthy
   broker still reports it as leader later than that bound after it went down (or after the quorum
-  regained a majority of voters). K3 is a divergence under ``kraft-*`` and a note under ``compatible``.
+  regained a majority of voters). K3 (kind ``progress``) applies under every profile, ``compatible``
+  included: a broker that keeps a dead broker as leader is broken whatever its election rules.
 * H15 on ``admin.reassignments`` (ListPartitionReassignments, answered by the active controller); D15
   (``kraft-*``): its encoding ``RS = target ++ sorted(current − target)``, sorted AR/RR (§9.6, PRR).
 * D8 (``kraft-*``, no ELR): a leaderless entry keeps exactly one ISR member (§9.3).
@@ -107,7 +108,8 @@ KRAFT_RULES: dict[str, tuple[str, str, str]] = {
     "D8": ("§9.3/§8.3", "divergence", "without ELR a leaderless partition keeps exactly its last ISR member"),
     "D7": ("§9.2/§8.3", "divergence", "KRaft leader-epoch bumps: MV ≥ 3.6 only on a leader change or a replica "
            "removal; MV < 3.6 also on every ISR shrink"),
-    "K3": ("§9.3/§8.4", "divergence", "a leader on a dead broker is replaced within session timeout + grace"),
+    "K3": ("§9.3/§8.4", "progress", "a leader on a dead broker is replaced within session timeout + grace "
+           "(every profile: a fenced leader must not stay leader in any KRaft-compatible broker)"),
 }
 
 
@@ -348,9 +350,7 @@ class KraftChecker:
         self._reported.add(k)
         d = KraftDivergence(rule=rule, subject=subject, explanation=msg, seq=self._ev.get("seq"), zxid=None,
                             before=before, after=after, allowed=list(allowed), t=self._t)
-        if rule == "K3" and not self.apache:
-            self.notes.append(d)
-        elif KRAFT_RULES[rule][1] == "invariant":
+        if KRAFT_RULES[rule][1] == "invariant":
             self.viols.append(d)
         else:
             self.divs.append(d)
@@ -723,6 +723,6 @@ def check_protocol_conformance(events: list[dict], metadata: dict | None, profil
     """Judge a run observed through the Kafka protocol (KRaft, or any broker without ZooKeeper).
 
     ``profile``: a ``kraft-*`` profile (hard invariants + KRaft determinism) or ``compatible`` (hard
-    invariants; progress findings become notes in ``stats["notes"]``). ``grace_s``: slack added to
+    invariants and the K3 progress rule). ``grace_s``: slack added to
     ``broker.session.timeout.ms`` before a dead broker must have been fenced (H19, K3)."""
     return KraftChecker(profile, metadata or {}, grace_s).run(events)

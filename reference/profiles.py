@@ -145,3 +145,47 @@ def profile_for(kafka_version: str | None, name: str | None, kraft_run: bool = F
         return apache(m.group(1))
     raise ValueError(f"unknown conformance profile {name!r}: expected 'compatible', 'apache-zk', "
                      "'apache-zk-<major>.<minor>' (e.g. 'apache-zk-3.9') or 'kraft-<major>.<minor>'")
+
+
+# ---------------------------------------------------------------------------- progress bounds (spec §8.4)
+ZK_SESSION_KEY = "zookeeper.session.timeout.ms"
+LAG_KEY = "replica.lag.time.max.ms"
+PROGRESS_GRACE_S = 30.0          # slack for a loaded host: controller event queue, failover, GC (§8.4 "generous")
+REASSIGN_GRACE_S = 60.0          # plus the catch-up of the adding replicas (small test topics)
+LEGACY_ISR_NOTIFY_S = 60.0       # §1.8: pre-2.7 ISR changes reach the controller within 5-60 s
+
+
+@dataclass(frozen=True)
+class ProgressBounds:
+    """Time bounds of the ZooKeeper-mode progress rules (``reference/liveness.py``, spec §8.4), in s.
+
+    * ``election_s`` (P1, and P3 once the target replicas are all in the ISR): the session timeout
+      (``zookeeper.session.timeout.ms``, §1.3: 18 s from 2.5, 6 s before; after a ZooKeeper or
+      controller outage the brokers' sessions and ``/controller`` may take that long to settle) plus
+      ``PROGRESS_GRACE_S``. In Apache the election itself is one controller event (§5.2, §8.4 P1):
+      0.1-1.3 s in the recorded runs of this harness. Before 2.7 the legacy ISR path adds up to
+      60 s before the controller learns of an ISR change (§1.8), which P3 needs.
+    * ``reassign_s`` (P3 with every target replica registered and no fault open): session timeout +
+      ``replica.lag.time.max.ms`` (§5.7-5.8: followers catch up and join the ISR) + ``REASSIGN_GRACE_S``.
+    """
+
+    election_s: float
+    reassign_s: float
+    isr_notify_s: float = 0.0
+
+
+def _ms(cfg: dict, key: str, default_s: float) -> float:
+    try:
+        return float(cfg[key]) / 1000.0 if cfg.get(key) is not None else default_s
+    except (TypeError, ValueError):
+        return default_s
+
+
+def progress_bounds(profile: Profile, broker_config: dict | None) -> ProgressBounds:
+    """Bounds for a run of ``profile`` with ``broker_config`` (metadata ``broker_config``, string values)."""
+    cfg = broker_config or {}
+    session = _ms(cfg, ZK_SESSION_KEY, 18.0 if profile.at_least((2, 5)) else 6.0)
+    lag = _ms(cfg, LAG_KEY, 30.0 if profile.at_least((2, 5)) else 10.0)
+    notify = 0.0 if profile.at_least(GATE_ALTER_PARTITION) else LEGACY_ISR_NOTIFY_S
+    return ProgressBounds(election_s=session + PROGRESS_GRACE_S,
+                          reassign_s=session + lag + REASSIGN_GRACE_S + notify, isr_notify_s=notify)

@@ -1,6 +1,7 @@
 """Rule ids used in divergence reports, with the spec section each one comes from.
 
 ``H*`` = hard invariants (spec §8.2): checked under every profile.
+``P*`` = progress rules (spec §8.4, ``liveness.py``): checked under every profile, time-bounded.
 ``D*`` = Apache-Kafka determinism rules (spec §8.3): checked only under ``apache-zk-*`` profiles.
 """
 
@@ -14,7 +15,7 @@ RULES: dict[str, tuple[str, str]] = {
     "H5": ("§8.2", "leader is -1 or in the ISR"),
     "H6": ("§8.2", "leader is -1 or a replica"),
     "H7": ("§8.2", "ISR non-empty while a leader exists"),
-    "H8": ("§8.2", "ISR ⊆ replicas (allowing reassignment transients)"),
+    "H8": ("§8.2/§7.10", "ISR ⊆ replicas (RS ∪ AR, and the RS before a reassignment write: §7.10 transients)"),
     "H9": ("§8.2", "partition epoch (znode version) strictly increases"),
     "H10": ("§8.2", "same-epoch transitions keep the leader, which stays in the ISR"),
     "H11": ("§8.2/§4.1.3", "a new leader comes from the previous ISR unless unclean election is permitted"),
@@ -24,6 +25,10 @@ RULES: dict[str, tuple[str, str]] = {
     "H15": ("§8.2/§7.1", "reassignment state shape: AR ∩ RR = ∅, AR, RR ⊆ RS, ORS and TRS non-empty"),
     "H16": ("§8.2/§7.6", "a reassignment completes only with TRS ⊆ ISR, and RS becomes TRS"),
     "H19": ("§8.2/§5.1", "a broker the controller considers dead is never elected nor added to an ISR"),
+    "P1": ("§8.4/§5.2/§4.6", "a partition without a live leader gets one within the bound while an ISR member is "
+           "registered; a dead leader is replaced or set to -1"),
+    "P3": ("§8.4/§7.6", "an in-flight reassignment completes within the bound once its target is in the ISR, or "
+           "once faults healed with every target replica registered"),
     "D1": ("§4.1.2", "clean offline election: first RS replica online and in ISR; ISR := ISR ∩ online"),
     "D2": ("§4.1.3", "unclean election: first online RS replica; ISR := [leader]"),
     "D3": ("§4.1.1", "new partition: first online RS replica leads, ISR = online RS, LE 0, PE 0"),

@@ -45,11 +45,16 @@ class History:
     def __init__(self):
         self.events: list[dict] = []
         self.zxid = 0
+        self.wall = 1.7e9          # every event happens at ``wall``; ``wait`` moves it on
+
+    def wait(self, seconds: float):
+        self.wall += seconds
+        return self
 
     def _add(self, type_, same_txn=False, **f):
         if type_.startswith("zk.") and not same_txn:
             self.zxid += 1
-        ev = {"seq": len(self.events), "t": len(self.events) * 0.1, "wall": 1.7e9, "type": type_, **f}
+        ev = {"seq": len(self.events), "t": len(self.events) * 0.1, "wall": self.wall, "type": type_, **f}
         if type_.startswith("zk."):
             ev.update(zxid=self.zxid, source="txnlog")
         self.events.append(ev)
@@ -83,6 +88,20 @@ class History:
     def fault(self, fault, brokers, **params):
         return self._add("fault.start", fault_id=len(self.events), fault=fault, target=f"broker:{brokers[0]}",
                          nodes=[f"kafka-{b}" for b in brokers], broker_ids=list(brokers), params=params)
+
+    def zk_fault(self, fault="zk_kill", nodes=("kc-x-zk1",)):
+        return self._add("fault.start", fault_id=len(self.events), fault=fault, target="zookeeper",
+                         nodes=list(nodes), broker_ids=[], params={})
+
+    def last_fault_id(self):
+        return [e for e in self.events if e["type"] == "fault.start"][-1]["fault_id"]
+
+    def heal(self, fault_id):
+        return self._add("fault.end", fault_id=fault_id, fault="?", nodes=[], ok=True, error=None)
+
+    def sample(self):
+        """An Admin-API sample with nothing in it: an event that shows the record goes on."""
+        return self._add("admin.metadata", controller_id=None, brokers=[], partitions=[])
 
     def action(self, action, **params):
         return self._add("action", action=action, params=params, ok=True, error=None)

@@ -499,16 +499,27 @@ def test_dead_leader_not_replaced_is_k3():
     h.md(entry(1, 0, [1, 2, 3]), by=2, dt=25.0)            # 45 s > 9 s + 30 s
     r = assert_rule(h, "K3")
     d = r.divergences[0]
-    assert d.kind == "divergence" and d.rule_id == "§9.3/§8.4/K3" and d.after["leader"] == 1
+    assert d.kind == "progress" and d.rule_id == "§9.3/§8.4/K3" and d.after["leader"] == 1
 
 
-def test_k3_is_a_note_under_compatible():
+def test_k3_dead_leader_kept_fails_under_compatible_too():
+    """A dead broker kept as leader is a broker fault in every profile (it used to be a mere note)."""
     h = KHistory()
     h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(2, 5, by=2)
     h.fault("kill", [1])
     h.md(entry(1, 0, [1, 2, 3]), by=2, dt=45.0)
-    r = assert_pass(h, "compatible")
-    assert [n["rule"] for n in r.stats["notes"]] == ["K3"]
+    r = assert_rule(h, "K3", "compatible")
+    assert r.stats["notes"] == []
+
+
+def test_k3_replaced_leader_passes_under_compatible():
+    h = KHistory()
+    h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(2, 5, by=2)
+    h.fault("kill", [1])
+    h.md(entry(1, 0, [1, 2, 3]), by=2, dt=5.0)              # within session timeout + grace: still allowed
+    h.md(entry(2, 1, [2, 3]), by=2, dt=10.0)
+    h.md(entry(2, 1, [2, 3]), by=2, dt=60.0)
+    assert_pass(h, "compatible")
 
 
 def test_k3_not_judged_without_quorum_majority_or_voters():
