@@ -83,8 +83,7 @@ DEFAULT_ZK_CONFIG: dict[str, str] = {
 JVM_OPTS_ENV = "KAFKA_CHAOS_JVM_OPTS"
 
 # Container limits (hardening; README "Cluster details"). Every container drops all capabilities but
-# NET_ADMIN (iptables/tc faults run by `docker exec` as root inside it), gets no-new-privileges, and a
-# memory and a pids limit sized for the images' JVMs: a Kafka node runs a 512 MB heap (plus ~300 MB
+# NET_ADMIN (iptables/tc faults run by `docker exec` as root inside it) and gets a memory and a pids limit sized for the images' JVMs: a Kafka node runs a 512 MB heap (plus ~300 MB
 # off-heap, plus a 256 MB tool JVM that admin operations start in it), ZooKeeper a 256 MB heap.
 # Each is overridable by its environment variable (docker sizes like 2g; "0" removes the limit).
 LIMIT_ENV = {"kafka_memory": ("KAFKA_CHAOS_KAFKA_MEMORY", "1536m"),
@@ -112,7 +111,9 @@ def container_limits(mode: str, generic: bool = False) -> dict:
     caps = os.environ.get(CAP_ADD_ENV)
     cap_add = [c.strip().upper() for c in caps.split(",") if c.strip()] if caps is not None else (
         GENERIC_CAP_ADD if generic else CAP_ADD)
-    kw = {"cap_drop": ["ALL"], "cap_add": cap_add, "security_opt": ["no-new-privileges:true"]}
+    # no "no-new-privileges": with it, `docker exec --user root` in a container whose user is not root
+    # gets no capabilities at all (iptables: "Permission denied (you must be root)")
+    kw = {"cap_drop": ["ALL"], "cap_add": cap_add}
     if mem not in ("0", "0b", "0k", "0m", "0g"):
         kw["mem_limit"] = mem
         kw["memswap_limit"] = mem          # no swap beyond the limit

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import textwrap
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -171,6 +172,10 @@ FAKE_MVN = textwrap.dedent("""\
     #!/usr/bin/env python3
     # stand-in for Maven: 'copies' one empty jar per dependency of the pom (plus what Kafka pulls in)
     import os, re, sys
+    if "-o" in sys.argv and os.environ.get("FAKE_MVN_OFFLINE_FAIL"):
+        with open(os.environ["FAKE_MVN_LOG"], "a") as log:
+            log.write("-o:failed\\n")
+        sys.exit(1)
     pom = open(sys.argv[sys.argv.index("-f") + 1]).read()
     out = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("-DoutputDirectory="))
     os.makedirs(out, exist_ok=True)
@@ -183,7 +188,7 @@ FAKE_MVN = textwrap.dedent("""\
         if n not in os.environ.get("FAKE_MVN_DROP", "").split():
             open(os.path.join(out, n), "w").close()
     with open(os.environ["FAKE_MVN_LOG"], "a") as log:
-        log.write(os.path.basename(sys.argv[sys.argv.index("-f") + 1]) + "\\n")
+        log.write(("-o:" if "-o" in sys.argv else "") + os.path.basename(sys.argv[sys.argv.index("-f") + 1]) + "\\n")
     """)
 
 
@@ -197,7 +202,53 @@ def fake_mvn(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("FAKE_MVN_LOG", str(tmp_path / "mvn.log"))
+    monkeypatch.setenv("KAFKA_CHAOS_M2", str(tmp_path / "m2"))     # an empty local Maven repository
     return tmp_path / "mvn.log"
+
+
+def _in_local_maven_repo(version: str) -> None:
+    d = Path(os.environ["KAFKA_CHAOS_M2"]) / "org" / "apache" / "kafka" / "kafka_2.13" / version
+    d.mkdir(parents=True)
+    (d / f"kafka_2.13-{version}.jar").write_bytes(b"")
+
+
+def test_maven_runs_offline_when_the_local_repository_has_the_version(fake_mvn, monkeypatch):
+    monkeypatch.setenv("FAKE_MVN_TRANSITIVE", "zookeeper-3.8.4.jar slf4j-api-1.7.36.jar")
+    _in_local_maven_repo("3.9.2")
+    images.ensure_jars("3.9.2")
+    assert fake_mvn.read_text().split() == ["-o:pom.xml"]          # never online
+
+
+def test_maven_goes_online_only_when_offline_resolution_fails(fake_mvn, monkeypatch):
+    monkeypatch.setenv("FAKE_MVN_TRANSITIVE", "zookeeper-3.8.4.jar slf4j-api-1.7.36.jar")
+    monkeypatch.setenv("FAKE_MVN_OFFLINE_FAIL", "1")
+    _in_local_maven_repo("3.9.2")
+    images.ensure_jars("3.9.2")
+    assert fake_mvn.read_text().split() == ["-o:failed", "pom.xml"]
+
+
+def test_cached_jars_resolve_without_the_network_even_with_a_stale_version_list(fake_mvn, monkeypatch):
+    cache = Path(os.environ["KAFKA_CHAOS_CACHE"])
+    cache.mkdir(parents=True, exist_ok=True)
+    listing = cache / "kafka-versions.json"
+    listing.write_text('["3.8.1", "3.9.1", "3.9.2", "4.1.2"]')
+    os.utime(listing, (time.time() - 5 * 86400, time.time() - 5 * 86400))     # days old
+    for v in ("3.9.2", "3.8.1"):
+        (cache / "jars" / v).mkdir(parents=True)
+        (cache / "jars" / v / ".complete").write_text("x")
+
+    asked = []
+
+    def offline(*a, **k):
+        asked.append(a[0])
+        raise OSError("offline")
+    monkeypatch.setattr(images.urllib.request, "urlopen", offline)
+    assert images.resolve_version(None) == "3.9.2"
+    assert images.resolve_version("3.8") == "3.8.1"
+    assert images.resolve_version("3.8.1") == "3.8.1"
+    assert asked == []
+    assert images.resolve_version("4.1") == "4.1.2"     # not cached: asks (offline here: the stale list)
+    assert asked == [images.MAVEN_METADATA]
 
 
 def test_ensure_jars_4x_adds_log4j2_binding_at_kafkas_version(fake_mvn, monkeypatch):
