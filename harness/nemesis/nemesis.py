@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -50,19 +49,11 @@ _SWEEP_SCRIPT = (netrules.flush_script()
 
 @contextlib.contextmanager
 def defer_sigint():
-    """Hold Ctrl-C back while healing (main thread only); re-raised as KeyboardInterrupt afterwards."""
-    if threading.current_thread() is not threading.main_thread():
+    """Hold Ctrl-C (and SIGTERM) back while healing (main thread only), with a line saying so; re-raised
+    as KeyboardInterrupt afterwards (harness/lifecycle.py Shield)."""
+    from ..lifecycle import Shield
+    with Shield("healing the faults"):
         yield
-        return
-    pending: list[int] = []
-    old = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, lambda sig, frame: pending.append(sig))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-    if pending:
-        raise KeyboardInterrupt
 
 
 def _spec_fields(spec, target, params) -> tuple[str, str | None, dict | None]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness import lifecycle, owner
-from harness.docker_util import LABEL, LABEL_CLUSTER, LABEL_OWNER_PID
+from harness.docker_util import LABEL, LABEL_OWNER_PID
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,11 +153,10 @@ def test_two_sigints_during_a_run_leave_nothing_and_publish_unknown_aborted(brok
     from harness.record import read_run
     proc, tmp = _start_run_until_fault(tmp_path, broker_image.tag)
     proc.send_signal(signal.SIGINT)
-    time.sleep(1.0)                              # the first one is being handled: heal, remove, publish
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.5)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+    for later, sig in ((1.0, signal.SIGINT), (2.0, signal.SIGTERM)):   # while the first is handled: heal,
+        time.sleep(later)                                              # remove the cluster, publish
+        if proc.poll() is None:
+            proc.send_signal(sig)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 2, err[-2000:]
     assert "noted;" in err and "is finishing first" in err, err[-2000:]
