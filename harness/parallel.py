@@ -4,7 +4,8 @@ Each job runs as its own ``kafka-chaos run SCENARIO --seed S ...`` child (its ow
 ports, recorder and ZooKeeper client), so one scenario's faults and failures cannot touch another's.
 Children run in their own process groups: Ctrl-C reaches this process only, which forwards exactly
 one SIGINT to every running child (each heals, removes its cluster and publishes its record as
-UNKNOWN) and waits for them, bounded. Each child's output goes to
+UNKNOWN) and waits for them, bounded; a second Ctrl-C meanwhile is noted, not obeyed
+(harness/lifecycle.py Shield), and what a child SIGKILLed after the grace time left is removed. Each child's output goes to
 ``RUNS_DIR/.logs/<n>-<scenario>.log`` (readers of run records skip dot-directories); its result line
 is echoed here. Exit code: 1 if any child found a FAIL, else 2 if any was UNKNOWN or failed to run,
 else 0 (the same convention as a serial run).
