@@ -20,95 +20,36 @@ How observed writes are judged
   treated as live (history started mid-run).
 * The shutting-down set is not in ZooKeeper: a broker with an open graceful ``stop``/``restart``
   fault may or may not be shutting down; both are allowed.
-* Gaps (a ``zk.gap`` event or a jump of the znode ``version``) mean skipped states: across a gap only
-  H2, H3, H4, H5-H7, H9 and H12 are checked.
+* Gaps (a ``zk.gap`` event or a jump of the znode ``version``) mean skipped states (§8.1 caveat 6),
+  and limit rules to the interval they cover only: a partition gap exempts the one transition across
+  it (only H2-H9, H12 on it), a topic gap the one topic transition (D15, H16), a ``/brokers/ids`` gap
+  the writes whose admissible controller views still reach back before it (until the controller's
+  frontier passes it or a controller elected after it acts), a ``/controller`` gap the epoch rules
+  until the next epoch is seen. Rules resume with the next complete observation.
+* Progress (P1 elections, P3 reassignments, §8.4) is judged by ``liveness.py`` with time bounds from
+  ``profiles.progress_bounds``; H8 (ISR ⊆ replicas, §8.2) with the §7.10 reassignment transients.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
-from reference.elections import (clean_offline, controlled_shutdown_election, init_new_partition,
-                                 preferred_election, reassign_election, remove_from_isr, unclean_offline)
 from reference.events import normalize, parse_gap_path
 from reference.invariants import state_violations, transition_violations
 from reference.liveness import Progress
-from reference.profiles import (GATE_FENCING, GATE_KIP455, GATE_KIP841, GATE_RECOVERY, Profile, profile_for,
-                                progress_bounds, run_without_zookeeper)
-from reference.rules import RULES, rule_id
-from reference.state import NO_LEADER, RECOVERING, distinct, list_minus
+from reference.profiles import (GATE_FENCING, GATE_RECOVERY, Profile, profile_for, progress_bounds,
+                                run_without_zookeeper)
+from reference.result import MAX_REPORTED, ConformanceResult, Divergence
+from reference.state import list_minus
+from reference.topics import TopicJudge, _Topic
+from reference.writes import Obs, WriteJudge
+
+__all__ = ["Checker", "ConformanceResult", "Divergence", "MAX_REPORTED", "check_conformance",
+           "record_unclean_permission"]
 
 GRACEFUL_FAULTS = frozenset({"stop", "restart", "shutdown", "controlled_shutdown"})
 UNCLEAN_KEY = "unclean.leader.election.enable"
-MAX_REPORTED = 1000
-
-
-# ------------------------------------------------------------------------------ result types
-@dataclass
-class Divergence:
-    """One reported problem: a hard-invariant violation (``H*``) or an Apache divergence (``D*``)."""
-
-    rule: str
-    subject: str
-    explanation: str
-    seq: int | None = None
-    zxid: int | None = None
-    before: dict | None = None
-    after: dict | None = None
-    allowed: list[str] = field(default_factory=list)
-
-    @property
-    def rule_id(self) -> str:
-        return rule_id(self.rule)
-
-    @property
-    def kind(self) -> str:
-        return {"H": "invariant", "P": "progress"}.get(self.rule[:1], "divergence")
-
-    def to_dict(self) -> dict:
-        return {"rule": self.rule, "rule_id": self.rule_id, "kind": self.kind, "subject": self.subject,
-                "seq": self.seq, "zxid": self.zxid, "before": self.before, "after": self.after,
-                "allowed": list(self.allowed), "explanation": self.explanation}
-
-    def __str__(self) -> str:
-        return f"[{self.rule_id}] {self.subject} seq={self.seq} zxid={self.zxid}: {self.explanation}"
-
-
-@dataclass
-class ConformanceResult:
-    verdict: str
-    divergences: list[Divergence]
-    invariant_violations: list[Divergence]
-    stats: dict
-    profile: str = ""
-
-    def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "profile": self.profile,
-                "divergences": [d.to_dict() for d in self.divergences[:MAX_REPORTED]],
-                "invariant_violations": [d.to_dict() for d in self.invariant_violations[:MAX_REPORTED]],
-                "stats": dict(self.stats)}
-
-    def rules(self) -> set[str]:
-        """All rule ids reported (``{"H5", "D1", ...}``), handy in tests."""
-        return {d.rule for d in self.divergences} | {d.rule for d in self.invariant_violations}
-
-
-# ------------------------------------------------------------------------------ observations
-class Obs(NamedTuple):
-    leader: int
-    leader_epoch: int
-    isr: tuple
-    isr_set: frozenset
-    controller_epoch: int
-    recovery: int
-    version: int
-
-    def to_dict(self) -> dict:
-        return {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
-                "controller_epoch": self.controller_epoch, "leader_recovery_state": self.recovery,
-                "version": self.version}
 
 
 class _Part:
@@ -121,38 +62,8 @@ class _Part:
         self.epochs: dict[int, int] = {}
 
 
-class _Topic:
-    __slots__ = ("topic_id", "assign", "version", "window", "trs_covered", "deletion_processed", "rs_ok", "gap")
-
-    def __init__(self, topic_id):
-        self.topic_id = topic_id
-        self.rs_ok: dict[int, frozenset] = {}   # cache, cleared on every topic write
-        self.assign: dict[int, tuple] = {}     # p -> (rs, ar, rr)
-        self.version = -1
-        self.window: dict[int, tuple] = {}     # p -> previous RS, after a topic write changed p (U1/U3 window)
-        self.trs_covered: dict[int, bool] = {}
-        self.deletion_processed = False
-        self.gap = False                       # versions of the topic znode were skipped
-
-
-class _WriteCtx(NamedTuple):
-    rs: tuple
-    trs: tuple | None            # reassignment target when a reassignment/cancel/reorder is in flight
-    trs_must_be_in_isr: bool
-    removable: frozenset         # replicas the controller may drop from the ISR (RR, dropped AR)
-    deleting: bool
-    unclean: bool
-    failover_block: bool         # D12: the leader was dead before this controller was elected
-
-
-def _summ(o) -> str:
-    leader, isr, rec, rule = o
-    extra = " RECOVERING" if rec == RECOVERING else ""
-    return f"leader={leader} isr={sorted(isr)}{extra} ({rule_id(rule) if rule in RULES else rule})"
-
-
 # ------------------------------------------------------------------------------ the checker
-class Checker:
+class Checker(WriteJudge, TopicJudge):
     """Stateful single pass over normalized events. Use :func:`check_conformance`."""
 
     def __init__(self, profile: Profile, metadata: dict):
@@ -401,183 +312,9 @@ class Checker:
         elif kind == "controller":
             self.epoch_gap = True
 
-    # -- topics: H15, H16, D15 --------------------------------------------------------------------
-    def _on_topic(self, ev):
-        name = ev["topic"]
-        if ev.get("deleted"):
-            self.topics.pop(name, None)
-            for tp in [tp for tp in self.parts if tp[0] == name]:
-                del self.parts[tp]
-                self.progress.on_state_deleted(tp)
-            self.progress.on_topic(name, None)
-            return
-        tid = ev.get("topic_id")
-        t = self.topics.get(name)
-        if t is None or (tid is not None and t.topic_id is not None and tid != t.topic_id):
-            t = self.topics[name] = _Topic(tid)        # new incarnation (§6.3: key by topic id)
-            for tp in [tp for tp in self.parts if tp[0] == name]:
-                del self.parts[tp]
-                self.progress.on_state_deleted(tp)
-        elif tid is not None:
-            t.topic_id = tid
-        t.rs_ok.clear()
-        adding = ev.get("adding_replicas") or {}
-        removing = ev.get("removing_replicas") or {}
-        subject = name
-        v = ev.get("version")
-        gap = t.gap or (isinstance(v, int) and t.version >= 0 and v > t.version + 1)
-        t.gap = False
-        for ps, rs in ev["partitions"].items():
-            p = int(ps)
-            new = (tuple(rs), tuple(adding.get(ps, ())), tuple(removing.get(ps, ())))
-            old = t.assign.get(p)
-            t.assign[p] = new
-            self._check_topic_partition(f"{subject}-{p}", t, p, old, new, gap)
-        for tp in [tp for tp in self.pending_reassign if tp[0] == name]:
-            self.pending_reassign.discard(tp)
-        t.version = v if isinstance(v, int) else t.version + 1
-        self.progress.on_topic(name, t)
-
-    def _check_topic_partition(self, subject, t: _Topic, p, old, new, gap: bool = False):
-        rs, ar, rr = new
-        if ar or rr:
-            if set(ar) & set(rr) or not set(ar) <= set(rs) or not set(rr) <= set(rs) \
-                    or not list_minus(rs, ar) or not list_minus(rs, rr):
-                self._report("H15", subject, f"invalid reassignment state RS={list(rs)} AR={list(ar)} "
-                             f"RR={list(rr)}", None, {"replicas": list(rs), "adding": list(ar), "removing": list(rr)})
-        if old is None or old == new:
-            t.window.pop(p, None)
-            return
-        if gap:
-            # skipped topic versions: the transition old -> new is not one write, so D15/H16 cannot be
-            # judged on it; the dropped replicas may still leave the ISR (§7.10 window), and whether the
-            # target was ever in the ISR is unknown (H16 resumes with the next reassignment)
-            t.window[p] = old[0]
-            t.trs_covered[p] = True
-            return
-        ors_old = list_minus(old[0], old[1])
-        trs_old = list_minus(old[0], old[2])
-        if ar or rr:                                                      # U1: start / replace
-            if self.apache and self.p.at_least(GATE_KIP455):
-                target = list_minus(rs, rr)
-                exp = distinct(target + ors_old)
-                exp_ar, exp_rr = list_minus(exp, ors_old), list_minus(exp, target)
-                if (rs, ar, rr) != (exp, exp_ar, exp_rr):
-                    self._report("D15", subject, f"reassignment to {list(target)} written as RS={list(rs)} "
-                                 f"AR={list(ar)} RR={list(rr)}", {"replicas": list(old[0])},
-                                 {"replicas": list(rs), "adding": list(ar), "removing": list(rr)},
-                                 [f"RS={list(exp)} AR={list(exp_ar)} RR={list(exp_rr)}"])
-            if list_minus(rs, rr) != trs_old or not (old[1] or old[2]):
-                t.trs_covered[p] = False
-            t.window[p] = old[0]
-            return
-        if old[1] or old[2]:                                              # left the reassigning state
-            if set(rs) == set(trs_old) and set(rs) != set(ors_old):       # completion (B6)
-                if not t.trs_covered.get(p, False):
-                    self._report("H16", subject, f"reassignment completed to {list(rs)} but the target "
-                                 "replicas were never all in the ISR", {"replicas": list(old[0])},
-                                 {"replicas": list(rs)})
-                elif self.apache and tuple(rs) != trs_old:
-                    self._report("D15", subject, f"completed RS {list(rs)} is not TRS {list(trs_old)} in order",
-                                 None, {"replicas": list(rs)}, [f"RS={list(trs_old)}"])
-                t.window.pop(p, None)
-                return
-            if set(rs) == set(ors_old):                                   # cancel (U1 of §7.8)
-                t.window[p] = old[0]
-                return
-            self._report("H16", subject, f"reassignment ended with replicas {list(rs)}: neither the target "
-                         f"{list(trs_old)} nor the original {list(ors_old)}", {"replicas": list(old[0])},
-                         {"replicas": list(rs)})
-            t.window.pop(p, None)
-            return
-        t.window[p] = old[0]                                              # reorder / legacy write
 
     # -- partition states -----------------------------------------------------------------------
-    def _write_ctx(self, tp, t: _Topic | None, prev: Obs, ce: int) -> _WriteCtx:
-        topic = tp[0]
-        rs, ar, rr = (t.assign.get(tp[1]) if t else None) or ((), (), ())
-        trs, need, removable = None, False, set()
-        if ar or rr:
-            trs, need = list_minus(rs, rr), True
-            removable.update(rr)
-        zk = self.zk_reassign.get(tp)
-        if zk is not None and not (ar or rr):
-            trs, need = zk, True
-            removable.update(r for r in rs if r not in zk)
-        if t is not None and tp[1] in t.window:
-            removable.update(r for r in t.window[tp[1]] if r not in rs)
-            if trs is None:
-                trs = rs
-        if trs is None and (tp in self.pending_reassign or (topic, None) in self.pending_reassign):
-            trs = rs
-        unclean = (self.unclean_topic.get(topic, self.unclean_default) or tp in self.unclean_grants
-                   or (topic, None) in self.unclean_grants)
-        fb = False
-        if self.apache and prev.leader != NO_LEADER and ce in self.epoch_start:
-            # D12: the leader was already dead when this controller initialized, and has not come back
-            # since (had it, the controller would have seen it live and failover would not apply).
-            L, start = prev.leader, self.epoch_start[ce]
-            fb = (L in self.seen_brokers and L not in self.snaps[start]
-                  and self.last_registered.get(L, -1) < start)
-        return _WriteCtx(rs, trs, need, frozenset(removable), topic in self.deleting, unclean, fb)
 
-    def _outcomes(self, prev: Obs, c: _WriteCtx, reg: frozenset, sd: frozenset) -> list[tuple]:
-        """Every (leader, isr-set, recovery, rule) the Apache controller could write, given the
-        registered set ``reg`` and shutting-down set ``sd`` (§4.1-§4.6, §5.2, §5.5, §7.4)."""
-        online = reg - sd if sd else reg
-        L, isr, rec, rs = prev.leader, prev.isr, prev.recovery, c.rs
-        outs = []
-        elect_possible = False
-        if not c.deleting:
-            if (L == NO_LEADER or L not in online) and not c.failover_block:
-                e = clean_offline(rs, isr, rec, online)
-                if e is not None:
-                    outs.append((e.leader, frozenset(e.isr), e.recovery, "D1"))
-                    elect_possible = True
-                elif c.unclean and not any(i in online for i in isr):
-                    e = unclean_offline(rs, online, self.rec_supported)
-                    if e is not None:
-                        outs.append((e.leader, frozenset(e.isr), e.recovery, "D2"))
-                        elect_possible = True
-            if rs and L != rs[0]:
-                e = preferred_election(rs, isr, rec, online)
-                if e is not None:
-                    outs.append((e.leader, frozenset(e.isr), e.recovery, "D4"))
-            if L in sd and L in reg:
-                e = controlled_shutdown_election(rs, isr, rec, reg, sd)
-                if e is not None:
-                    outs.append((e.leader, frozenset(e.isr), e.recovery, "D5"))
-        if c.trs is not None and (not c.trs_must_be_in_isr or prev.isr_set.issuperset(c.trs)):
-            if L not in c.trs or L not in online:
-                e = reassign_election(c.trs, isr, rec, online)
-                if e is not None:
-                    outs.append((e.leader, frozenset(e.isr), e.recovery, "D6"))
-            outs.append((L, prev.isr_set, rec, "D16"))
-        elif c.trs is not None:
-            outs.append((L, prev.isr_set, rec, "D16"))       # A1: LE+1, nothing else
-        for r in isr:
-            if r in online and not c.deleting and r not in c.removable:
-                continue
-            if r == L and not (c.deleting or r in c.removable or c.failover_block or not elect_possible):
-                continue                                     # §5.2: the election comes first (D10)
-            res = remove_from_isr(L, isr, r)
-            if res is not None:
-                outs.append((res[0], frozenset(res[1]), rec, "D8"))
-        return outs
-
-    def _views(self, ce: int):
-        lo = self.lo.get(ce, 0)
-        return lo, len(self.snaps) - 1
-
-    def _live_in_some_view(self, b: int, ce: int) -> int | None:
-        """Index of the oldest admissible view in which ``b`` is registered (H19), else None."""
-        if b not in self.seen_brokers:
-            return self.lo.get(ce, 0)
-        lo, hi = self._views(ce)
-        for k in range(lo, hi + 1):
-            if b in self.snaps[k]:
-                return k
-        return None
 
     def _on_state(self, ev):
         tp = (ev["topic"], ev["partition"])
@@ -648,186 +385,6 @@ class Checker:
             self._check_leader_isr_change(subject, prev, new, rs)
         else:
             self._check_controller_write(tp, subject, t, prev, new, rs)
-
-    def _check_creation(self, tp, subject, new: Obs, rs):
-        if new.version != 0:
-            return                                     # first observation of an existing partition: baseline
-        self.stats["creations"] += 1
-        ce = new.controller_epoch
-        if new.leader != NO_LEADER and self._live_in_some_view(new.leader, ce) is None:
-            self._report("H19", subject, f"partition created with leader {new.leader} whose /brokers/ids znode "
-                         "was already gone", None, new.to_dict())
-            return
-        if not self.apache or rs is None:
-            return
-        lo, hi = self._views(ce)
-        allowed = []
-        for k in range(lo, hi + 1):
-            online = self.snaps[k] | frozenset(r for r in rs if r not in self.seen_brokers)
-            for sd in self._sd_options(rs):
-                e = init_new_partition(rs, online - sd)
-                if e is None:
-                    continue
-                if new.leader_epoch == 0 and e.leader == new.leader and frozenset(e.isr) == new.isr_set:
-                    self.lo[ce] = k
-                    return
-                if len(allowed) < 6:
-                    allowed.append(_summ((e.leader, e.isr, 0, "D3")) + " LE=0")
-        self._report("D3", subject, f"new partition got leader {new.leader} isr {list(new.isr)} LE "
-                     f"{new.leader_epoch}; Apache picks the first online replica of {list(rs)} and all online "
-                     "replicas as ISR, LE 0", None, new.to_dict(), allowed)
-
-    def _check_leader_isr_change(self, subject, prev: Obs, new: Obs, rs):
-        """Same LE: AlterPartition / legacy leader write (§5.9, §5.10): H10, H13, H19 (3.3+), D7, D9."""
-        self.stats["leader_isr_changes"] += 1
-        added = [r for r in new.isr if r not in prev.isr_set]
-        removed = [r for r in prev.isr if r not in new.isr_set]
-        if added and self.p.at_least(GATE_KIP841):
-            ce = self.epoch if self.epoch is not None else new.controller_epoch
-            dead = [r for r in added if self._live_in_some_view(r, ce) is None]
-            if dead:
-                self._report("H19", subject, f"ISR expanded with {dead} whose /brokers/ids znode was gone "
-                             "(AlterPartition must reject non-live replicas, KIP-841)", prev.to_dict(), new.to_dict())
-        if not self.apache:
-            return
-        if prev.leader == NO_LEADER and (added or removed):
-            self._report("D7", subject, "ISR changed without a leader-epoch bump while there was no leader "
-                         "(only controller writes can change a leaderless partition, and they bump LE)",
-                         prev.to_dict(), new.to_dict(), [f"leader_epoch={prev.leader_epoch + 1}"])
-        elif added and (len(added) > 1 or removed):
-            self._report("D9", subject, f"leader ISR change added {added} and removed {removed} in one write; "
-                         "Apache expands one replica at a time", prev.to_dict(), new.to_dict())
-        elif not added and not removed and new.recovery == prev.recovery and new.leader == prev.leader:
-            self._report("D7", subject, "state znode rewritten with no change and no leader-epoch bump",
-                         prev.to_dict(), new.to_dict())
-
-    def _check_controller_write(self, tp, subject, t, prev: Obs, new: Obs, rs):
-        """LE increased: a controller write (§4, §5.2, §5.5, §6.2, §7.4)."""
-        self.stats["controller_writes"] += 1
-        ce = new.controller_epoch
-        L, x = prev.leader, new.leader
-        if (self.epoch is not None and ce < self.epoch and self.p.at_least(GATE_FENCING)
-                and not self.epoch_gap):
-            self._report("H2", subject, f"controller write with controller epoch {ce} after epoch "
-                         f"{self.epoch} was established (a fenced controller's write succeeded)",
-                         prev.to_dict(), new.to_dict())
-        c = self._write_ctx(tp, t, prev, ce) if rs is not None else None
-        self.unclean_grants.discard(tp)      # an ElectLeaders(UNCLEAN) request covers one controller write
-        if x != L and x != NO_LEADER:
-            self.stats["elections"] += 1
-            if self._live_in_some_view(x, ce) is None:
-                self._report("H19", subject, f"broker {x} elected leader after its /brokers/ids znode was gone "
-                             "(the controller already considered it dead)", prev.to_dict(), new.to_dict())
-                return
-            if x not in prev.isr_set:
-                unclean_ok = c is not None and c.unclean
-                if not unclean_ok:
-                    self._report("H11", subject, f"broker {x} elected from outside the ISR {list(prev.isr)} "
-                                 "with unclean leader election disabled", prev.to_dict(), new.to_dict())
-                    return
-                if new.isr != (x,):
-                    self._report("H11", subject, f"unclean election of {x} must reset the ISR to [{x}], "
-                                 f"got {list(new.isr)}", prev.to_dict(), new.to_dict())
-                    return
-                if self.rec_supported and new.recovery != RECOVERING:
-                    self._report("H12", subject, f"unclean election of {x} did not set leader_recovery_state="
-                                 "RECOVERING (3.2+)", prev.to_dict(), new.to_dict())
-            if c is not None and c.deleting and t is not None and t.deletion_processed and c.trs is None:
-                self._report("H14", subject, f"leader moved to {x} while topic {tp[0]} is being deleted",
-                             prev.to_dict(), new.to_dict())
-                return
-        added = [r for r in new.isr if r not in prev.isr_set]
-        if added and not (x != L and x not in prev.isr_set and new.isr == (x,)):
-            self._report("H13", subject, f"controller write added {added} to the ISR (only the leader expands "
-                         "the ISR)", prev.to_dict(), new.to_dict())
-            return
-        # §2.6: the controller handles its event queue in FIFO order, so events queued before the
-        # delete marker's notification (e.g. the BrokerChange of an earlier deregistration) are
-        # processed as for a topic not being deleted, until the TopicDeletion event itself runs.
-        # A deletion write (§6.2 step 4) shows it has run; an election never is one (§6.2: no
-        # elections for a topic queued for deletion), so it does not mark the deletion processed.
-        pending = c is not None and c.deleting and t is not None and not t.deletion_processed
-        if (c is not None and c.deleting and t is not None and (x == L or x == NO_LEADER)
-                and (x == NO_LEADER or len(new.isr) < len(prev.isr))):
-            t.deletion_processed = True
-        if c is None:
-            return
-        ctxs = (c, c._replace(deleting=False)) if pending else (c,)
-        if not self.apache:
-            # Compatible profile: no D-rule is reported, but the Apache explanation of the write (if
-            # any) still advances the controller's view frontier, which H19 relies on.
-            self._match_outcomes(subject, prev, new, ctxs, ce, report=False)
-            return
-        if new.leader_epoch != prev.leader_epoch + 1:
-            self._report("D7", subject, f"leader epoch went {prev.leader_epoch} -> {new.leader_epoch} in one "
-                         "write; every Apache controller write bumps it by exactly 1", prev.to_dict(),
-                         new.to_dict(), [f"leader_epoch={prev.leader_epoch + 1}"])
-        self._match_outcomes(subject, prev, new, ctxs, ce)
-
-    def _match_outcomes(self, subject, prev: Obs, new: Obs, ctxs: tuple, ce: int, report: bool = True):
-        """Find a view (and shutting-down set) under which one of the write contexts ``ctxs``
-        explains ``new``; advance the frontier to it, else report (attributed with ``ctxs[0]``)."""
-        c = ctxs[0]
-        lo, hi = self._views(ce)
-        extra = frozenset(r for r in itertools.chain(c.rs, prev.isr) if r not in self.seen_brokers)
-        key = (new.leader, new.isr_set)
-        seen: set = set()
-        sd_opts = self._sd_options(itertools.chain(c.rs, prev.isr))
-        for k in range(lo, hi + 1):
-            reg = self.snaps[k] | extra if extra else self.snaps[k]
-            for sd in sd_opts:
-                if sd and not (sd <= reg):
-                    continue
-                self.stats["views_scanned"] += 1
-                outs = [o for cx in ctxs for o in self._outcomes(prev, cx, reg, sd)]
-                if report:
-                    seen.update(outs)
-                for o in outs:
-                    if (o[0], o[1]) == key and (not self.rec_supported or o[2] == new.recovery):
-                        self.lo[ce] = k
-                        return
-        if not report:
-            return
-        allowed = sorted({_summ(o) for o in seen})[:10]
-        rule, why = self._attribute(prev, new, c, ce)
-        self._report(rule, subject, why, prev.to_dict(), new.to_dict(), allowed or ["no write"])
-
-    def _attribute(self, prev: Obs, new: Obs, c: _WriteCtx, ce: int) -> tuple[str, str]:
-        """Name the Apache rule an unexpected controller write breaks, with a one-line reason."""
-        L, x = prev.leader, new.leader
-        lo, hi = self._views(ce)
-        live_now = L in self.snaps[hi] or L not in self.seen_brokers
-        if x != L and x != NO_LEADER:
-            if x not in prev.isr_set:
-                return "D2", f"unclean election chose {x}; Apache picks the first online replica of {list(c.rs)}"
-            if c.failover_block:
-                return "D12", (f"leader {L} was dead before controller epoch {ce} began: Apache first writes "
-                               f"leader=-1, then elects")
-            if L in self.maybe_shutting and live_now:
-                return "D5", f"controlled-shutdown election chose {x} / ISR {list(new.isr)} (RS {list(c.rs)})"
-            if c.trs is not None:
-                return "D6", f"reassignment election chose {x}; expected the first of TRS {list(c.trs)} in the ISR"
-            if live_now and L != NO_LEADER:
-                return "D4", f"leader moved from live broker {L} to {x}; only RS[0]={c.rs[0] if c.rs else None} " \
-                             "(preferred election) may take over"
-            return "D1", (f"offline election chose {x} with ISR {list(new.isr)}; Apache picks the first replica "
-                          f"of {list(c.rs)} that is online and in the ISR, ISR := ISR ∩ online")
-        if x == NO_LEADER and L != NO_LEADER:
-            exp = remove_from_isr(L, prev.isr, L)
-            if exp is not None and frozenset(exp[1]) != new.isr_set:
-                return "D8", f"leader {L} removed but ISR became {list(new.isr)}, expected {list(exp[1])}"
-            return "D1", f"leader {L} set to -1 although an online ISR member could have been elected"
-        removed = [r for r in prev.isr if r not in new.isr_set]
-        if removed and len(removed) > 1:
-            return "D10", f"one controller write removed {removed} from the ISR; Apache removes one replica per write"
-        if removed:
-            return "D10", f"replica {removed[0]} removed from the ISR although the controller saw it live"
-        if prev.isr_set == new.isr_set and len(prev.isr) == 1 and not new.isr_set - prev.isr_set:
-            if L == x:
-                return "D7", "leader-epoch bump with no change and no reassignment, failover or dead replica cause"
-        if not new.isr and prev.isr:
-            return "D8", "the last ISR member was removed"
-        return "D7", "leader-epoch bump with no change and no reassignment, failover or dead replica cause"
 
 
 def record_unclean_permission(judge, action: str | None, params: dict) -> bool:
