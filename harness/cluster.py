@@ -806,6 +806,9 @@ def _remove_labelled(label: str) -> dict[str, int]:
             counts[kind] += 1
         except docker.errors.NotFound:  # removed meanwhile (another cleanup, auto-remove)
             pass
+        except docker.errors.APIError as e:   # 409: another process is removing it right now
+            if e.status_code != 409 or "in progress" not in str(e):
+                raise
 
     for c in _containers(label):
         attempt("containers", lambda: client.api.remove_container(c["Id"], force=True, v=True))

@@ -73,6 +73,9 @@ def _docker_leftovers(client, everything: bool, pids: set[int] | None) -> list[L
                 fn()
             except docker.errors.NotFound:     # removed meanwhile (its owner's own cleanup, another reaper)
                 pass
+            except docker.errors.APIError as e:  # 409: another reaper is removing it right now
+                if e.status_code != 409 or "in progress" not in str(e):
+                    raise
         return run
 
     for c in api.containers(all=True, filters={"label": f"{LABEL}=1"}):
