@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .checkers.verdict import Verdict, decide
 from .errors import HarnessError
-from .record import RecordError, list_runs, read_run
+from .record import RecordError, _write_json_atomic, list_runs, read_run
 
 
 def add_parser(sub) -> None:
@@ -74,10 +74,7 @@ def rejudge(path: Path, profile: str | None = None) -> tuple[dict, Verdict]:
 
 def _write(path: Path, stored: dict, new: Verdict) -> None:
     os.replace(path / "verdict.json", path / "verdict.previous.json")
-    body = {**stored, **new.to_dict()}
-    tmp = path / ".verdict.json.tmp"
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path / "verdict.json")
+    _write_json_atomic(path / "verdict.json", {**stored, **new.to_dict()})
 
 
 def cmd_check(args) -> int:
