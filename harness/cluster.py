@@ -683,6 +683,29 @@ class Cluster:
         st = self.zk().exists(f"/brokers/ids/{broker_id}")
         return st.czxid if st else None
 
+    def zk_session_timeout_s(self) -> float:
+        return int(self.broker_config.get("zookeeper.session.timeout.ms", "18000")) / 1000.0
+
+    def await_old_registration_gone(self, broker_id: int) -> None:
+        """ZooKeeper mode, before starting a broker that is not running: wait (bounded by the session
+        timeout + 10 s) until its previous ephemeral ``/brokers/ids/<id>`` is gone.
+
+        A broker killed a moment ago keeps that node until its ZooKeeper session expires; started
+        before then, it finds the node owned by another session, fails with ``NodeExistsException``
+        and exits (``KafkaZkClient.registerBroker``). A supervisor would restart it; waiting for the
+        expiry makes the start succeed the first time. ZooKeeper unreachable: return and let the
+        start report what it finds."""
+        if not self.distribution.has_zookeeper or self.brokers[broker_id].status() in ("running", "paused"):
+            return
+        deadline = time.monotonic() + self.zk_session_timeout_s() + 10.0
+        while time.monotonic() < deadline:
+            try:
+                if self.broker_epoch(broker_id) is None:
+                    return
+            except Exception:  # noqa: BLE001 - ZooKeeper unreachable right now
+                return
+            time.sleep(0.2)
+
     def start_broker(self, broker_id: int, wait: bool = True, timeout_s: float = 60.0) -> None:
         """Start a stopped/killed broker; with ``wait``, until it registered anew (a new broker epoch;
         without ZooKeeper: until it finished startup and is listed in metadata again)."""
@@ -691,6 +714,7 @@ class Cluster:
             if wait:
                 self.wait_ready(timeout_s, brokers=[broker_id])
             return
+        self.await_old_registration_gone(broker_id)
         old = self.broker_epoch(broker_id) if wait else None
         self.brokers[broker_id].start()
         if not wait:

@@ -62,7 +62,7 @@ class Context:
         return self.cluster.nodes()
 
     def session_timeout_s(self) -> float:
-        return int(self.cluster.broker_config.get("zookeeper.session.timeout.ms", "18000")) / 1000.0
+        return self.cluster.zk_session_timeout_s()
 
 
 def run_script(node: "Node", script: str, what: str) -> str:
@@ -120,24 +120,6 @@ def wait_started(cluster: "Cluster", brokers=None, timeout_s: float = 60.0) -> N
         raise FaultError(str(e)) from None
 
 
-def _await_old_session_gone(ctx: Context, node: "Node") -> None:
-    """Before starting a killed broker, wait (bounded) until its previous registration is gone.
-
-    A broker killed a moment ago still has its ephemeral ``/brokers/ids/<id>`` until its ZooKeeper
-    session expires; a broker started before then finds the node owned by another session, fails
-    with ``NodeExistsException`` and exits (``KafkaZkClient.registerBroker``). A supervisor would
-    restart it; the heal waits for the expiry instead, so the restart succeeds the first time.
-    """
-    deadline = time.monotonic() + ctx.session_timeout_s() + 10.0
-    while time.monotonic() < deadline:
-        try:
-            if ctx.cluster.broker_epoch(node.node_id) is None:
-                return
-        except Exception:  # ZooKeeper unreachable right now: let start_broker report what it finds
-            return
-        time.sleep(0.2)
-
-
 def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float = 60.0,
                started=None) -> None:
     """Bring a node back: unpause, or start it; with ``wait`` until it serves again (bounded).
@@ -155,7 +137,7 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
     if st == "missing":
         raise FaultError(f"{node.name} no longer exists")
     if node.role == "broker":
-        _await_old_session_gone(ctx, node)
+        ctx.cluster.await_old_registration_gone(node.node_id)
         try:
             _start_broker(ctx, node, wait, timeout_s, started)
         except FaultError:

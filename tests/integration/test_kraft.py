@@ -75,7 +75,8 @@ def test_generic_adapter_runs_an_image_configured_by_environment(kraft_image, do
     (tmp_path / "Dockerfile").write_text(
         f"FROM {kraft_image.tag}\n"
         "COPY entrypoint.sh /generic-entrypoint.sh\n"
-        "RUN chmod 0755 /generic-entrypoint.sh\n"
+        # the base image runs as its unprivileged user (harness/images.py RUN_USER); chmod as root
+        "USER root\nRUN chmod 0755 /generic-entrypoint.sh\nUSER kafka\n"
         # not a harness image: no kafka-chaos=1 / distribution / version labels
         "LABEL kafka-chaos=0 kafka-chaos.distribution=generic kafka-chaos.kafka-version=\n"
         'ENTRYPOINT ["/generic-entrypoint.sh"]\n')
