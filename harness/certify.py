@@ -608,6 +608,7 @@ def cmd_certify(args) -> int:
     subject = Subject.from_image_info(info)
     if args.distribution:
         from . import distributions
+        distributions.get(args.distribution).check_image(info)   # a broker that does not fit: before any run
         subject = Subject(info.tag, info.image_id, info.kafka_version, args.distribution,
                           distributions.get(args.distribution).has_zookeeper)
     profile = resolve_profile(args.profile, subject)

@@ -136,7 +136,7 @@ def test_bad_master_url_is_one_error_line_and_exit_2(master, tmp_path):
     r = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(SYNTHETIC), "-o", str(tmp_path / "o"),
                         "--master", master], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == [f"error: --master {master!r} is not a Spark master URL (expected "
+    assert r.stderr.strip().splitlines() == [f"kafka-chaos: error: --master {master!r} is not a Spark master URL (expected "
                                              "local, local[N], local[*], local[N,F], spark://HOST:PORT[,HOST:PORT], "
                                              "yarn, k8s://URL)"]
     assert r.stdout == "" and not (tmp_path / "o").exists()       # refused before Spark started
@@ -148,5 +148,5 @@ def test_unreachable_master_is_one_error_line_and_exit_2(tmp_path):
                         "--master", master], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 2
     (line,) = r.stderr.strip().splitlines()
-    assert line.startswith(f"error: cannot reach the Spark master {master} (127.0.0.1:") and "refused" in line
+    assert line.startswith(f"kafka-chaos: error: cannot reach the Spark master {master} (127.0.0.1:") and "refused" in line
     assert not (tmp_path / "o").exists()
