@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .coverage import check_coverage
+from .durability import check_durability
+
 PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
 VERDICTS = (PASS, FAIL, UNKNOWN)
 
@@ -175,52 +178,6 @@ def conformance_input(events: list[dict]) -> list[dict]:
     return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == "watch"]
 
 
-COVERAGE_SLACK_S = 1.0     # a producer's last send may come this long before the last fault ended
-
-
-def producer_coverage(events: list[dict]) -> dict:
-    """Whether every producer was still writing when the faults ended (judged from the send events, so it
-    applies to every record, old ones too).
-
-    A producer whose last send was invoked more than ``COVERAGE_SLACK_S`` before the last fault ended
-    did not exercise the broker through the faults (it died, stalled or stopped): the run cannot claim
-    what its scenario claims, so it is UNKNOWN(``workload``), never PASS. Also measured: each producer's
-    first and last send and acknowledged writes, and the longest time with no acknowledged write."""
-    procs: dict[str, dict] = {}
-    acks: list[float] = []
-    first_fault = last_fault_end = None
-    for e in events:
-        typ = e.get("type")
-        if typ == "client" and e.get("f") == "send":
-            p = procs.setdefault(e.get("process"), {"first_send": e["t"], "last_send": e["t"], "acked": 0,
-                                                    "last_ack": None})
-            if e.get("phase") == "invoke":
-                p["last_send"] = e["t"]
-            elif e.get("phase") == "ok":
-                p["acked"] += 1
-                p["last_ack"] = e["t"]
-                acks.append(e["t"])
-        elif typ == "fault.start" and e.get("nodes"):
-            first_fault = e["t"] if first_fault is None else first_fault
-        elif typ == "fault.end" and e.get("nodes"):
-            last_fault_end = e["t"]
-    acks.sort()
-    gap = max((b - a for a, b in zip(acks, acks[1:])), default=0.0)
-    shortfalls = []
-    if first_fault is not None and last_fault_end is not None:
-        for name, p in sorted(procs.items()):
-            if p["last_send"] < last_fault_end - COVERAGE_SLACK_S:
-                shortfalls.append(f"producer {name} sent nothing after {p['last_send']:.1f} s, but the faults "
-                                  f"lasted until {last_fault_end:.1f} s (window {first_fault:.1f}-"
-                                  f"{last_fault_end:.1f} s not covered)")
-    return {"verdict": UNKNOWN if shortfalls else PASS,
-            "reason": "; ".join(shortfalls) or "every producer was writing until the faults ended",
-            "shortfalls": shortfalls, "faults": [first_fault, last_fault_end],
-            "clients": {k: {kk: (round(v, 3) if isinstance(v, float) else v) for kk, v in p.items()}
-                        for k, p in procs.items()},
-            "longest_ack_gap_s": round(gap, 3)}
-
-
 # -- the decision ------------------------------------------------------------------------------------
 def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | None = None,
            script_error: str | None = None) -> Verdict:
@@ -239,7 +196,6 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
     """
     from reference import check_conformance     # the model is imported only when a record is judged
 
-    from .durability import check_durability
     events = list(events)
     wanted = tuple(checks or metadata.get("checks") or DEFAULT_CHECKS)
     complete, incomplete_why = record_complete(events, metadata)
@@ -266,7 +222,8 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
             data_fail.append(f"durability: {', '.join(bad)}")
         elif d["verdict"] == UNKNOWN:
             undecided.append("durability undecided: " + d.get("reason", ""))
-    coverage = producer_coverage(events) if metadata.get("workload") else None
+    # what the run exercised, judged against the scenario's needs (metadata coverage_needs; coverage.py)
+    coverage = check_coverage(events, metadata) if metadata.get("workload") else None
     if "expectations" in wanted:
         items = expectations if expectations is not None else expectations_from(events)
         bad = [e for e in items if not e.get("ok")]

@@ -226,7 +226,7 @@ def test_sends_that_stop_at_the_first_fault_are_unknown_workload_not_pass(record
     events = _producer_died_at(events, f["t"] + 5)
     v = decide(events, _meta(record))
     assert (v.verdict, v.cause) == ("UNKNOWN", "workload"), v.reason
-    assert "p0" in v.reason and "not covered" in v.reason
+    assert "p0" in v.reason and "uncovered" in v.reason
 
 
 def test_a_dead_producer_does_not_hide_data_loss(record):
