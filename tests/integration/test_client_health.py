@@ -1,13 +1,15 @@
 """Client health and coverage on a real cluster (1 ZooKeeper, 2 brokers), through harness.runner.execute.
 
 - A producer ended mid-run by the nemesis's ``client_crash`` (while a broker is paused) records
-  ``client.life`` died, and :func:`check_coverage` of the record is UNKNOWN naming p0 and the fault
-  window it left uncovered; the run is not PASS.
-- The same scenario with a healthy producer: coverage PASS, and the record holds the idempotent
-  producer's id and epoch (``client.producer_id``) as librdkafka's statistics reported them.
+  ``client.life`` died; the run's verdict is UNKNOWN(workload) naming p0 and the fault window it left
+  uncovered, and verdict.json carries that coverage.
+- The same scenario with a healthy producer: PASS with ``coverage`` in verdict.json, and the record holds
+  the idempotent producer's id and epoch (``client.producer_id``) as librdkafka's statistics reported them.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -19,24 +21,9 @@ from harness.scenario import Scenario, TopicSpec
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture
-def started(monkeypatch):
-    """The workloads the runner starts (until the runner sets ``nemesis.workload`` itself)."""
-    from harness.workload import Workload
-    seen: list = []
-    orig = Workload.start
-
-    def start(self):
-        seen.append(self)
-        return orig(self)
-    monkeypatch.setattr(Workload, "start", start)
-    return seen
-
-
-def _scenario(crash: bool, seen: list) -> Scenario:
+def _scenario(crash: bool) -> Scenario:
     def script(ctx):
-        if ctx.nemesis.workload is None and seen:
-            ctx.nemesis.workload = seen[-1]
+        assert ctx.nemesis.workload is not None      # the runner hands its workload to the nemesis
         ctx.sleep(2)
         h = ctx.fault("pause", "broker:2")
         ctx.sleep(3)
@@ -58,8 +45,8 @@ def _life(rec, process):
     return [e for e in rec.of_type("client.life") if e.get("process") == process]
 
 
-def test_crashed_producer_leaves_the_fault_window_uncovered(broker_image, tmp_path, started):
-    out = execute(_scenario(True, started), runs_dir=tmp_path, image=broker_image.tag, suite="pytest")
+def test_crashed_producer_leaves_the_fault_window_uncovered(broker_image, tmp_path):
+    out = execute(_scenario(True), runs_dir=tmp_path, image=broker_image.tag, suite="pytest")
     rec = read_run(out.path)
     crash = [e for e in rec.of_type("fault.start") if e.get("fault") == "client_crash"]
     assert crash and crash[0]["target"] == "p0"
@@ -70,7 +57,11 @@ def test_crashed_producer_leaves_the_fault_window_uncovered(broker_image, tmp_pa
     assert cov["verdict"] == "UNKNOWN", cov
     first = cov["shortfalls"][0]
     assert "producer p0" in first and "client_crash" in first and "#1 pause broker:2" in first, first
-    assert out.verdict != "PASS", out.reason
+    assert (out.verdict, out.cause) == ("UNKNOWN", "workload"), out.reason
+    assert "producer p0" in out.reason and "#1 pause broker:2" in out.reason, out.reason
+    v = json.loads((out.path / "verdict.json").read_text())
+    assert (v["verdict"], v["cause"]) == ("UNKNOWN", "workload")
+    assert v["coverage"]["shortfalls"] == cov["shortfalls"]
     # every invoke of the crashed producer still has its completion (purged sends stay unsure)
     sends = [e for e in rec.of_type("client") if e.get("f") == "send" and e.get("process") == "p0"]
     inv = {e["op_id"] for e in sends if e["phase"] == "invoke"}
@@ -78,8 +69,8 @@ def test_crashed_producer_leaves_the_fault_window_uncovered(broker_image, tmp_pa
     assert inv == done
 
 
-def test_healthy_producer_covers_the_run_and_records_its_producer_id(broker_image, tmp_path, started):
-    out = execute(_scenario(False, started), runs_dir=tmp_path, image=broker_image.tag, suite="pytest")
+def test_healthy_producer_covers_the_run_and_records_its_producer_id(broker_image, tmp_path):
+    out = execute(_scenario(False), runs_dir=tmp_path, image=broker_image.tag, suite="pytest")
     rec = read_run(out.path)
     cov = check_coverage(rec.events, rec.metadata)
     assert cov["verdict"] == "PASS", cov["reason"]
@@ -92,3 +83,5 @@ def test_healthy_producer_covers_the_run_and_records_its_producer_id(broker_imag
     pids = [e for e in rec.of_type("client.producer_id") if e["process"] == "p0"]
     assert pids and pids[0]["producer_id"] >= 0 and pids[0]["producer_epoch"] >= 0, pids
     assert out.verdict == "PASS", out.reason
+    v = json.loads((out.path / "verdict.json").read_text())
+    assert v["verdict"] == "PASS" and v["coverage"]["verdict"] == "PASS" and v["coverage"]["windows"], v
