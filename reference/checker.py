@@ -385,6 +385,7 @@ class Checker(WriteJudge, TopicJudge):
             self._check_leader_isr_change(subject, prev, new, rs)
         else:
             self._check_controller_write(tp, subject, t, prev, new, rs)
+            self.pending_reassign.discard(tp)     # a pending no-op reassignment's B3 is this write at most
 
 
 def record_unclean_permission(judge, action: str | None, params: dict) -> bool:

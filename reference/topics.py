@@ -56,13 +56,21 @@ class TopicJudge:
         v = ev.get("version")
         gap = t.gap or (isinstance(v, int) and t.version >= 0 and v > t.version + 1)
         t.gap = False
+        changed = set()
         for ps, rs in ev["partitions"].items():
             p = int(ps)
             new = (tuple(rs), tuple(adding.get(ps, ())), tuple(removing.get(ps, ())))
             old = t.assign.get(p)
             t.assign[p] = new
+            if new != old:
+                changed.add(p)
             self._check_topic_partition(f"{subject}-{p}", t, p, old, new, gap)
-        for tp in [tp for tp in self.pending_reassign if tp[0] == name]:
+        # A requested reassignment is in the topic znode once its partition's entry changed (U1 of §7.4;
+        # from then on the entry and the reorder window describe it). A partition whose target equals
+        # its assignment (a no-op) never changes the entry: the controller only bumps its leader epoch
+        # (B3, KC:1051-1071) and rewrites the znode unchanged (B6), possibly after other partitions'
+        # writes of the same reassignment. Its request stays pending until that bump (checker.py).
+        for tp in [tp for tp in self.pending_reassign if tp[0] == name and (tp[1] is None or tp[1] in changed)]:
             self.pending_reassign.discard(tp)
         t.version = v if isinstance(v, int) else t.version + 1
         self.progress.on_topic(name, t)

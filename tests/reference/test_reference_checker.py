@@ -410,3 +410,22 @@ def test_bad_events_are_reported_clearly():
         check_conformance([{"seq": 0, "type": "zk.broker", "broker_id": 1, "registered": True}], {}, COMPAT)
     with pytest.raises(ValueError, match="missing field"):
         check_conformance([{"seq": 0, "type": "zk.partition_state", "zxid": 1}], {}, COMPAT)
+
+
+def test_noop_partition_of_a_reassignment_bumps_after_other_partitions_topic_writes():
+    """kafkatest's jumbled reassignment on 3.9.2: partition 1's target equals its assignment. The
+    controller handles partition 0 first (its U1 rewrites the topic znode), then partition 1's B3
+    bumps its leader epoch with nothing else changed (KC:1051-1071). That bump is the reassignment,
+    not a D7; a second bump without a cause still is."""
+    h = started_history(brokers=(1, 2, 3, 4), controller=4)
+    h.topic("t", {0: (1, 2, 3), 1: (2, 3, 1)}, version=1)
+    h.state("t", 1, 2, 0, (2, 3, 1), 0)
+    h.action("reassign", partitions=[{"topic": "t", "partition": 0, "replicas": [4, 2, 3]},
+                                     {"topic": "t", "partition": 1, "replicas": [2, 3, 1]}])
+    h.topic("t", {0: (4, 2, 3, 1), 1: (2, 3, 1)}, adding={0: [4]}, removing={0: [1]}, version=2)   # U1 of p0
+    h.state("t", 0, 1, 1, (1, 2, 3), 1)                                                            # A1 of p0
+    h.state("t", 1, 2, 1, (2, 3, 1), 1)                                                            # B3 of p1 (no-op)
+    h.topic("t", {0: (4, 2, 3, 1), 1: (2, 3, 1)}, adding={0: [4]}, removing={0: [1]}, version=3)   # B6 of p1
+    assert_pass(h)
+    h.state("t", 1, 2, 2, (2, 3, 1), 2)                  # another bump of p1: no cause left
+    assert_rule(h, "D7")
