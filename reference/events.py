@@ -190,16 +190,37 @@ def _time_merge(zk: list[dict], others: list[dict], marks: dict[int, float]) -> 
     Example: a graceful ``stop`` fault must come after the broker's first registration and before
     its deregistration, which only time tells once the txn log replaces the live watch.
     """
+    actions = [o for o in others if o["type"] == "action"]
+    if actions:
+        others = [o for o in others if o["type"] != "action"]
     out: list[dict] = []
     j, zt = 0, float("-inf")
     ot = float("-inf")
     for o in others:
-        t = marks.get(o.get("seq", 0), o["wall"]) if o["type"] == "action" else o["wall"]
-        ot = max(ot, t)
+        ot = max(ot, o["wall"])
         while j < len(zk) and max(zt, zk[j]["zk_time"]) < ot:
             zt = max(zt, zk[j]["zk_time"])
             out.append(zk[j])
             j += 1
         out.append(o)
     out.extend(zk[j:])
-    return out
+    if not actions:
+        return out
+    # Each action goes at its mark: before the first event (ZooKeeper write or other) later than the
+    # moment the script made the call, even when client events recorded before the action's own
+    # event came later (a reassignment tool runs for seconds; the controller starts on it at once).
+    merged: list[dict] = []
+    i, run = 0, float("-inf")
+    for a in actions:
+        m = marks.get(a.get("seq", 0), a["wall"])
+        while i < len(out):
+            e = out[i]
+            te = e["zk_time"] if e["type"].startswith("zk.") else e["wall"]
+            if max(run, te) > m:
+                break
+            run = max(run, te)
+            merged.append(e)
+            i += 1
+        merged.append(a)
+    merged.extend(out[i:])
+    return merged

@@ -83,3 +83,26 @@ def test_action_is_placed_at_the_scripts_previous_event():
     h.action("elect_unclean", partitions=[{"topic": "t", "partition": 0}])  # ... recorded after it returned
     r = check_conformance(_timed_txnlog_run(h), {}, "apache-zk-3.9")
     assert r.verdict == "PASS", [str(d) for d in r.divergences + r.invariant_violations]
+
+
+def test_action_goes_before_samples_recorded_while_the_call_ran():
+    """A reassignment tool runs for seconds while the harness keeps sampling: admin.metadata samples later
+    than the script's previous event but earlier in seq than the action must not hold the action back
+    behind the controller's writes (kafkatest.reassign_partitions: a no-op partition's B3 bump came
+    before the action was recorded, and was misreported as D7)."""
+    h = started_history(brokers=(1, 2, 3, 4), controller=4)
+    h.topic("t", {0: (1, 2, 3), 1: (2, 3, 1)}, version=1)
+    h.state("t", 1, 2, 0, (2, 3, 1), 0)
+    h._add("expect", what="full ISR")                                 # the script's previous event
+    for _ in range(5):                                                 # samples taken during the call
+        h._add("admin.metadata", partitions=[])
+    h.topic("t", {0: (4, 2, 3, 1), 1: (2, 3, 1)}, adding={0: [4]}, removing={0: [1]}, version=2)
+    h.state("t", 0, 1, 1, (1, 2, 3), 1)
+    h.state("t", 1, 2, 1, (2, 3, 1), 1)                                # B3 of the no-op partition 1
+    h.action("reassign", partitions=[{"topic": "t", "partition": 0, "replicas": [4, 2, 3]},
+                                     {"topic": "t", "partition": 1, "replicas": [2, 3, 1]}])
+    events = _timed_txnlog_run(h)
+    order = [(e["type"], e.get("action")) for e in normalize(events)]
+    assert order.index(("action", "reassign")) < order.index(("admin.metadata", None)), order
+    r = check_conformance(events, {}, "apache-zk-3.9")
+    assert r.verdict == "PASS", [str(d) for d in r.divergences + r.invariant_violations]
