@@ -32,7 +32,12 @@ class IsrWindows:
         self.windows: list[dict] = []
         self.seen: set = set()  # partitions with at least one observation
 
-    def observe(self, tp: tuple, t: float, isr_size: int | None, min_isr: int) -> None:
+    def observe(self, tp: tuple, t: float, isr_size: int | None, min_isr: int,
+                committed: float | None = None) -> None:
+        """An ISR observed at ``t``; ``committed``: when the state was written, if known (ZooKeeper's
+        commit time, earlier than the watch saw it). A window opens at the observation (late: the
+        leader may apply a controller's shrink later still) and closes at the commit (early: the
+        leader counts an expansion once it is written), so both ends stay conservative."""
         self.seen.add(tp)
         is_below = isr_size is not None and isr_size < min_isr
         cur = self.below.get(tp)
@@ -41,7 +46,7 @@ class IsrWindows:
         elif is_below and isr_size < cur[1]:
             self.below[tp] = (cur[0], isr_size, min_isr)  # keep the start, record the smallest size
         elif not is_below and cur is not None:
-            self._close(tp, t)
+            self._close(tp, t if committed is None else max(cur[0], min(t, committed)))
 
     def ack(self, tp: tuple, t_inv: float, t_ok: float, value, offset, process) -> None:
         """Called only while ``tp`` is in ``self.below``."""
@@ -333,9 +338,17 @@ class Scan:
             if tp in self.zk_isr.below:
                 self.zk_isr._close(tp, ev["t"])
             return
+        if ev.get("source") == "txnlog":
+            # copies from ZooKeeper's txn log, appended after the run: no acknowledgement comes after
+            # them in the record, so they cannot delimit a window (the watch's copies do)
+            return
         isr = ev.get("isr")
+        committed = None
+        zt, wall = ev.get("zk_time"), ev.get("wall")
+        if isinstance(zt, (int, float)) and isinstance(wall, (int, float)):
+            committed = ev["t"] - (wall - zt)          # ZooKeeper's clock is the host's (same kernel)
         self.zk_isr.observe(tp, ev["t"], len(isr) if isr is not None else None,
-                            self.facts.effective_min_isr(*tp))
+                            self.facts.effective_min_isr(*tp), committed)
 
     def _zk_topic(self, ev: dict) -> None:
         topic = ev.get("topic")

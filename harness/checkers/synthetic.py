@@ -126,11 +126,14 @@ class History:
 
     # -- cluster observations and faults ---------------------------------------------------------
     def isr(self, partition: int, isr: list[int], leader: int | None = None, leader_epoch: int = 0,
-            recovery: int = 0) -> None:
-        self.emit("zk.partition_state", zxid=len(self.events), source="watch", topic=self.topic,
+            recovery: int = 0, watch_lag_s: float | None = None, source: str = "watch") -> None:
+        """A partition state seen by the watch now; ``watch_lag_s``: ZooKeeper committed it that long
+        before (the event carries ``zk_time``)."""
+        extra = {} if watch_lag_s is None else {"zk_time": 1.7e9 + self.t - watch_lag_s}
+        self.emit("zk.partition_state", zxid=len(self.events), source=source, topic=self.topic,
                   partition=partition, leader=leader if leader is not None else (isr[0] if isr else -1),
                   leader_epoch=leader_epoch, isr=list(isr), controller_epoch=1, leader_recovery_state=recovery,
-                  version=len(self.events), deleted=False)
+                  version=len(self.events), deleted=False, **extra)
 
     def fault(self, fault: str = "kill", target: str = "leader(t,0)") -> int:
         self._fault += 1

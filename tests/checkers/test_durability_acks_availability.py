@@ -224,3 +224,31 @@ def test_config_parsing():
                       "topics": [{"name": "t", "replication_factor": 3,
                                   "config": {"unclean.leader.election.enable": "true"}}]})
     assert facts.min_isr("t") == 2 and facts.unclean_enabled("t") and not facts.unclean_enabled("other")
+
+
+def test_window_closes_at_zookeepers_commit_not_when_the_watch_saw_it():
+    """kafkatest.reassign_partitions on 3.9.2: the watch saw the ISR grow back 1.95 s after ZooKeeper
+    committed it; an ack between the commit and the observation is not inside the window."""
+    h = history()
+    h.advance(1)
+    h.isr(0, [1])                                   # below min ISR 2 from t=1
+    h.advance(5)
+    h.send("p0", latency=0.01)                      # t=6: inside -> flagged
+    h.advance(2)
+    h.send("p0", latency=0.01)                      # t=8: within isr_lag_s of the commit: not flagged
+    h.advance(2)
+    h.isr(0, [1, 2], watch_lag_s=1.5)               # committed at t=8.52, seen at t=10.02
+    c = acks_check(h)
+    assert c["count"] == 1 and c["examples"][0]["ok_t"] == pytest.approx(6.01, abs=0.02), c["examples"]
+    assert c["examples"][0]["window"][1] == pytest.approx(8.52, abs=0.02)
+
+
+def test_txn_log_copies_after_the_run_do_not_open_windows():
+    h = history()
+    h.send("p0")
+    h.advance(1)
+    h.isr(0, [1], source="txnlog")                 # a copy appended after the run: not an observation
+    h.advance(3)
+    h.send("p0", latency=0.01)
+    c = acks_check(h)
+    assert c["count"] == 0 and c["isr_below_min_windows"] == 0
