@@ -71,3 +71,22 @@ def test_missing_path_is_one_line_exit_2(tmp_path):
     r = _check(str(tmp_path / "nowhere"))
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [f"kafka-chaos: error: {tmp_path / 'nowhere'}: no such run record or folder"]
+
+
+def test_a_stored_record_whose_sends_stop_at_the_first_fault_is_not_pass(tmp_path):
+    """Issue 23: a stored record (no client.life events) whose producer stopped sending at the first
+    fault, re-judged with `kafka-chaos check`, is UNKNOWN(workload), never PASS."""
+    d = _copy(tmp_path)
+    events = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]
+    cut = next(e["t"] for e in events if e["type"] == "fault.start") + 1.0
+    gone = {e["value"] for e in events if e["type"] == "client" and e.get("f") == "send"
+            and e.get("phase") == "invoke" and e["t"] > cut}
+    ops = {(e["process"], e["op_id"]) for e in events if e["type"] == "client" and e.get("value") in gone}
+    kept = [e for e in events if not (e["type"] == "client" and (e.get("value") in gone or (
+        e.get("f") == "send" and (e.get("process"), e.get("op_id")) in ops)))]
+    assert gone and len(kept) < len(events)
+    (d / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in kept))
+    r = _check(str(d), "--json")
+    (row,) = [json.loads(line) for line in r.stdout.splitlines()]
+    assert (row["verdict"], row["cause"]) == ("UNKNOWN", "workload"), row
+    assert r.returncode == 2, r.stderr
