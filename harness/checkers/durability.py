@@ -201,7 +201,8 @@ class _Judge:
         for a, b in zip(samples, samples[1:]):
             # a change between samples a and b: the bump happened in (a.t, b.t]; it overlaps the send's life
             if key(a) != key(b) and a[0] < t_done and b[0] >= t_inv:
-                errs = [f"{e} at {t:.1f} s" for t, e in s.err_log.get(proc, ()) if a[0] - 5.0 <= t <= b[0]]
+                errs = list(dict.fromkeys(f"{e} at {t:.1f} s" for t, e in s.err_log.get(proc, ())
+                                          if a[0] - 5.0 <= t <= b[0]))      # once each, in order
                 return {"class": "across-epoch-bump", "producer_id": b[1], "epochs": [a[2], b[2]],
                         "producer_ids": [a[1], b[1]], "bump_between_s": [a[0], b[0]],
                         "ambiguous_errors": errs[-5:]}
