@@ -129,11 +129,13 @@ class Checker(WriteJudge, TopicJudge):
                     "fault.start": self._on_fault, "fault.end": self.progress.on_fault_end,
                     "action": self._on_action, "admin.metadata": self._on_metadata}
         prev_zxid = None
-        tick = self.progress.tick
-        for ev in normalize(events):
+        prog = self.progress
+        evs = normalize(events)
+        for ev in evs:
             self._ev = ev
             self.stats["events"] += 1
-            tick(ev)
+            if prog.due is not None:
+                prog.tick(ev)
             t = ev["type"]
             if t.startswith("zk."):
                 self.stats["zk_events"] += 1
@@ -143,7 +145,7 @@ class Checker(WriteJudge, TopicJudge):
                 prev_zxid = z
             handlers[t](ev)
         self._end_txn(final=True)
-        self.stats.update(self.progress.finish())
+        self.stats.update(prog.finish(evs))
         self.stats["transitions"] = self.stats["state_writes"]
         verdict = "FAIL" if (self.divs or self.viols) else "PASS"
         self.stats["divergences"] = len(self.divs)
@@ -181,6 +183,7 @@ class Checker(WriteJudge, TopicJudge):
     def _on_controller(self, ev):
         b = ev["broker_id"]
         self.controller = b
+        self.progress.on_controller()
         if b is not None:
             if self.unpaired is not None and self.fencing:     # a watched creation never got its epoch
                 self._unpaired_h1(self.unpaired)
@@ -358,7 +361,9 @@ class Checker(WriteJudge, TopicJudge):
         else:
             part.epochs.setdefault(new.leader_epoch, new.leader)
         part.st = new
-        self.progress.on_state(tp, prev, new)
+        prog = self.progress
+        if prev is None or prev.leader != new.leader or prev.isr != new.isr or tp in prog.p1:
+            prog.on_state(tp, prev, new)
         gap = prev is not None and (part.gap or new.version > prev.version + 1)
         if t is not None and a is not None and (a[1] or a[2] or tp in self.zk_reassign):
             trs = list_minus(a[0], a[2]) if (a[1] or a[2]) else self.zk_reassign[tp]

@@ -71,9 +71,10 @@ def validate(ev: dict) -> None:
         raise ValueError(f"event seq={ev.get('seq')}: missing 'type'")
     need = _REQUIRED.get(t)
     if need:
-        missing = [f for f in need if f not in ev]
-        if missing:
-            raise ValueError(f"event seq={ev.get('seq')} type={t}: missing field(s) {missing} (docs/run-record.md)")
+        for f in need:
+            if f not in ev:
+                missing = [f for f in need if f not in ev]
+                raise ValueError(f"event seq={ev.get('seq')} type={t}: missing field(s) {missing} (docs/run-record.md)")
         if t == "zk.gap" and ev.get("zxid") is None:
             return              # optional for gaps (docs/run-record.md, "Additions"): placed by _place_gaps
         if "zxid" not in ev or not isinstance(ev["zxid"], int):
@@ -104,7 +105,10 @@ def normalize(events: Iterable[dict]) -> list[dict]:
             out.append(None)
         else:
             out.append(e)
-    zk.sort(key=lambda e: (e["zxid"], e["type"] != "zk.gap", e.get("seq", 0)))   # a gap precedes its write
+    if any(e["type"] == "zk.gap" for e in zk):
+        zk.sort(key=lambda e: (e["zxid"], e["type"] != "zk.gap", e.get("seq", 0)))   # a gap precedes its write
+    else:
+        zk.sort(key=lambda e: (e["zxid"], e.get("seq", 0)))
     others = [e for e in out if e is not None]
     if _time_mergeable(zk, others):
         return _time_merge(zk, others, _script_marks(events))

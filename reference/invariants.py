@@ -24,10 +24,9 @@ def state_violations(leader: int, isr, recovery: int, rs=None) -> list[tuple[str
         out.append(("H6", f"leader {leader} is not a replica {list(rs)}"))
     if leader != NO_LEADER and not isr:
         out.append(("H7", f"leader {leader} with an empty ISR"))
-    if rs is not None:
-        outside = [r for r in isr if r not in rs]
-        if outside:   # §8.2 H8; ``rs`` already admits the §7.10 cancel/replace transients (checker.py)
-            out.append(("H8", f"ISR members {outside} are not replicas {sorted(rs)}"))
+    if rs is not None and not rs.issuperset(isr):
+        # §8.2 H8; ``rs`` already admits the §7.10 cancel/replace transients (checker.py)
+        out.append(("H8", f"ISR members {[r for r in isr if r not in rs]} are not replicas {sorted(rs)}"))
     if recovery == RECOVERING and (len(isr) != 1 or leader not in (NO_LEADER, isr[0])):
         out.append(("H12", f"leader_recovery_state=RECOVERING with leader {leader} and ISR {list(isr)} "
                            "(must be a one-member ISR led by that member or -1)"))

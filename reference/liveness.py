@@ -58,21 +58,31 @@ def _throttle(cfg) -> bool:
     return isinstance(cfg, dict) and any("throttle" in str(k) and v not in (None, "", "0") for k, v in cfg.items())
 
 
+_NUM = (float, int)
+
+
 def _time(ev: dict) -> float | None:
-    t = ev.get("zk_time") if ev["type"].startswith("zk.") else None
+    """ZooKeeper's time of a ``zk.*`` event (``zk_time``, only they carry it), else its ``wall``."""
+    t = ev.get("zk_time")
     if t is None:
         t = ev.get("wall")
-    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+    return t if t.__class__ in _NUM else None
 
 
 class _Ob:
-    __slots__ = ("kind", "since", "opened", "cov_since")
+    """One obligation. A clock runs from ``since`` while not ``blocked``; it restarts (``since`` :=
+    the time of the event that unblocks it) each time the blocker goes away."""
+
+    __slots__ = ("kind", "since", "opened", "blocked", "cov_since", "cov_blocked", "trs")
 
     def __init__(self, kind: str, t: float | None):
         self.kind = kind            # P1: "elect" | "unset"; P3: "reassign"
         self.since = t              # P1 clock / P3 "after healing" clock
         self.opened = t
-        self.cov_since = None       # P3: ISR ⊇ target observed since
+        self.blocked = True         # until the first refresh
+        self.cov_since = None       # P3: ISR ⊇ target observed since (None: not covered)
+        self.cov_blocked = True
+        self.trs = None             # P3: the target replicas
 
 
 class Progress:
@@ -83,9 +93,13 @@ class Progress:
         self.b = bounds
         self.now: float | None = None
         self.faults: dict = {}                  # fault_id -> (brokers frozenset, zookeeper: bool)
+        self.zk_open = 0                        # open faults on ZooKeeper
+        self.open_on: dict[int, int] = {}       # broker -> number of open faults on it
         self.leads: dict[int, set] = {}         # broker -> partitions it leads (observed state)
+        self.leaderless: set = set()            # partitions observed with leader -1
         self.p1: dict[tuple, _Ob] = {}
         self.p3: dict[tuple, _Ob] = {}
+        self.due: float | None = None           # earliest time an unblocked obligation falls due
         self.stats = {"progress_obligations": 0, "progress_met": 0, "progress_longest_met_s": 0.0}
         md = checker.metadata
         topics = md.get("topics") if isinstance(md.get("topics"), list) else []
@@ -93,51 +107,85 @@ class Progress:
         self.throttled = any(_throttle(c) for c in cfgs if isinstance(c, dict))
 
     # -- clock ---------------------------------------------------------------------------------
+    # Blocking can only change when the checker applies an event that changes its inputs (a fault,
+    # a registration, /controller, the partition's state, the topic znode, a throttle): those call
+    # ``_refresh``. Between them only time passes, so ``tick`` compares the event time with the
+    # earliest due time (cheap on the long histories of benchmarks/conformance_check.py).
+    def _clock(self) -> float | None:
+        """The time of the event being applied (never going back): ``now``."""
+        t = _time(self.c._ev)
+        if t is not None and (self.now is None or t > self.now):
+            self.now = t
+        return self.now
+
     def tick(self, ev: dict) -> None:
-        """Before ``ev`` is applied: advance the clock to its time and judge the open obligations."""
+        """Before ``ev`` is applied (called while an obligation is due, ``due`` set): judge them at its time."""
         t = _time(ev)
-        if t is None:
+        if t is None or t <= self.due:
             return
         if self.now is None or t > self.now:
             self.now = t
-        if not (self.p1 or self.p3):
-            return
         t = self.now
-        down = self._cluster_blocked()
         for tp, ob in list(self.p1.items()):
-            if ob.since is None or down or (ob.kind == "elect" and not self._candidates(tp, free=True)):
-                ob.since = t
-            elif t - ob.since > self.b.election_s:
+            if not ob.blocked and t - ob.since > self.b.election_s:
                 del self.p1[tp]
                 self._report_p1(tp, ob, t)
         for tp, ob in list(self.p3.items()):
-            self._judge_p3(tp, ob, t, down)
+            late_cov = (ob.cov_since is not None and not ob.cov_blocked
+                        and t - ob.cov_since > self.b.election_s + self.b.isr_notify_s)
+            if late_cov or (not ob.blocked and t - ob.since > self.b.reassign_s):
+                del self.p3[tp]
+                self._report_p3(tp, ob, t, self._target(tp), late_cov)
+        self._recompute_due()
 
-    def _judge_p3(self, tp, ob: _Ob, t: float, down: bool) -> None:
-        if down:
-            ob.since = t
-            if ob.cov_since is not None:
-                ob.cov_since = t
+    def _recompute_due(self) -> None:
+        due = [ob.since + self.b.election_s for ob in self.p1.values() if not ob.blocked]
+        due += [ob.since + self.b.reassign_s for ob in self.p3.values() if not ob.blocked]
+        due += [ob.cov_since + self.b.election_s + self.b.isr_notify_s for ob in self.p3.values()
+                if ob.cov_since is not None and not ob.cov_blocked]
+        self.due = min(due) if due else None
+
+    def _refresh(self, tps=None) -> None:
+        """Re-evaluate what blocks the obligations of ``tps`` (all when None) after a change."""
+        if not (self.p1 or self.p3):
             return
-        trs = self._target(tp)
-        if ob.since is None or self.faults or self.throttled or any(r not in self.c.registered for r in trs or ()):
-            ob.since = t
-        if ob.cov_since is None and self._covered(tp, trs):
-            ob.cov_since = t
-        late_cov = ob.cov_since is not None and t - ob.cov_since > self.b.election_s + self.b.isr_notify_s
-        if late_cov or t - ob.since > self.b.reassign_s:
-            del self.p3[tp]
-            self._report_p3(tp, ob, t, trs, late_cov)
+        t = self._clock()
+        if t is None:
+            return
+        down = self._cluster_blocked()
+        for tp in (self.p1 if tps is None else [tp for tp in tps if tp in self.p1]):
+            ob = self.p1[tp]
+            blocked = down or (ob.kind == "elect" and not self._candidates(tp, free=True))
+            if not blocked and ob.blocked:
+                ob.since = t
+            ob.blocked = blocked
+        for tp in (self.p3 if tps is None else [tp for tp in tps if tp in self.p3]):
+            ob = self.p3[tp]
+            trs = ob.trs
+            blocked = down or bool(self.faults) or self.throttled or any(r not in self.c.registered for r in trs or ())
+            if not blocked and ob.blocked:
+                ob.since = t
+            ob.blocked = blocked
+            if not self._covered(tp, trs):
+                ob.cov_since, ob.cov_blocked = None, True
+            elif down:
+                ob.cov_blocked = True
+            elif ob.cov_since is None or ob.cov_blocked:
+                ob.cov_since, ob.cov_blocked = t, False
+        self._recompute_due()
+
+    def on_controller(self) -> None:
+        self._refresh()
 
     # -- what blocks progress ------------------------------------------------------------------------
     def _cluster_blocked(self) -> bool:
-        if any(zk for _, zk in self.faults.values()):
+        if self.zk_open:
             return True
         ctl = self.c.controller
-        return ctl is None or ctl not in self.c.registered or self._faulted(ctl)
+        return ctl is None or ctl not in self.c.registered or ctl in self.open_on
 
     def _faulted(self, b: int) -> bool:
-        return any(b in ids for ids, _ in self.faults.values())
+        return b in self.open_on
 
     def _candidates(self, tp, free: bool = False) -> list[int]:
         """Registered ISR members other than the leader (``free``: and under no open fault)."""
@@ -153,42 +201,70 @@ class Progress:
         nodes = [str(n) for n in ev.get("nodes") or []]
         zk = ev.get("fault") in ZK_FAULTS or any(_ZK_NODE.search(n) for n in nodes)
         ids = frozenset(int(b) for b in ev.get("broker_ids") or [] if isinstance(b, int) or str(b).isdigit())
-        self.faults[ev.get("fault_id", ("seq", ev.get("seq")))] = (ids, zk)
+        key = ev.get("fault_id", ("seq", ev.get("seq")))
+        self.on_fault_end({"fault_id": key})            # a reused id replaces the open fault
+        self.faults[key] = (ids, zk)
+        self.zk_open += zk
+        for b in ids:
+            self.open_on[b] = self.open_on.get(b, 0) + 1
+        self._refresh()
 
     def on_fault_end(self, ev: dict) -> None:
-        self.faults.pop(ev.get("fault_id"), None)
+        rec = self.faults.pop(ev.get("fault_id"), None)
+        if rec is None:
+            return
+        ids, zk = rec
+        self.zk_open -= zk
+        for b in ids:
+            n = self.open_on[b] - 1
+            if n:
+                self.open_on[b] = n
+            else:
+                del self.open_on[b]
+        self._refresh()
 
     def on_action(self, ev: dict) -> None:
         """A replication throttle makes catching up as slow as it likes: no "after healing" bound then."""
         params = ev.get("params") or {}
         if params.get("throttle") or _throttle(params.get("config") or params.get("configs") or {}):
             self.throttled = True
+            self._refresh()
 
     # -- P1 --------------------------------------------------------------------------------------
     def on_state(self, tp, prev, new) -> None:
         """A partition state was observed (``prev`` None: first observation)."""
-        if prev is not None and prev.leader != new.leader:
-            s = self.leads.get(prev.leader)
-            if s is not None:
-                s.discard(tp)
-        if new.leader != NO_LEADER:
-            self.leads.setdefault(new.leader, set()).add(tp)
-        self._p1_update(tp)
-        if tp in self.p3:
-            self._p3_update(tp)
+        L = new.leader                      # (the checker calls this when leader or ISR changed, or tp is in p1)
+        if prev is None or prev.leader != L:
+            if prev is not None:
+                s = self.leads.get(prev.leader)
+                if s is not None:
+                    s.discard(tp)
+            if L != NO_LEADER:
+                self.leads.setdefault(L, set()).add(tp)
+                self.leaderless.discard(tp)
+            else:
+                self.leaderless.add(tp)
+        if tp in self.p1 or L == NO_LEADER or (L not in self.c.registered and L in self.c.seen_brokers):
+            self._p1_update(tp)
+        if tp in self.p1 or tp in self.p3:
+            self._refresh((tp,))
 
     def on_state_deleted(self, tp) -> None:
         self.p1.pop(tp, None)
         self.p3.pop(tp, None)
+        self.leaderless.discard(tp)
 
     def on_broker(self, b: int, registered: bool) -> None:
+        """Partitions whose obligation ``b`` changes: led by it, or with it in the ISR while leaderless
+        or already obliged (it may be a candidate)."""
         tps = set(self.leads.get(b, ()))
-        tps.update(tp for tp in self.p1)
+        parts = self.c.parts
+        tps.update(tp for tp in self.p1 if tp in parts and b in parts[tp].st.isr_set)
         if registered:      # an ISR member of a leaderless partition may have come back
-            tps.update(tp for tp, part in self.c.parts.items()
-                       if part.st is not None and part.st.leader == NO_LEADER and b in part.st.isr_set)
+            tps.update(tp for tp in self.leaderless if tp in parts and b in parts[tp].st.isr_set)
         for tp in tps:
             self._p1_update(tp)
+        self._refresh()
 
     def on_topic_deleting(self) -> None:
         for tp in [tp for tp in self.p1 if tp[0] in self.c.deleting]:
@@ -216,7 +292,7 @@ class Progress:
                 self._met(ob)
             return
         if ob is None:
-            self.p1[tp] = _Ob(need, self.now)
+            self.p1[tp] = _Ob(need, self._clock())
             self.stats["progress_obligations"] += 1
         elif ob.kind != need:
             ob.kind = need
@@ -242,32 +318,39 @@ class Progress:
         for tp in [tp for tp in self.p3 if tp[0] == name]:
             if t is None or not self._in_flight(tp):
                 self._met(self.p3.pop(tp))
+            else:
+                self.p3[tp].trs = self._target(tp)
         if t is None:
             return
         for p, a in t.assign.items():
             tp = (name, p)
             if (a[1] or a[2]) and tp not in self.p3:
                 self._open_p3(tp)
+        self._refresh()
 
     def on_reassign_znode(self) -> None:
         for tp in list(self.p3):
             if not self._in_flight(tp):
                 self._met(self.p3.pop(tp))
+            else:
+                self.p3[tp].trs = self._target(tp)
         for tp in self.c.zk_reassign:
             if tp not in self.p3 and tp[0] in self.c.topics:
                 self._open_p3(tp)
+        self._refresh()
 
     def _met(self, ob: _Ob) -> None:
         """An obligation was discharged; remember the longest running clock (margin to the bound)."""
         self.stats["progress_met"] += 1
-        if self.now is not None and ob.since is not None:
-            took = self.now - (ob.cov_since if ob.cov_since is not None else ob.since)
+        now = self._clock()
+        if now is not None and ob.since is not None:
+            took = now - (ob.cov_since if ob.cov_since is not None else ob.since)
             self.stats["progress_longest_met_s"] = round(max(self.stats["progress_longest_met_s"], took), 3)
 
     def _open_p3(self, tp) -> None:
-        self.p3[tp] = _Ob("reassign", self.now)
+        ob = self.p3[tp] = _Ob("reassign", self._clock())
+        ob.trs = self._target(tp)
         self.stats["progress_obligations"] += 1
-        self._p3_update(tp)
 
     def _in_flight(self, tp) -> bool:
         t = self.c.topics.get(tp[0])
@@ -285,13 +368,6 @@ class Progress:
         part = self.c.parts.get(tp)
         return bool(trs) and part is not None and part.st is not None and part.st.isr_set.issuperset(trs)
 
-    def _p3_update(self, tp) -> None:
-        ob = self.p3[tp]
-        if not self._covered(tp, self._target(tp)):
-            ob.cov_since = None
-        elif ob.cov_since is None:
-            ob.cov_since = self.now
-
     def _report_p3(self, tp, ob: _Ob, t: float, trs, late_cov: bool) -> None:
         part = self.c.parts.get(tp)
         st = part.st.to_dict() if part is not None and part.st is not None else None
@@ -306,8 +382,12 @@ class Progress:
                        st, None, ["reassignment completed"])
 
     # -- end of record ---------------------------------------------------------------------------
-    def finish(self) -> dict:
+    def finish(self, events: list[dict]) -> dict:
         """Stats: counts and the obligations the record ended too early (or too blocked) to decide."""
+        if self.p1 or self.p3 or self.now is None:
+            ts = [t for t in map(_time, events) if t is not None]
+            if ts:
+                self.now = max(ts + ([self.now] if self.now is not None else []))
         und = []
         for rule, obs in (("P1", self.p1), ("P3", self.p3)):
             for tp, ob in obs.items():
