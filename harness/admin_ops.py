@@ -37,6 +37,8 @@ import shlex
 import time
 from dataclasses import dataclass
 
+from reference import versions
+
 from .errors import HarnessError, NotSupported
 
 RUN_CLASS = "/opt/kafka-chaos/kafka-run-class"
@@ -68,13 +70,7 @@ class AdminOpError(HarnessError):
 # ---------------------------------------------------------------------------- versions and plans
 def kafka_version(cluster) -> tuple[int, ...] | None:
     """The cluster's Apache Kafka version as a tuple (e.g. ``(3, 9, 2)``), None for a foreign image."""
-    v = getattr(getattr(cluster, "image", None), "kafka_version", None)
-    if not v:
-        return None
-    try:
-        return tuple(int(x) for x in v.split(".")[:3])
-    except ValueError:
-        return None
+    return versions.parse_or_none(getattr(getattr(cluster, "image", None), "kafka_version", None))
 
 
 def tool_class(cluster, tool: str) -> str:

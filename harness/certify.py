@@ -25,13 +25,14 @@ error (including an inconclusive certificate: a run the environment spoiled and 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
+
+from reference import versions
 
 from . import __version__
 from .errors import HarnessError
@@ -111,10 +112,6 @@ class Subject:
                 "distribution": self.distribution, "has_zookeeper": self.has_zookeeper}
 
 
-def _vkey(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
-
-
 def resolve_profile(name: str, subject: Subject) -> str:
     """The profile's canonical name, or a HarnessError saying why it cannot certify this broker."""
     import inspect
@@ -136,7 +133,7 @@ def resolve_profile(name: str, subject: Subject) -> str:
             raise HarnessError(f"profile {prof.name} describes the KRaft controller, but {subject.broker_image} "
                                "runs with ZooKeeper; use an apache-zk-<major>.<minor> profile or compatible")
         if subject.kafka_version:
-            series = tuple(_vkey(subject.kafka_version)[:2])
+            series = versions.series(subject.kafka_version)
             if series != tuple(prof.version):
                 family = prof.name.rsplit("-", 1)[0]
                 raise HarnessError(
@@ -178,7 +175,7 @@ def _scenario_applicability(s, subject: Subject) -> tuple[bool, str]:
     if mv:
         if subject.kafka_version is None:
             return True, f"needs Kafka {mv}+; the image's version is unknown, so it is run"
-        if _vkey(subject.kafka_version) < _vkey(mv):
+        if versions.older_than(subject.kafka_version, mv):
             return False, f"needs Kafka {mv}+; the image is Kafka {subject.kafka_version}"
     return True, ""
 
