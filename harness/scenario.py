@@ -18,6 +18,7 @@ from typing import Any, Callable
 from reference import versions
 
 from .errors import HarnessError, ScenarioError
+from .schedule import run_schedule
 
 
 class ExpectationFailed(AssertionError):
@@ -176,8 +177,6 @@ class RunContext:
 def run_scheduled(ctx: RunContext) -> None:
     """Execute the run's fault schedule (``ctx.schedule``): each item applied at its time, healed
     after its duration, all bounded. Each item's outcome lands in the log as ``schedule.item``."""
-    from .schedule import run_schedule
-
     if ctx.schedule is None:
         raise HarnessError(f"{ctx.scenario.name}: no script and no fault schedule")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sys
 import tempfile
 import zipfile
@@ -39,7 +40,6 @@ def unreachable_master(master: str, timeout_s: float = 10.0) -> str | None:
     an unhelpful "An error occurred while calling ... SparkSession"."""
     if not master.startswith("spark://"):
         return None
-    import socket
 
     errors = []
     for hostport in master[len("spark://"):].split(","):

@@ -21,6 +21,7 @@ from .common import ALLOWED, CHECK_VERDICTS, FAIL, PASS, UNKNOWN, check_result, 
 from .common import file_example as _file
 from .common import pos as _pos
 from .config import ProducerFacts, RunFacts
+from .coverage import FATAL_ERRORS, fatal_points_at
 from .scan import Scan
 
 __all__ = ["ALLOWED", "CHECK_VERDICTS", "DEFAULT_OPTIONS", "FAIL", "PASS", "UNKNOWN", "check_durability",
@@ -239,7 +240,6 @@ class _Judge:
     def producer_fatal(self) -> dict:
         """Fatal errors of idempotent producers that point at the broker (coverage.FATAL_ERRORS): a
         finding with its evidence. The others are the client's (a coverage shortfall, not judged here)."""
-        from .coverage import FATAL_ERRORS, fatal_points_at
         s = self.scan
         fail, client = [], []
         for ev in s.fatal:
