@@ -192,7 +192,7 @@ class Node:
 
     def status(self) -> str:
         """Docker status: running, paused, exited, ..."""
-        import docker.errors
+        import docker.errors  # lazy: docker-py, kept off the CLI's start-up
         try:
             return self.container.status
         except docker.errors.NotFound:
@@ -399,8 +399,8 @@ class Cluster:
         raise AssertionError("unreachable")
 
     def _start_once(self) -> "Cluster":
-        from testcontainers.core.container import DockerContainer
-        from testcontainers.core.network import Network
+        from testcontainers.core.container import DockerContainer  # lazy: testcontainers loads docker-py (0.4 s)
+        from testcontainers.core.network import Network  # lazy: as above
         t0 = time.monotonic()
         client = docker_util.client()
         reap_orphans()
@@ -817,7 +817,7 @@ def list_clusters() -> dict[str, list[str]]:
 
 def _remove_labelled(label: str) -> dict[str, int]:
     """Force-remove every container (with its anonymous volumes), network and volume carrying ``label``."""
-    import docker.errors
+    import docker.errors  # lazy: docker-py, kept off the CLI's start-up
     client = docker_util.client()
     counts = {"containers": 0, "networks": 0, "volumes": 0}
 

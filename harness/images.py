@@ -151,7 +151,7 @@ def _base_hash() -> str:
 
 def find_image(tag: str):
     """The local image called ``tag``, or None."""
-    import docker.errors
+    import docker.errors  # lazy: docker-py, kept off the CLI's start-up
     try:
         return docker_util.client().images.get(tag)
     except docker.errors.ImageNotFound:

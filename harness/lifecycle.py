@@ -72,7 +72,7 @@ def _docker_leftovers(client, everything: bool, pids: set[int] | None) -> list[L
 
     def quiet(fn) -> Callable[[], None]:
         def run() -> None:
-            import docker.errors
+            import docker.errors  # lazy: docker-py, kept off the CLI's start-up
             try:
                 fn()
             except docker.errors.NotFound:     # removed meanwhile (its owner's own cleanup, another reaper)
@@ -251,7 +251,7 @@ def _quick_client():
             return None
         return c
     try:
-        import docker
+        import docker  # lazy: docker-py, kept off the CLI's start-up
         c = docker.from_env(timeout=START_TIMEOUT_S)
         c.ping()
         return c

@@ -100,8 +100,7 @@ def _rows(df) -> list[dict]:
 
 def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
     """Timeline data for at most ``limit`` runs: FAIL first, then UNKNOWN, then PASS (newest first)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+    from pyspark.sql import Window, functions as F  # lazy: PySpark
 
     if limit <= 0:
         return []
@@ -190,7 +189,7 @@ def reason_category(reason: str) -> str:
 
 def run_report(spark, opts: Options) -> dict:
     """Build every output for ``opts`` on ``spark``; return the summary (with ``exit_code``)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: PySpark
 
 
     t_start = time.time()
@@ -366,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-chaos: error: -o {opts.out}: {probe} is not writable", file=sys.stderr)
         return 2
 
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: PySpark
 
     existing = SparkSession.getActiveSession()
     bad_master = None if existing else (check_master(opts.master) or unreachable_master(opts.master))

@@ -69,7 +69,7 @@ def driver_on_loopback(master: str) -> bool:
 
 def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report", conf: dict | None = None):
     """A new (or the already active) SparkSession configured for small, quiet report jobs."""
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: PySpark
 
     # Executors must run the same interpreter and be able to import ``reports``.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
