@@ -37,7 +37,15 @@ import shlex
 import time
 from dataclasses import dataclass
 
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from reference import versions
+
 from .errors import HarnessError, NotSupported
+from .observer.zk_history import read_zk_history
+from .protocol import ProtocolClient, ProtocolError
 
 RUN_CLASS = "/opt/kafka-chaos/kafka-run-class"
 # How a tool's class is started in a broker container: the harness image's launcher; else the
@@ -68,13 +76,7 @@ class AdminOpError(HarnessError):
 # ---------------------------------------------------------------------------- versions and plans
 def kafka_version(cluster) -> tuple[int, ...] | None:
     """The cluster's Apache Kafka version as a tuple (e.g. ``(3, 9, 2)``), None for a foreign image."""
-    v = getattr(getattr(cluster, "image", None), "kafka_version", None)
-    if not v:
-        return None
-    try:
-        return tuple(int(x) for x in v.split(".")[:3])
-    except ValueError:
-        return None
+    return versions.parse_or_none(getattr(getattr(cluster, "image", None), "kafka_version", None))
 
 
 def tool_class(cluster, tool: str) -> str:
@@ -324,7 +326,6 @@ def reassign_list(cluster, timeout_s: float = 90.0) -> str:
 def write_reassign_znode(cluster, plan: dict, timeout_s: float = 15.0) -> None:
     """Create ``/admin/reassign_partitions`` with the plan (legacy path, spec §1.6). Fails if the node
     already exists: a ZooKeeper-initiated reassignment is still in progress."""
-    from kazoo.exceptions import NodeExistsError
     require_zookeeper(cluster, "write_reassign_znode",
                       "admin_ops.reassign_execute (the tool, AlterPartitionReassignments)")
     if not supports_reassign_znode(cluster):
@@ -342,7 +343,6 @@ def write_reassign_znode(cluster, plan: dict, timeout_s: float = 15.0) -> None:
 
 def reassign_znode(cluster) -> list[dict] | None:
     """The entries of ``/admin/reassign_partitions`` now, None when the node does not exist."""
-    from kazoo.exceptions import NoNodeError
     require_zookeeper(cluster, "reassign_znode",
                       "admin_ops.reassign_list or admin_ops.topic_assignment (ongoing reassignments)")
     try:
@@ -360,7 +360,6 @@ def elect_preferred(cluster, partitions: list[tuple[str, int]], timeout_s: float
     leads, ``PREFERRED_LEADER_NOT_AVAILABLE`` when it is not online and in the ISR, spec §4.3); a failed
     request raises AdminOpError.
     """
-    from confluent_kafka import ElectionType, KafkaException, TopicPartition
     if not partitions:
         raise AdminOpError("elect_preferred needs at least one partition")
     tps = [TopicPartition(t, int(p)) for t, p in partitions]
@@ -401,7 +400,6 @@ def elect_preferred_tool(cluster, partitions: list[tuple[str, int]], timeout_s: 
 
 # ---------------------------------------------------------------------------- throttles
 def _alter_broker_configs(cluster, brokers: list[int], entries, timeout_s: float) -> None:
-    from confluent_kafka.admin import ConfigResource, ResourceType
     admin = cluster.admin()
     for b in brokers:   # librdkafka allows one BROKER resource per request
         res = ConfigResource(ResourceType.BROKER, str(b), incremental_configs=entries)
@@ -414,7 +412,6 @@ def _alter_broker_configs(cluster, brokers: list[int], entries, timeout_s: float
 
 def set_replication_throttle(cluster, rate: int, brokers: list[int] | None = None, timeout_s: float = 30.0) -> None:
     """Set both replication throttle rates (B/s) on ``brokers`` (default: the registered ones)."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
     if rate < 1:
         raise AdminOpError(f"throttle rate must be positive, not {rate}")
     entries = [ConfigEntry(k, str(int(rate)), incremental_operation=AlterConfigOpType.SET) for k in THROTTLE_KEYS]
@@ -423,7 +420,6 @@ def set_replication_throttle(cluster, rate: int, brokers: list[int] | None = Non
 
 def clear_replication_throttle(cluster, brokers: list[int] | None = None, timeout_s: float = 30.0) -> None:
     """Remove the broker-level throttle rates (replication runs unthrottled again)."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
     entries = [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLE_KEYS]
     _alter_broker_configs(cluster, brokers or _registered(cluster), entries, timeout_s)
 
@@ -435,7 +431,6 @@ def topic_assignment(cluster, topic: str) -> dict[int, tuple[list[int], list[int
     Without ZooKeeper (KRaft) the same from the protocol: the replicas from Metadata (the full replica
     set, as the znode holds it during a reassignment) and the adding / removing replicas from
     ListPartitionReassignments (forwarded to the active controller)."""
-    from kazoo.exceptions import NoNodeError
     if not _has_zookeeper(cluster):
         return _topic_assignment_protocol(cluster, topic)
     try:
@@ -451,7 +446,6 @@ def topic_assignment(cluster, topic: str) -> dict[int, tuple[list[int], list[int
 def _topic_assignment_protocol(cluster, topic: str, timeout_s: float = 10.0):
     """Each broker in turn until one lists ``topic`` (a broker's metadata may lag the controller's
     a moment); {} when every broker that answers says it does not exist."""
-    from .protocol import ProtocolClient, ProtocolError
     ports = [cluster.brokers[b].host_port for b in cluster.broker_ids]
     info, errors = None, []
     for port in ports:
@@ -499,7 +493,6 @@ def zk_writes_since(cluster, zxid: int, types: tuple[str, ...] = ("zk.topic", "z
     order), read from the ZooKeeper containers now. Raises AdminOpError if no log is readable."""
     require_zookeeper(cluster, "zk_writes_since", "admin_ops.topic_assignment or cluster.protocol_metadata() "
                       "(the metadata log of a KRaft cluster is not read)")
-    from .observer.zk_history import read_zk_history
     hist = read_zk_history(cluster)
     if hist is None:
         raise AdminOpError("no ZooKeeper transaction log could be read")

@@ -24,8 +24,8 @@ error (including an inconclusive certificate: a run the environment spoiled and 
 
 from __future__ import annotations
 
+import inspect
 import os
-import re
 import subprocess
 import sys
 import time
@@ -33,9 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import __version__
+from reference import versions
+from reference.profiles import profile_for
+from reports.certificate import write_certificate
+from suites.catalog import SCENARIOS
+
+from . import __version__, distributions, images, runner
+from .cluster import DEFAULT_BROKER_CONFIG
 from .errors import HarnessError
 from .options import config_args, config_pairs
+from .parallel import Job, run_children
+from .record import read_run
 
 PASS, FAIL, NA, UNKNOWN = "PASS", "FAIL", "NOT-APPLICABLE", "UNKNOWN"
 CERTIFIED, NOT_CERTIFIED, INCONCLUSIVE = "CERTIFIED", "NOT CERTIFIED", "INCONCLUSIVE"
@@ -111,15 +119,8 @@ class Subject:
                 "distribution": self.distribution, "has_zookeeper": self.has_zookeeper}
 
 
-def _vkey(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
-
-
 def resolve_profile(name: str, subject: Subject) -> str:
     """The profile's canonical name, or a HarnessError saying why it cannot certify this broker."""
-    import inspect
-
-    from reference.profiles import profile_for
     kw = {}
     if "kraft_run" in inspect.signature(profile_for).parameters:  # a reference with KRaft profiles
         kw["kraft_run"] = not subject.has_zookeeper
@@ -136,7 +137,7 @@ def resolve_profile(name: str, subject: Subject) -> str:
             raise HarnessError(f"profile {prof.name} describes the KRaft controller, but {subject.broker_image} "
                                "runs with ZooKeeper; use an apache-zk-<major>.<minor> profile or compatible")
         if subject.kafka_version:
-            series = tuple(_vkey(subject.kafka_version)[:2])
+            series = versions.series(subject.kafka_version)
             if series != tuple(prof.version):
                 family = prof.name.rsplit("-", 1)[0]
                 raise HarnessError(
@@ -178,7 +179,7 @@ def _scenario_applicability(s, subject: Subject) -> tuple[bool, str]:
     if mv:
         if subject.kafka_version is None:
             return True, f"needs Kafka {mv}+; the image's version is unknown, so it is run"
-        if _vkey(subject.kafka_version) < _vkey(mv):
+        if versions.older_than(subject.kafka_version, mv):
             return False, f"needs Kafka {mv}+; the image is Kafka {subject.kafka_version}"
     return True, ""
 
@@ -298,7 +299,6 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
     Without overrides this is the record's own verdict. With overrides (and a record the
     environment did not spoil) the record's events are judged again, by the same checks
     (:func:`harness.runner.judge`), against the declared configuration."""
-    from .record import read_run
     rec = read_run(run_dir, with_events=bool(overrides))
     cause = (rec.verdict.get("cause") or UNRECORDED) if rec.verdict["verdict"] == UNKNOWN else None
     out = {"run_verdict": rec.verdict["verdict"], "run_reason": rec.verdict.get("reason", ""),
@@ -309,9 +309,9 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
     if not overrides or _environment_spoiled(rec):
         return out
     if judge is None:
-        from .runner import judge
+        judge = runner.judge
     if defaults is None:
-        from .cluster import DEFAULT_BROKER_CONFIG as defaults
+        defaults = DEFAULT_BROKER_CONFIG
     meta = dict(rec.metadata)
     meta["broker_config"] = declared_config(meta.get("broker_config") or {}, scenario.broker_config,
                                             overrides, defaults)
@@ -540,12 +540,11 @@ def _record_attempt(results: dict, tag: str, sp, run_dir: Path, seconds: float, 
 
 def _run_serial(todo, args, image: str, profile: str, overrides: dict, runs_dir: Path, results: dict) -> None:
     """One scenario at a time in this process; an UNKNOWN run is retried at once (``--retries``)."""
-    from .runner import execute
     for i, (cp, sp) in enumerate(todo, 1):
         for attempt in range(args.retries + 1):
             tag = f"[{i}/{len(todo)}] {cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
             _say(f"{tag}: running ...")
-            o = execute(sp.scenario, runs_dir=runs_dir, image=image, suite="certify", seed=args.seed,
+            o = runner.execute(sp.scenario, runs_dir=runs_dir, image=image, suite="certify", seed=args.seed,
                         profile=profile, broker_config=overrides or None, distribution=args.distribution)
             if _record_attempt(results, tag, sp, o.path, o.seconds, attempt, overrides)["verdict"] != UNKNOWN:
                 break
@@ -555,7 +554,6 @@ def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_di
     """``--parallel N``: every scenario in its own ``kafka-chaos run`` child with its own cluster, N at
     a time (:mod:`harness.parallel`); the runs spoiled by the environment (UNKNOWN) are retried
     together in a next round, up to ``--retries`` rounds."""
-    from .parallel import Job, run_children
     extra = ["--broker-image", image, "--runs-dir", str(runs_dir), "--suite", "certify", "--profile", profile,
              *(["--distribution", args.distribution] if args.distribution else []), *config_args(overrides)]
     pending = list(todo)
@@ -584,10 +582,6 @@ def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_di
 
 
 def cmd_certify(args) -> int:
-    from reports.certificate import write_certificate
-    from suites.catalog import SCENARIOS
-
-    from . import images
     if args.capability and "list" in args.capability:
         _print_capabilities(SCENARIOS)
         return EXIT_OK
@@ -607,7 +601,6 @@ def cmd_certify(args) -> int:
         args.distribution = "generic"          # a foreign image runs no other way
     subject = Subject.from_image_info(info)
     if args.distribution:
-        from . import distributions
         distributions.get(args.distribution).check_image(info)   # a broker that does not fit: before any run
         subject = Subject(info.tag, info.image_id, info.kafka_version, args.distribution,
                           distributions.get(args.distribution).has_zookeeper)

@@ -22,8 +22,14 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from . import __version__
+from reference.profiles import profile_for
+from suites.catalog import SCENARIOS, SUITES, scenarios_for
+
+from . import __version__, certify, check, distributions, docker_util, images, lifecycle, run_command
+from .certify import capability_names
+from .cluster import Cluster, ClusterSpec, list_clusters, remove_cluster
 from .errors import HarnessError
+from .lifecycle import reap_at_start
 from .options import check_distribution_fits, config_pairs
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
@@ -59,7 +65,6 @@ class _Parser(argparse.ArgumentParser):
 
 # -- images ----------------------------------------------------------------------------------------
 def cmd_images_build(args) -> int:
-    from . import images
     versions = args.kafka or [None]
     for v in versions:
         b = images.build(v, force=args.force)
@@ -69,7 +74,6 @@ def cmd_images_build(args) -> int:
 
 
 def cmd_images_list(args) -> int:
-    from . import images
     rows = images.list_images()
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -122,7 +126,6 @@ def _starting(name: str):
 
 
 def cmd_cluster_up(args) -> int:
-    from .cluster import Cluster, ClusterSpec
     spec = ClusterSpec(brokers=args.brokers, zookeepers=args.zookeepers, kafka_version=args.kafka_version,
                        image=args.broker_image, broker_config=config_pairs(args.config), name=args.name,
                        persistent=True, port_base=args.port_base, build_missing=args.build,
@@ -136,7 +139,6 @@ def cmd_cluster_up(args) -> int:
 
 
 def cmd_cluster_status(args) -> int:
-    from .cluster import Cluster, list_clusters
     names = [args.name] if args.name else sorted(list_clusters())
     if not names:
         print("no kafka-chaos clusters are running")
@@ -152,7 +154,6 @@ def cmd_cluster_status(args) -> int:
 
 
 def cmd_cluster_down(args) -> int:
-    from .cluster import list_clusters, remove_cluster
     if args.all:
         names = sorted(list_clusters())
     else:
@@ -168,7 +169,6 @@ def cmd_cluster_down(args) -> int:
 def cmd_cleanup(args) -> int:
     """Remove what the harness made: everything labelled (default) or only what dead owners left
     (``--dead-only``); plus in-progress run records of dead owners; ``--dry-run`` lists it instead."""
-    from . import docker_util, lifecycle
     runs_dirs = args.runs_dir or (["runs"] if Path("runs").is_dir() else [])
     everything = not args.dead_only
     if args.dry_run:
@@ -190,7 +190,7 @@ def cmd_cleanup(args) -> int:
 def run_report(argv: list[str]) -> int:
     """`kafka-chaos report ...`: handed whole to the Spark job's own parser (reports/job.py)."""
     try:
-        from reports import job
+        from reports import job  # lazy: the Spark report job; an ImportError here is exit 2, not a crash at start-up
     except ImportError as e:
         print(f"kafka-chaos: error: the report job is not available: {e}", file=sys.stderr)
         return EXIT_ENV
@@ -224,9 +224,7 @@ def _check_profile(name: str | None, kafka_version: str | None, distribution: st
     (it would otherwise only fail when the finished run is judged)."""
     if not name:
         return
-    from reference.profiles import profile_for
 
-    from . import distributions
     kraft = not distributions.get(distribution).has_zookeeper
     version = kafka_version if kafka_version and re.fullmatch(r"\d+\.\d+(\.\d+)?", kafka_version) else None
     if version is None and name in ("apache-zk", "kraft", "apache-kraft"):
@@ -238,7 +236,6 @@ def _check_profile(name: str | None, kafka_version: str | None, distribution: st
 
 
 def _scenario_names() -> list[str]:
-    from suites.catalog import SCENARIOS
     return [s.name for s in SCENARIOS]
 
 
@@ -256,7 +253,6 @@ def _check_run(args) -> None:
     check_distribution_fits(args.kafka_version, args.distribution)
     if not args.target or args.replay:
         return
-    from suites.catalog import SCENARIOS, SUITES, scenarios_for
     chosen = scenarios_for(args.target)
     if not chosen:
         names = [*SUITES, "all", "list", *(s.family for s in SCENARIOS), *(s.name for s in SCENARIOS)]
@@ -279,7 +275,6 @@ def _check_certify(args) -> None:
         _check_writable_dir(args.runs_dir, "--runs-dir")
     _check_profile(args.profile, args.kafka_version, args.distribution)
     check_distribution_fits(args.kafka_version, args.distribution, default=None)
-    from .certify import capability_names
     for n in args.capability or []:
         if n not in capability_names():
             raise HarnessError(f"unknown capability {n!r}{did_you_mean(n, capability_names())}; "
@@ -295,14 +290,12 @@ def _check_cluster_up(args) -> None:
     Docker is asked anything."""
     if args.kafka_version:
         check_distribution_fits(args.kafka_version, args.distribution)
-        from . import images
         images.resolve_version(args.kafka_version)
 
 
 def _check_images(args) -> None:
     """`images build`: every --kafka version is resolved before the first build starts."""
     if getattr(args, "images_command", None) == "build":
-        from . import images
         for v in args.kafka or []:
             images.resolve_version(v)
 
@@ -372,15 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_run_parser(sub) -> None:
-    """`run` lives in harness.run_command once suites exist; registered here when importable."""
-    try:
-        from . import run_command
-    except ImportError:
-        return
+    """`run`, `certify` and `check` are defined next to their commands."""
     run_command.add_parser(sub)
-    from . import certify
     certify.add_parser(sub)
-    from . import check
     check.add_parser(sub)
 
 
@@ -389,7 +376,6 @@ def _reap_at_start(args=None) -> None:
     and quick when there is nothing, never blocking when Docker is down. ``cleanup`` does it itself."""
     if args is not None and args.command == "cleanup":
         return
-    from .lifecycle import reap_at_start
     runs = [getattr(args, "runs_dir", None) or "runs"]
     reap_at_start([r for r in runs if isinstance(r, str)])
 

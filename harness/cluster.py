@@ -22,16 +22,26 @@ import socket
 import sys
 import tarfile
 import io
+import json
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Iterable
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from . import distributions, docker_util, images
 from .clientlog import with_logger
 from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST, LABEL_OWNER_PID,
                           LABEL_OWNER_START, LABEL_PERSISTENT, LABEL_ROLE)
 from .errors import ClusterError, HarnessError, PortConflict
+from .lifecycle import Shield, reap
+from .owner import this_owner
+from .protocol import ProtocolClient, first_answer
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk is an image we cannot pull
 
@@ -182,7 +192,7 @@ class Node:
 
     def status(self) -> str:
         """Docker status: running, paused, exited, ..."""
-        import docker.errors
+        import docker.errors  # lazy: docker-py, kept off the CLI's start-up
         try:
             return self.container.status
         except docker.errors.NotFound:
@@ -253,7 +263,6 @@ class Node:
         loses its session before startup completed exits ("fatal exception during startup"), so a
         broker counts as ready only after this line.
         """
-        from datetime import datetime
         c = self.container
         if c.status != "running":
             return False
@@ -368,7 +377,6 @@ class Cluster:
 
     # ---- lifecycle
     def _labels(self, role: str | None = None, node_id: int | None = None) -> dict[str, str]:
-        from .owner import this_owner
         me = this_owner()
         labels = {LABEL: "1", LABEL_CLUSTER: self.name, LABEL_OWNER_PID: me["pid"],
                   LABEL_OWNER_HOST: me["host"], LABEL_OWNER_START: me["start"],
@@ -391,8 +399,8 @@ class Cluster:
         raise AssertionError("unreachable")
 
     def _start_once(self) -> "Cluster":
-        from testcontainers.core.container import DockerContainer
-        from testcontainers.core.network import Network
+        from testcontainers.core.container import DockerContainer  # lazy: testcontainers loads docker-py (0.4 s)
+        from testcontainers.core.network import Network  # lazy: as above
         t0 = time.monotonic()
         client = docker_util.client()
         reap_orphans()
@@ -427,7 +435,6 @@ class Cluster:
             self.started = True
             self.wait_ready(self.spec.startup_timeout_s)
         except BaseException:
-            from .lifecycle import Shield
             with Shield(f"removing cluster {self.name}"):   # a second Ctrl-C must not leave it behind
                 self.remove()
             raise
@@ -493,7 +500,6 @@ class Cluster:
         if self._zk is not None and not self._zk.connected:
             self._close_zk()
         if self._zk is None:
-            from kazoo.client import KazooClient
             logging.getLogger("kazoo.client").setLevel(logging.ERROR)  # reconnect chatter during faults
             zk = KazooClient(hosts=self.zookeeper_connect, timeout=10.0, connection_retry={"max_tries": 3})
             try:
@@ -510,7 +516,6 @@ class Cluster:
         the brokers a Metadata response lists (KRaft: registered and not fenced)."""
         if not self.distribution.has_zookeeper:
             return {b.node_id for b in self.protocol_metadata([]).brokers}
-        from kazoo.exceptions import NoNodeError
         try:
             return {int(c) for c in self.zk().get_children("/brokers/ids")}
         except NoNodeError:
@@ -568,7 +573,6 @@ class Cluster:
 
     def _protocol_not_ready(self, want: set[int]) -> str | None:
         """What readiness still waits for (None: ready), asked through the Kafka protocol."""
-        from .protocol import ProtocolClient
         for b in sorted(want):
             with ProtocolClient(port=self.brokers[b].host_port, timeout=5.0) as c:
                 seen = {x.node_id for x in c.metadata([]).brokers}
@@ -591,13 +595,11 @@ class Cluster:
     def protocol_metadata(self, topics: list[str] | None = None, timeout_s: float = 5.0):
         """A Metadata response (v7+, with leader epochs) from the first broker that answers
         (:class:`harness.protocol.MetadataResult`); raises ProtocolError when none does."""
-        from .protocol import first_answer
         return first_answer(self._protocol_ports(), lambda c: c.metadata(topics), timeout_s)[1]
 
     def quorum(self, timeout_s: float = 5.0):
         """The KRaft metadata quorum (DescribeQuorum through the first broker that answers):
         :class:`harness.protocol.QuorumInfo` with ``leader_id``, ``leader_epoch``, ``voters``."""
-        from .protocol import first_answer
         return first_answer(self._protocol_ports(), lambda c: c.describe_quorum(), timeout_s)[1]
 
     def active_controller(self) -> int | None:
@@ -605,8 +607,6 @@ class Cluster:
         if not self.distribution.has_zookeeper:
             q = self.quorum()
             return q.leader_id if q.error is None and q.leader_id >= 0 else None
-        import json
-        from kazoo.exceptions import NoNodeError
         try:
             data, _ = self.zk().get("/controller")
         except NoNodeError:
@@ -616,7 +616,6 @@ class Cluster:
     # ---- clients
     def admin(self, **conf):
         """A shared AdminClient (a fresh one when ``conf`` is given). Keep a reference while futures are pending."""
-        from confluent_kafka.admin import AdminClient
         if conf:
             return AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 30000, **conf}))
         if self._admin is None:
@@ -628,7 +627,6 @@ class Cluster:
                      config: dict | None = None, assignment: dict[int, list[int]] | None = None,
                      timeout_s: float = 30.0) -> None:
         """Create a topic and wait until every partition has a leader."""
-        from confluent_kafka.admin import NewTopic
         if assignment:
             # confluent-kafka 2.16 wants num_partitions = the number of assignments (not -1)
             nt = NewTopic(name, num_partitions=len(assignment),
@@ -638,7 +636,6 @@ class Cluster:
         else:
             nt = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                           config={k: str(v) for k, v in (config or {}).items()})
-        from confluent_kafka import KafkaError, KafkaException
         deadline = time.monotonic() + 2 * timeout_s
         timed_out = False
         while True:
@@ -820,7 +817,7 @@ def list_clusters() -> dict[str, list[str]]:
 
 def _remove_labelled(label: str) -> dict[str, int]:
     """Force-remove every container (with its anonymous volumes), network and volume carrying ``label``."""
-    import docker.errors
+    import docker.errors  # lazy: docker-py, kept off the CLI's start-up
     client = docker_util.client()
     counts = {"containers": 0, "networks": 0, "volumes": 0}
 
@@ -865,7 +862,6 @@ def reap_orphans() -> list[str]:
     """Remove the containers, networks and volumes whose owner process on this host is gone (never a
     live owner's, another host's or a `cluster up` cluster's: harness/lifecycle.py); returns the names of
     the clusters they belonged to."""
-    from .lifecycle import reap
     return sorted({i.cluster for i in reap(docker_util.client()) if i.cluster})
 
 

@@ -34,6 +34,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from reference import versions
+
 from .errors import HarnessError
 
 INTERNAL_PORT = 9093
@@ -66,10 +68,6 @@ class NodePlan:
     env: dict[str, str]
     config: dict[str, str]
     labels: dict[str, str] = field(default_factory=dict)
-
-
-def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
 
 
 def new_cluster_id() -> str:
@@ -141,7 +139,7 @@ class ApacheZk(Distribution):
 
     def check_image(self, image) -> None:
         # 4.x images are labelled apache-kraft: say why they cannot run here before the generic refusal
-        if image.kafka_version and _version_key(image.kafka_version) >= (4,):
+        if image.kafka_version and versions.at_least(image.kafka_version, (4,)):
             raise HarnessError(f"Kafka {image.kafka_version} has no ZooKeeper mode; use --distribution apache-kraft")
         if image.distribution != "apache-zk":
             raise HarnessError(f"image {image.tag} is not a kafka-chaos Apache Kafka image; "
@@ -178,7 +176,7 @@ class ApacheKraft(Distribution):
         if image.distribution not in ("apache-zk", "apache-kraft") or not image.kafka_version:
             raise HarnessError(f"image {image.tag} is not a kafka-chaos Apache Kafka image; "
                                "run a foreign image with distribution 'generic'")
-        if _version_key(image.kafka_version) < self.min_version:
+        if versions.older_than(image.kafka_version, self.min_version):
             raise HarnessError(f"Kafka {image.kafka_version} has no production KRaft mode; use 3.3 or newer")
 
     @staticmethod

@@ -31,6 +31,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from reference import versions
+
 from . import docker_util
 from .errors import HarnessError, ImageMissing, UnknownVersion
 
@@ -67,13 +69,9 @@ def _log(msg: str) -> None:
 
 
 # -- versions ------------------------------------------------------------------------------------
-def _version_key(v: str) -> tuple:
-    return tuple(int(x) if x.isdigit() else -1 for x in re.split(r"[.-]", v))
-
-
 def is_kraft_only(version: str) -> bool:
     """Kafka 4.0 and newer: KRaft only, Log4j 2 logging."""
-    return _version_key(version)[:2] >= KRAFT_ONLY_FROM
+    return versions.at_least(version, KRAFT_ONLY_FROM)
 
 
 def image_distribution(version: str) -> str:
@@ -103,10 +101,10 @@ def available_versions(refresh: bool = False) -> list[str]:
             xml = r.read().decode()
     except Exception:
         return json.loads(cached.read_text()) if cached.exists() else []
-    versions = sorted({v for v in re.findall(r"<version>([^<]+)</version>", xml)
-                       if re.fullmatch(r"\d+\.\d+\.\d+", v)}, key=_version_key)
-    cached.write_text(json.dumps(versions))
-    return versions
+    found = sorted({v for v in re.findall(r"<version>([^<]+)</version>", xml)
+                    if re.fullmatch(r"\d+\.\d+\.\d+", v)}, key=versions.parse)
+    cached.write_text(json.dumps(found))
+    return found
 
 
 def resolve_version(requested: str | None) -> str:
@@ -123,20 +121,20 @@ def resolve_version(requested: str | None) -> str:
     known = [v for v in _cached_versions() if v.startswith(req + ".")]
     if known and jars_cached(known[-1]):
         return known[-1]
-    versions = available_versions()
-    if not versions:  # offline: accept exact versions and the built-in default
+    released = available_versions()
+    if not released:  # offline: accept exact versions and the built-in default
         if req.count(".") == 2:
             return req
         if req == DEFAULT_SERIES:
             return FALLBACK_DEFAULT_VERSION
         raise UnknownVersion(f"cannot resolve Kafka series {req} offline; give an exact version like 3.9.2")
     if req.count(".") == 2:
-        if req not in versions:
+        if req not in released:
             series = ".".join(req.split(".")[:2])
-            near = [v for v in versions if v.startswith(series + ".")] or versions[-5:]
+            near = [v for v in released if v.startswith(series + ".")] or released[-5:]
             raise UnknownVersion(f"unknown Kafka version {req}: not on Maven Central (known: {', '.join(near)})")
         return req
-    matching = [v for v in versions if v.startswith(req + ".")]
+    matching = [v for v in released if v.startswith(req + ".")]
     if not matching:
         raise UnknownVersion(f"unknown Kafka series {req}: no release on Maven Central")
     return matching[-1]
@@ -153,7 +151,7 @@ def _base_hash() -> str:
 
 def find_image(tag: str):
     """The local image called ``tag``, or None."""
-    import docker.errors
+    import docker.errors  # lazy: docker-py, kept off the CLI's start-up
     try:
         return docker_util.client().images.get(tag)
     except docker.errors.ImageNotFound:
@@ -216,7 +214,7 @@ def _pom(version: str) -> str:
         # logging backend so brokers and ZooKeeper log (Kafka's 2.x/3.x distribution ships the same);
         # 4.x brings Log4j 2 itself and gets its SLF4J binding from _logging_pom
         deps.append(("org.slf4j", "slf4j-reload4j", "1.7.36"))
-    if _version_key(version) >= TOOLS_JAR_FROM:
+    if versions.at_least(version, TOOLS_JAR_FROM):
         deps.append(("org.apache.kafka", "kafka-tools", version))  # reassignment tool lives here since 3.5
     return _pom_text(deps, _EXCLUDE_OLD_LOGGING)
 
@@ -244,7 +242,7 @@ def required_jars(version: str) -> dict[str, str]:
     """What the image of ``version`` cannot run without: description → regex over jar file names."""
     v = re.escape(version)
     req = {f"Kafka broker (kafka_2.13-{version})": rf"kafka_2\.13-{v}\.jar"}
-    if _version_key(version) >= TOOLS_JAR_FROM:
+    if versions.at_least(version, TOOLS_JAR_FROM):
         req[f"Kafka tools (kafka-tools-{version})"] = rf"kafka-tools-{v}\.jar"
     if is_kraft_only(version):
         req["Log4j 2 (log4j-core)"] = r"log4j-core-\d[\w.-]*\.jar"

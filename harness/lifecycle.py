@@ -16,16 +16,20 @@ second Ctrl-C cannot cut short.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
+from urllib.parse import quote
 
+from . import docker_util
 from . import owner as owners
 from .docker_util import LABEL, LABEL_CLUSTER, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START, LABEL_PERSISTENT
 
@@ -68,7 +72,7 @@ def _docker_leftovers(client, everything: bool, pids: set[int] | None) -> list[L
 
     def quiet(fn) -> Callable[[], None]:
         def run() -> None:
-            import docker.errors
+            import docker.errors  # lazy: docker-py, kept off the CLI's start-up
             try:
                 fn()
             except docker.errors.NotFound:     # removed meanwhile (its owner's own cleanup, another reaper)
@@ -161,7 +165,6 @@ def find(client=None, *, everything: bool = False, runs_dirs: Iterable[str | os.
     pids = set(pids) if pids is not None else None
     out: list[Leftover] = []
     if docker:
-        from . import docker_util
         out += _docker_leftovers(client or docker_util.client(), everything, pids)
     out += _record_leftovers(runs_dirs, pids)
     return out
@@ -201,9 +204,6 @@ class _SocketClient:
         self.api = self
 
     def _get(self, url: str, raw: bool = False):
-        import http.client
-        import socket
-
         class Conn(http.client.HTTPConnection):
             def connect(conn) -> None:  # noqa: N805
                 conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -222,7 +222,6 @@ class _SocketClient:
 
     @staticmethod
     def _q(filters: dict) -> str:
-        from urllib.parse import quote
         return quote(json.dumps({k: [v] for k, v in filters.items()}))
 
     def containers(self, all: bool = True, filters: dict | None = None):  # noqa: A002
@@ -235,7 +234,6 @@ class _SocketClient:
         return self._get(f"/volumes?filters={self._q(filters or {})}")
 
     def __getattr__(self, name: str):   # remove_container, remove_network, remove_volume
-        from . import docker_util
         return getattr(docker_util.client().api, name)
 
 
@@ -253,7 +251,7 @@ def _quick_client():
             return None
         return c
     try:
-        import docker
+        import docker  # lazy: docker-py, kept off the CLI's start-up
         c = docker.from_env(timeout=START_TIMEOUT_S)
         c.ping()
         return c

@@ -22,6 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .lifecycle import Shield, summary
+from .lifecycle import reap as reap_dead
+
 RESULT = re.compile(r"^\[1/1\] (\S+): (PASS|FAIL|UNKNOWN) in (.*)$")
 SECONDS = re.compile(r"([\d.]+) s")           # the rest of a result line starts with "38 s"
 RECORD = re.compile(r"\(([^()]+)\)\s*$")      # a result line ends with "(RUN_DIR)"
@@ -103,7 +106,6 @@ def _stop_children(running: list[_Child], reap) -> None:
             killed.append(c.proc.pid)
         reap(c)
     if killed:
-        from .lifecycle import reap as reap_dead, summary
         try:
             done = reap_dead(pids=killed)
             _say(f"removed {summary(done) or 'nothing'} left by the {len(killed)} killed scenario(s)")
@@ -163,7 +165,6 @@ def run_children(jobs: list[Job], workers: int, runs_dir: str) -> list[ChildResu
                 running.remove(c)
                 reap(c)
     except KeyboardInterrupt:
-        from .lifecycle import Shield
         with Shield(f"stopping {len(running)} scenario(s)"):   # a second Ctrl-C must not strand their clusters
             _stop_children(running, reap)
         raise

@@ -14,6 +14,7 @@ from suites.catalog import SUITES, scenarios_for
 from . import distributions, images
 from .errors import HarnessError
 from .options import config_args, config_pairs
+from .parallel import Job, run_parallel
 from .replay import plan_replay
 from .runner import RunOutcome, execute
 from .scenario import Scenario
@@ -159,7 +160,6 @@ def cmd_run(args) -> int:
         if not chosen:
             return 0
     if args.parallel > 1 and len(chosen) * args.repeat > 1:
-        from .parallel import Job, run_parallel
         extra = (["--profile", args.profile] if args.profile else []) + (
             ["--distribution", args.distribution] if args.distribution else []) + (
             ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides)

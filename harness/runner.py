@@ -19,14 +19,23 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, docker_util, images
+from . import __version__, distributions, docker_util, images
 from .checkers.verdict import decide
 from .cluster import Cluster, ClusterSpec
 from .errors import HarnessError
+from .lifecycle import Shield
+from .nemesis import Nemesis
+from .observer.admin_sampler import AdminSampler
+from .observer.docker_events import DockerEventWatcher
+from .observer.protocol_sampler import ProtocolSampler
+from .observer.protocol_view import ProtocolView
+from .observer.reconcile import emit_reconciled, reconcile
 from .observer.zk_history import read_zk_history
+from .observer.zk_watcher import ZkWatcher
 from .record import RunRecorder
 from .scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
 from .schedule import Schedule, generate_schedule
+from .workload import Workload, WorkloadConfig
 
 
 
@@ -111,14 +120,6 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     ``schedule``: the fault schedule to run (a replay passes the stored one); by default a scenario
     with a ``fault_mix`` generates it from ``seed``. ``replay_of``: the run id being replayed.
     """
-    from . import distributions
-    from .nemesis import Nemesis
-    from .observer.admin_sampler import AdminSampler
-    from .observer.protocol_sampler import ProtocolSampler
-    from .observer.protocol_view import ProtocolView
-    from .observer.reconcile import emit_reconciled, reconcile
-    from .observer.zk_watcher import ZkWatcher
-    from .workload import Workload, WorkloadConfig
 
     t0 = time.monotonic()
     info = images.image_for(kafka_version, image)
@@ -220,7 +221,6 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         env_error, env_cause = f"{type(e).__name__}: {e}", classify_exception(e)
         traceback.print_exc()
     finally:
-        from .lifecycle import Shield   # a second Ctrl-C (or SIGTERM) is deferred until cleanup is done
         shield = Shield("the run's cleanup (heal, remove the cluster, publish the record)").start()
         # heal again unless the heal after the script left nothing (the run went on without faults)
         for closer in (lambda: nemesis and not healed_clean and nemesis.heal_all(), lambda: sampler and sampler.stop(),
@@ -250,7 +250,6 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
 def _watch_docker(cluster: Cluster, rec: RunRecorder):
     """Docker's own events for the cluster's containers, into the record (None when the engine does not
     stream them: the verdict then cannot tell outside stops from faults, and the record says so)."""
-    from .observer.docker_events import DockerEventWatcher
     try:
         return DockerEventWatcher(docker_util.client(), cluster.name, rec.emit).start()
     except Exception as e:  # noqa: BLE001

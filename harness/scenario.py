@@ -15,15 +15,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from reference import versions
+
 from .errors import HarnessError, ScenarioError
-
-
-def _vkey(v: str) -> tuple[int, ...]:
-    out = []
-    for part in v.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append(int(digits) if digits else 0)
-    return tuple(out)
+from .schedule import run_schedule
 
 
 class ExpectationFailed(AssertionError):
@@ -82,7 +77,7 @@ class Scenario:
         scenario is written for ZooKeeper mode only (``kraft`` False)."""
         if not self.kraft and not has_zookeeper:
             return "written for ZooKeeper mode only"
-        if self.min_version and kafka_version and _vkey(kafka_version) < _vkey(self.min_version):
+        if self.min_version and kafka_version and versions.older_than(kafka_version, self.min_version):
             return f"needs Kafka {self.min_version}+ (this is {kafka_version})"
         return None
 
@@ -182,8 +177,6 @@ class RunContext:
 def run_scheduled(ctx: RunContext) -> None:
     """Execute the run's fault schedule (``ctx.schedule``): each item applied at its time, healed
     after its duration, all bounded. Each item's outcome lands in the log as ``schedule.item``."""
-    from .schedule import run_schedule
-
     if ctx.schedule is None:
         raise HarnessError(f"{ctx.scenario.name}: no script and no fault schedule")
 

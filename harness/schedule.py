@@ -23,7 +23,9 @@ from typing import Any, Callable
 
 from harness.errors import ScenarioError
 from harness.nemesis.catalog import CATALOG, FaultSpecError, fault_info, validate_params
+from harness.nemesis.faults import FaultError
 from harness.nemesis.targets import TargetError, parse_target
+from harness.record import RecordError, load_json_object
 
 MAX_ITEMS = 10_000
 ITEM_KEYS = ("at", "fault", "target", "duration", "params")
@@ -255,8 +257,6 @@ def load_schedule(run_dir: str | os.PathLike) -> Schedule:
     ``run_dir`` may also be the metadata.json file itself. Raises ScheduleError naming the file and
     the offending item/field.
     """
-    from harness.record import RecordError, load_json_object
-
     p = Path(run_dir)
     meta_path = p if p.is_file() else p / "metadata.json"
     if not p.exists():
@@ -297,8 +297,6 @@ def run_schedule(nemesis, schedule: Schedule, stop_event: threading.Event | None
     exceptions and KeyboardInterrupt (the caller still runs ``nemesis.heal_all()`` for everything
     else). A fault that fails or whose target names nothing is recorded and the run goes on.
     """
-    from harness.nemesis.faults import FaultError
-
     stop = stop_event or threading.Event()
     start = clock()
     deadline = schedule.end + max_overrun_s

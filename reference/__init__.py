@@ -17,11 +17,26 @@ rule (``D1``..``D20``) it implements. Where to find a rule:
 * ``render.py``      -- model writes rendered as run-record events
 """
 
-from reference.profiles import Profile, profile_for
-from reference.state import Assignment, ClusterState, LeaderAndIsr, ModelConfig
-from reference.model import ControllerModel, Outcome
-from reference.checker import ConformanceResult, Divergence, check_conformance
-from reference.kraft import check_protocol_conformance
+import importlib
+
+# The package's names load on first use (PEP 562), so ``from reference import versions`` from the
+# harness's start-up path does not pull in the model and checkers.
+_EXPORTS = {
+    "Profile": "profiles", "profile_for": "profiles",
+    "Assignment": "state", "ClusterState": "state", "LeaderAndIsr": "state", "ModelConfig": "state",
+    "ControllerModel": "model", "Outcome": "model",
+    "ConformanceResult": "checker", "Divergence": "checker", "check_conformance": "checker",
+    "check_protocol_conformance": "kraft",
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"reference.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'reference' has no attribute {name!r}")
+
 
 __all__ = [
     "Assignment", "ClusterState", "ConformanceResult", "ControllerModel", "Divergence",

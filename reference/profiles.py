@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reference.versions import series as parse_version  # noqa: F401  ("3.9.2" -> (3, 9); ValueError otherwise)
+
 Version = tuple[int, int]
 
 LATEST_ZK: Version = (3, 9)   # last Apache release with a ZooKeeper-mode controller (§10.3: 4.0 removes it)
@@ -28,14 +30,6 @@ GATE_TOPIC_ID: Version = (2, 8)       # topic_id in the topic znode
 GATE_RECOVERY: Version = (3, 2)       # leader_recovery_state (KIP-704)
 GATE_KIP841: Version = (3, 3)         # AlterPartition rejects non-live ISR members
 GATE_STRICT_MIN_ISR: Version = (3, 7)  # HW does not advance under min ISR (KAFKA-15583)
-
-
-def parse_version(text: str) -> Version:
-    """``"3.9"``, ``"3.9.0"``, ``"2.8.1-rc0"`` -> ``(3, 9)``. Raises ValueError on anything else."""
-    m = re.match(r"^\s*(\d+)\.(\d+)", str(text))
-    if not m:
-        raise ValueError(f"cannot parse Kafka version {text!r}: expected '<major>.<minor>[...]'")
-    return int(m.group(1)), int(m.group(2))
 
 
 @dataclass(frozen=True)

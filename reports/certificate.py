@@ -14,6 +14,7 @@ import html
 import json
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 COLOURS = {  # status -> (background, text)
     "PASS": ("#1a7f37", "#ffffff"), "CERTIFIED": ("#1a7f37", "#ffffff"),
@@ -52,7 +53,6 @@ def _badge(status: str, elem_id: str | None = None, cls: str = "badge") -> str:
 
 def _href(path: str) -> str:
     """A relative link to a run record path, URL-quoted per segment."""
-    from urllib.parse import quote
     return "/".join(quote(p) for p in Path(path).as_posix().split("/"))
 
 

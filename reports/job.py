@@ -21,6 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reports import availability, gate, html, junit, tables
+from reports.gate import RULES, GateConfigError, load_config
+from reports.load import ReportInputError, load
+from reports.spark import build_session, check_master, unreachable_master
+
 log = logging.getLogger("reports.job")
 
 TIMELINE_PARTITIONS = 8
@@ -54,8 +59,6 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def parse_args(argv: list[str]) -> Options:
-    from reports.gate import RULES
-
     p = _ArgumentParser(prog="kafka-chaos report",
                                 description="Aggregate run records into Parquet tables, an HTML report, JUnit XML, "
                                             "summary.json and a gating exit code (0 pass, 1 gate failed, 2 error).")
@@ -97,8 +100,7 @@ def _rows(df) -> list[dict]:
 
 def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
     """Timeline data for at most ``limit`` runs: FAIL first, then UNKNOWN, then PASS (newest first)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+    from pyspark.sql import Window, functions as F  # lazy: PySpark
 
     if limit <= 0:
         return []
@@ -187,10 +189,8 @@ def reason_category(reason: str) -> str:
 
 def run_report(spark, opts: Options) -> dict:
     """Build every output for ``opts`` on ``spark``; return the summary (with ``exit_code``)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: PySpark
 
-    from reports import availability, gate, html, junit, tables
-    from reports.load import load
 
     t_start = time.time()
     timings: dict[str, float] = {}
@@ -334,9 +334,6 @@ def _has_record_files(root: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry: returns 0 (gate passed), 1 (gate failed) or 2 (usage/environment error)."""
-    from reports.gate import GateConfigError
-    from reports.load import ReportInputError
-
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -345,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return int(e.code or 0)
     try:
-        from reports.gate import load_config
         load_config(opts.gate_config)  # fail fast before starting Spark
     except GateConfigError as e:
         print(f"kafka-chaos: error: {e}", file=sys.stderr)
@@ -369,9 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-chaos: error: -o {opts.out}: {probe} is not writable", file=sys.stderr)
         return 2
 
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: PySpark
 
-    from reports.spark import build_session, check_master, unreachable_master
     existing = SparkSession.getActiveSession()
     bad_master = None if existing else (check_master(opts.master) or unreachable_master(opts.master))
     if bad_master:

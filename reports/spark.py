@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sys
 import tempfile
 import zipfile
@@ -39,7 +40,6 @@ def unreachable_master(master: str, timeout_s: float = 10.0) -> str | None:
     an unhelpful "An error occurred while calling ... SparkSession"."""
     if not master.startswith("spark://"):
         return None
-    import socket
 
     errors = []
     for hostport in master[len("spark://"):].split(","):
@@ -69,7 +69,7 @@ def driver_on_loopback(master: str) -> bool:
 
 def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report", conf: dict | None = None):
     """A new (or the already active) SparkSession configured for small, quiet report jobs."""
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: PySpark
 
     # Executors must run the same interpreter and be able to import ``reports``.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from reference.versions import parse_or_none as parse_version  # noqa: F401  (re-exported)
+
 ACKS_ALL = "all"
 
 
@@ -39,19 +41,6 @@ def parse_bool(value: Any) -> bool | None:
     if s in ("false", "0", "no", "off"):
         return False
     raise ValueError(f"not a boolean setting: {value!r}")
-
-
-def parse_version(text: Any) -> tuple[int, ...] | None:
-    """``"3.9.0"`` -> ``(3, 9, 0)``; ``None`` or an unparsable string -> ``None``."""
-    if not text:
-        return None
-    parts = []
-    for piece in str(text).split("."):
-        digits = "".join(c for c in piece if c.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts) or None
 
 
 def _first(cfg: dict, *keys: str) -> Any:

@@ -18,6 +18,9 @@ import math
 from collections import deque
 from typing import Sequence
 
+from .common import pos as _pos
+from .txn_history import COMMITTED
+
 
 def strongly_connected(n: int, succ: Sequence) -> list[list[int]]:
     """Components of two or more nodes, each a list of nodes, by iterative Tarjan."""
@@ -195,17 +198,11 @@ class DependencyGraph:
                 "largest": max((len(c) for c in comps), default=0)}
 
 
-def _pos(tp, offset) -> dict:
-    return {"topic": tp[0], "partition": tp[1], "offset": offset}
-
-
 class GraphChecks:
     """The dependency-graph checks of the transaction checker (mixed into ``txn._Judge``, which
     provides ``h`` (the history), ``visible``, ``opts``, ``txn()``, ``unclean()`` and ``verdict()``):
     ``log_view`` (ww edges, int-nonmonotonic-send, G0-realtime, visible offsets) and ``cycles``
     (G1c, ww-cycles)."""
-
-    COMMITTED = 1  # txn.COMMITTED
 
     def log_view(self) -> tuple[dict, dict]:
         """One pass over every partition's acknowledged sends in offset order: the ww edges of the
@@ -286,7 +283,7 @@ class GraphChecks:
             for i in lst:
                 if last_ok >= 0 and t_done[last_ok] <= t_inv[i]:
                     g.add_process(last_ok, i)
-                if status[i] == self.COMMITTED:
+                if status[i] == COMMITTED:
                     last_ok = i
         found = g.search(tries=int(self.opts["cycle_tries"]), limit=int(self.opts["max_cycle_components"]))
         n_hard, hard = found["hard"]

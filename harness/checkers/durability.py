@@ -14,15 +14,18 @@ else ``PASS``.
 from __future__ import annotations
 
 import bisect
-import gc
 import math
 from typing import Iterable
 
+from .common import ALLOWED, CHECK_VERDICTS, FAIL, PASS, UNKNOWN, check_result, gc_paused, merge_options
+from .common import file_example as _file
+from .common import pos as _pos
 from .config import ProducerFacts, RunFacts
+from .coverage import FATAL_ERRORS, fatal_points_at
 from .scan import Scan
 
-PASS, FAIL, UNKNOWN, ALLOWED = "PASS", "FAIL", "UNKNOWN", "ALLOWED"
-CHECK_VERDICTS = (PASS, FAIL, UNKNOWN, ALLOWED)
+__all__ = ["ALLOWED", "CHECK_VERDICTS", "DEFAULT_OPTIONS", "FAIL", "PASS", "UNKNOWN", "check_durability",
+           "check_run_record"]
 
 DEFAULT_OPTIONS = {
     "max_examples": 20,  # examples kept per check
@@ -33,15 +36,6 @@ DEFAULT_OPTIONS = {
 }
 
 
-def _options(options: dict | None) -> dict:
-    opts = dict(DEFAULT_OPTIONS)
-    for k, v in (options or {}).items():
-        if k not in DEFAULT_OPTIONS:
-            raise ValueError(f"unknown durability option {k!r}; known: {sorted(DEFAULT_OPTIONS)}")
-        opts[k] = v
-    return opts
-
-
 def check_durability(events: Iterable[dict], metadata: dict, options: dict | None = None) -> dict:
     """Judge a run: ``{"verdict", "reason", "checks": {name: {...}}, "stats": {...}}``.
 
@@ -49,37 +43,17 @@ def check_durability(events: Iterable[dict], metadata: dict, options: dict | Non
     ``metadata`` the run's metadata.json (``broker_config``, ``topics``, ``workload``,
     ``kafka_version`` are used). ``options`` override :data:`DEFAULT_OPTIONS`.
     """
-    opts = _options(options)
+    opts = merge_options(DEFAULT_OPTIONS, options, "durability")
     facts = RunFacts(metadata)
-    # The pass allocates millions of small acyclic objects (tuples, dict entries); the cyclic
-    # garbage collector's generation scans over them cost ~25 % of the run and free nothing.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         scan = Scan(facts, isr_lag_s=float(opts["isr_lag_s"]), gap_s=float(opts["unavailable_window_s"]))
         scan.run(events)
         return _Judge(scan, facts, opts).result()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def check_run_record(record) -> dict:
     """Convenience: :func:`check_durability` over a :class:`harness.record.RunRecord`."""
     return check_durability(record.events, record.metadata)
-
-
-def _pos(tp, offset) -> dict:
-    return {"topic": tp[0], "partition": tp[1], "offset": offset}
-
-
-def _file(example: dict, allowed_by: str | None, fail: list, allowed: list) -> None:
-    """Put an anomaly among the violations, or among the allowed ones with the reason why."""
-    if allowed_by:
-        example["allowed_by"] = allowed_by
-        allowed.append(example)
-    else:
-        fail.append(example)
 
 
 class _Judge:
@@ -266,7 +240,6 @@ class _Judge:
     def producer_fatal(self) -> dict:
         """Fatal errors of idempotent producers that point at the broker (coverage.FATAL_ERRORS): a
         finding with its evidence. The others are the client's (a coverage shortfall, not judged here)."""
-        from .coverage import FATAL_ERRORS, fatal_points_at
         s = self.scan
         fail, client = [], []
         for ev in s.fatal:
@@ -432,14 +405,7 @@ class _Judge:
 
     # -- assembly ------------------------------------------------------------------------------
     def _verdict(self, fail: list, allowed: list, what: str) -> dict:
-        if fail:
-            v, why = FAIL, f"{len(fail)} {what}"
-        elif allowed:
-            v, why = ALLOWED, f"{len(allowed)} {what}, as the configuration permits"
-        else:
-            v, why = PASS, f"no {what}"
-        return {"verdict": v, "count": len(fail) + len(allowed), "violations": len(fail), "allowed": len(allowed),
-                "reason": why, "examples": (fail + allowed)[: self.k]}
+        return check_result(fail, allowed, what, self.k)
 
     def result(self) -> dict:
         lost, unseen = self.lost_and_unseen()  # first: fills lossy_tps used by the others

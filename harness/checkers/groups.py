@@ -22,13 +22,13 @@ The history format (``group.assign``, ``group.revoke``, ``group.poll``, ``group.
 from __future__ import annotations
 
 import bisect
-import gc
 import math
 from typing import Iterable
 
+from .common import ALLOWED, FAIL, PASS, UNKNOWN, check_result, gc_paused, malformed, merge_options
 from .config import RunFacts, parse_bool
 
-PASS, FAIL, UNKNOWN, ALLOWED = "PASS", "FAIL", "UNKNOWN", "ALLOWED"
+__all__ = ["ALLOWED", "CHECK_ORDER", "DEFAULT_OPTIONS", "FAIL", "PASS", "UNKNOWN", "GroupHistory", "check_groups"]
 
 DEFAULT_OPTIONS = {"max_examples": 20}
 CHECK_ORDER = ("offset-regression", "group-skip", "double-consume", "group-nonmonotonic-poll", "rebalances")
@@ -44,23 +44,14 @@ def _tp(x) -> tuple:
 def check_groups(events: Iterable[dict], metadata: dict, options: dict | None = None) -> dict:
     """Judge the consumer-group part of a run. ``applicable`` is False (and the verdict PASS with
     no checks) when the record holds no ``group.*`` event."""
-    opts = dict(DEFAULT_OPTIONS)
-    for k, v in (options or {}).items():
-        if k not in DEFAULT_OPTIONS:
-            raise ValueError(f"unknown group-check option {k!r}; known: {sorted(DEFAULT_OPTIONS)}")
-        opts[k] = v
+    opts = merge_options(DEFAULT_OPTIONS, options, "group-check")
     facts = RunFacts(metadata)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         h = GroupHistory().run(events)
         if not h.n_group_events:
             return {"verdict": PASS, "applicable": False, "checks": {}, "stats": h.stats(),
                     "reason": "no consumer-group events (group.*) in the record: nothing to check"}
         return _Judge(h, facts, int(opts["max_examples"])).result()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 class GroupHistory:
@@ -162,8 +153,7 @@ class GroupHistory:
                     if ev.get("offset") is not None and ev["offset"] >= 0:
                         known.setdefault((ev["topic"], ev["partition"]), set()).add(ev["offset"])
         except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"malformed event (seq {ev.get('seq') if isinstance(ev, dict) else '?'}): "
-                             f"{type(e).__name__}: {e} in {ev!r:.300}") from None
+            raise malformed(ev, e) from None
         for (proc, _op), (t_inv, group, tp, off) in inv.items():  # never completed: outcome unknown
             self.commits.setdefault((group, tp), []).append((t_inv, None, off, proc, "unfinished"))
         return self
@@ -182,14 +172,7 @@ class _Judge:
         return None
 
     def verdict(self, fail: list, allowed: list, what: str) -> dict:
-        if fail:
-            v, why = FAIL, f"{len(fail)} {what}"
-        elif allowed:
-            v, why = ALLOWED, f"{len(allowed)} {what}, as the configuration permits"
-        else:
-            v, why = PASS, f"no {what}"
-        return {"verdict": v, "count": len(fail) + len(allowed), "violations": len(fail), "allowed": len(allowed),
-                "reason": why, "examples": (fail + allowed)[: self.k]}
+        return check_result(fail, allowed, what, self.k)
 
     def offsets(self) -> tuple[dict, dict]:
         """offset-regression and group-skip from every observation of a committed offset."""

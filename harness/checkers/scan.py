@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from .common import PositionLog, malformed
 from .config import ACKS_ALL, ProducerFacts, RunFacts, producer_facts
 
 
@@ -72,7 +73,7 @@ class IsrWindows:
             self._close(tp, math.inf)
 
 
-class Scan:
+class Scan(PositionLog):
     """State gathered by :meth:`run`; read by the checks in ``durability.py``."""
 
     def __init__(self, facts: RunFacts, *, isr_lag_s: float, gap_s: float):
@@ -298,8 +299,7 @@ class Scan:
                     if ev.get("state") == "fatal":
                         self.fatal.append(ev)
         except (KeyError, TypeError) as e:
-            raise ValueError(f"malformed event (seq {ev.get('seq') if isinstance(ev, dict) else '?'}): "
-                             f"{type(e).__name__}: {e} in {ev!r:.300}") from None
+            raise malformed(ev, e) from None
 
         self.n_invoke, self.n_ok, self.n_poll, self.n_drain = n_invoke, n_ok, n_poll, n_drain
         self.first_invoke_t, self.last_invoke_t = first_invoke_t, last_invoke_t
@@ -309,26 +309,12 @@ class Scan:
         return self
 
     # -- rarer events, kept out of the hot loop --------------------------------------------
-    def _conflict(self, tp, off, old, value) -> None:
-        vals = self.conflicts.get((tp, off))
-        if vals is None:
-            self.conflicts[(tp, off)] = [old, value]
-        elif value not in vals:
-            vals.append(value)
-
     def _err(self, proc, t, err) -> None:
         lst = self.err_log.get(proc)
         if lst is None:
             self.err_log[proc] = [(t, err)]
         else:
             lst.append((t, err))
-
-    def _dup(self, value, first, again) -> None:
-        lst = self.dups.get(value)
-        if lst is None:
-            self.dups[value] = [first, again]
-        elif again not in lst:
-            lst.append(again)
 
     def _zk_state(self, ev: dict) -> None:
         tp = (ev.get("topic"), ev.get("partition"))

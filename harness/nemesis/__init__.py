@@ -11,6 +11,8 @@ See docs/faults.md.
 """
 
 from harness.nemesis.catalog import CATALOG, LINKS, FaultSpecError, fault_info, validate_params
+from harness.nemesis.faults import FaultError, FaultUnsupported
+from harness.nemesis.nemesis import FaultSkipped, Nemesis, nemesis_guard
 from harness.nemesis.targets import Target, TargetError, TargetUnresolved, parse_target
 from harness.nemesis.view import View, ZkView
 
@@ -18,12 +20,3 @@ __all__ = ["CATALOG", "LINKS", "FaultSpecError", "fault_info", "validate_params"
            "TargetUnresolved", "parse_target", "View", "ZkView", "Nemesis", "nemesis_guard", "FaultError",
            "FaultSkipped", "FaultUnsupported"]
 
-
-def __getattr__(name):  # the Docker-facing parts load on first use, keeping schedules importable alone
-    if name in ("Nemesis", "nemesis_guard", "FaultSkipped"):
-        from harness.nemesis import nemesis
-        return getattr(nemesis, name)
-    if name in ("FaultError", "FaultUnsupported"):
-        from harness.nemesis import faults
-        return getattr(faults, name)
-    raise AttributeError(name)

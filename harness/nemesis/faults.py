@@ -14,6 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kazoo.exceptions import NoNodeError
+
+from harness import docker_util
 from harness.errors import HarnessError
 from harness.nemesis import netrules
 from harness.nemesis.catalog import PEER_LINKS, FaultSpecError, normalize_links
@@ -45,7 +48,6 @@ class Context:
     def gateway(self) -> str | None:
         """Gateway of the cluster network (the source address of host clients via docker-proxy)."""
         if self._gateway is None:
-            from harness import docker_util
             net = docker_util.client().networks.get(self.cluster.network_name)
             cfg = (net.attrs.get("IPAM") or {}).get("Config") or [{}]
             self._gateway = cfg[0].get("Gateway")
@@ -572,7 +574,6 @@ class DeleteControllerZnode(Fault):
     name = "delete_controller_znode"
 
     def apply(self) -> None:
-        from kazoo.exceptions import NoNodeError
         zk = self.ctx.cluster.zk()
         try:
             _, stat = zk.get("/controller")

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.lifecycle import Shield
 from harness.nemesis import netrules
 from harness.nemesis.catalog import FaultSpecError, fault_info, validate_params
 from harness.nemesis.faults import FAULT_CLASSES, Context, Fault, FaultError, start_node
@@ -51,7 +52,6 @@ _SWEEP_SCRIPT = (netrules.flush_script()
 def defer_sigint():
     """Hold Ctrl-C (and SIGTERM) back while healing (main thread only), with a line saying so; re-raised
     as KeyboardInterrupt afterwards (harness/lifecycle.py Shield)."""
-    from ..lifecycle import Shield
     with Shield("healing the faults"):
         yield
 

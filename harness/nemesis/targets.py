@@ -16,6 +16,7 @@ when the cluster is in the same state.
 from __future__ import annotations
 
 import inspect
+import random
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,8 +24,6 @@ from typing import TYPE_CHECKING
 from harness.nemesis.catalog import FaultSpecError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import random
-
     from harness.cluster import Cluster, Node
     from harness.nemesis.view import View
 

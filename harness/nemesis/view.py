@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Protocol, runtime_checkable
 
+from kazoo.exceptions import NoNodeError
+
 
 @runtime_checkable
 class View(Protocol):
@@ -28,7 +30,6 @@ class ZkView:
         self.cluster = cluster
 
     def _get_json(self, path: str):
-        from kazoo.exceptions import NoNodeError
         try:
             data, stat = self.cluster.zk().get(path)
         except NoNodeError:
@@ -40,7 +41,6 @@ class ZkView:
         return None if obj is None else int(obj["brokerid"])
 
     def controller_epoch(self) -> int | None:
-        from kazoo.exceptions import NoNodeError
         try:
             data, _ = self.cluster.zk().get("/controller_epoch")
         except NoNodeError:

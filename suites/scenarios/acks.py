@@ -21,6 +21,7 @@ the delivery timeout).
 from __future__ import annotations
 
 from harness.scenario import RunContext, Scenario, TopicSpec
+from reference import versions
 
 from .common import T, state
 
@@ -54,11 +55,8 @@ def _window_sends(ctx: RunContext, t_from: float, t_to: float) -> dict:
 
 
 def _kafka_version(ctx: RunContext) -> tuple[int, ...] | None:
-    v = ctx.recorder.metadata.get("kafka_version")
-    try:
-        return tuple(int(x) for x in str(v).split(".")[:2]) if v else None
-    except ValueError:
-        return None
+    v = versions.parse_or_none(ctx.recorder.metadata.get("kafka_version"))
+    return v[:2] if v else None
 
 
 def _expect_visibility(ctx: RunContext, t_from: float, t_to: float) -> None:

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import time
 
+from confluent_kafka import Producer
+
 from harness import admin_ops as ao
 from harness.scenario import RunContext, Scenario, TopicSpec
 
@@ -75,7 +77,6 @@ def _preload(ctx: RunContext, topic: str, mb: int = 4) -> None:
     quota lets one fetch through whenever the rate over its window (11 × 1 s) is below the limit,
     and with ``replica.fetch.max.bytes = SMALL_FETCH`` such a fetch carries one batch. (With the
     default 1 MB fetch size a throttled follower still gets about 1 MB every 11 s.)"""
-    from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": ctx.cluster.bootstrap_servers, "acks": "all", "linger.ms": 50,
                   "batch.size": SMALL_FETCH})
     value = b"r" * 10_000
