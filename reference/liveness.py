@@ -139,11 +139,27 @@ class Progress:
         self._recompute_due()
 
     def _recompute_due(self) -> None:
-        due = [ob.since + self.b.election_s for ob in self.p1.values() if not ob.blocked]
-        due += [ob.since + self.b.reassign_s for ob in self.p3.values() if not ob.blocked]
-        due += [ob.cov_since + self.b.election_s + self.b.isr_notify_s for ob in self.p3.values()
-                if ob.cov_since is not None and not ob.cov_blocked]
-        self.due = min(due) if due else None
+        """``due`` := the earliest bound of an unblocked clock (None: none runs). One pass, no lists:
+        this runs after every refresh."""
+        due = None
+        if self.p1:
+            for ob in self.p1.values():
+                if not ob.blocked and (due is None or ob.since < due):
+                    due = ob.since
+            if due is not None:
+                due += self.b.election_s
+        if self.p3:
+            reassign_s, cov_s = self.b.reassign_s, self.b.election_s + self.b.isr_notify_s
+            for ob in self.p3.values():
+                if not ob.blocked:
+                    d = ob.since + reassign_s
+                    if due is None or d < due:
+                        due = d
+                if ob.cov_since is not None and not ob.cov_blocked:
+                    d = ob.cov_since + cov_s
+                    if due is None or d < due:
+                        due = d
+        self.due = due
 
     def _refresh(self, tps=None) -> None:
         """Re-evaluate what blocks the obligations of ``tps`` (all when None) after a change."""
