@@ -401,9 +401,10 @@ class Progress:
     def finish(self, events: list[dict]) -> dict:
         """Stats: counts and the obligations the record ended too early (or too blocked) to decide."""
         if self.p1 or self.p3 or self.now is None:
-            ts = [t for t in map(_time, events) if t is not None]
-            if ts:
-                self.now = max(ts + ([self.now] if self.now is not None else []))
+            # the record's last time (events are not time-ordered): one pass, no list of 100k times
+            last = max((t for t in map(_time, events) if t is not None), default=None)
+            if last is not None and (self.now is None or last > self.now):
+                self.now = last
         und = []
         for rule, obs in (("P1", self.p1), ("P3", self.p3)):
             for tp, ob in obs.items():
