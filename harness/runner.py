@@ -118,7 +118,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     from .observer.protocol_view import ProtocolView
     from .observer.reconcile import emit_reconciled, reconcile
     from .observer.zk_watcher import ZkWatcher
-    from .workload import Workload, WorkloadConfig
+    from .workload import make_workload
 
     t0 = time.monotonic()
     info = images.image_for(kafka_version, image)
@@ -176,9 +176,10 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         for t in scenario.topics:
             ctx.wait_until(f"{t.name}: full ISR after creation", lambda t=t: _full_isr(view, t), 60)
         if scenario.workload:
-            wcfg = WorkloadConfig(**{"duration_s": scenario.max_duration_s, **scenario.workload})
-            rec.update_metadata(workload=wcfg.to_metadata())
-            workload = Workload(cluster.bootstrap_servers, wcfg, rec.emit).start()
+            workload = make_workload(cluster.bootstrap_servers,
+                                     {"duration_s": scenario.max_duration_s, **scenario.workload}, rec.emit)
+            rec.update_metadata(workload=workload.config.to_metadata())
+            workload.start()
             nemesis.workload = workload          # the client_crash fault's handle
             rec.update_metadata(coverage_needs=scenario.coverage)
             # acknowledged writes before the first fault: a client fault on a producer still fetching its
