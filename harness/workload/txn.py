@@ -213,7 +213,8 @@ class TxnProducerProcess:
             for j, o in enumerate(ops):
                 r = reports.get(j)
                 out.append({**o, "offset": r[0] if r and r[1] is None else None})
-            self.emit("txn", phase=phase, ops=out, error=error, **base)
+            extra = {} if error is None else {"stage": stage}  # begin | send | end: where the error came
+            self.emit("txn", phase=phase, ops=out, error=error, **base, **extra)
 
         stage = "begin"
         try:
