@@ -235,6 +235,10 @@ class TxnProducerProcess:
                 self._retrying(producer.commit_transaction)
                 self.counts["committed"] += 1
             else:
+                # the sends reach the log first (so an aborted transaction leaves records a read_committed
+                # reader must skip), and no produce request races the EndTxn (KIP-890 verification answers
+                # such a late produce with INVALID_TXN_STATE, which abort_transaction() then returns)
+                producer.flush(self.cfg.op_timeout_s)
                 self._retrying(producer.abort_transaction)
                 self.counts["aborted"] += 1
             producer.poll(0)

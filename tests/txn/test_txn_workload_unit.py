@@ -53,6 +53,11 @@ class FakeProducer:
             raise KafkaException(self.fail_commit)
         self._flush()
 
+    def flush(self, timeout=None):
+        self.calls.append("flush")
+        self._flush()
+        return 0
+
     def abort_transaction(self, timeout=None):
         self.calls.append("abort")
         self.pending = []
@@ -106,6 +111,7 @@ def test_aborted_transaction_is_ok_with_outcome_abort():
     p._transaction(FakeProducer(), 1, ops, "abort")
     done = [e for e in events if e["type"] == "txn"][-1]
     assert done["phase"] == "ok" and done["outcome"] == "abort" and p.counts["aborted"] == 1
+    assert done["ops"][0]["offset"] == 0          # flushed before the abort: the aborted record is in the log
 
 
 def test_fenced_commit_records_txn_fenced_and_an_unsure_completion():
