@@ -264,8 +264,9 @@ class TxnProducerProcess:
             done("fail" if definite else "info", err)
             if fenced or (ke is not None and ke.fatal()):
                 raise _Fatal(err) from None
-            if not definite or stage == "end":
-                raise _Fatal(f"{err} (transaction state unknown: re-initialising)") from None
+            # not aborted: the transaction may still be open in this instance; a new one's
+            # init_transactions() ends it (aborts it, or completes a commit already written)
+            raise _Fatal(f"{err} (transaction state unknown: re-initialising)") from None
         except Exception as e:  # noqa: BLE001 - outcome unknown
             self.counts["unsure"] += 1
             done("info", f"{type(e).__name__}: {e}")

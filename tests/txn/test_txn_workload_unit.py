@@ -181,3 +181,18 @@ def test_decide_runs_the_transaction_checker_for_a_txn_workload():
     events, meta = _txn_record(True)
     v = decide(events, meta)
     assert v.verdict == "FAIL" and "transactions" in v.reason and "G1a" in v.reason
+
+
+def test_error_before_the_commit_is_a_failure_and_reinitialises():
+    events: list = []
+    p = _producer(events)
+    fake = FakeProducer()
+
+    def begin():
+        raise KafkaException(KafkaError(KafkaError._STATE, "not in a state to begin"))
+    fake.begin_transaction = begin
+    ops = [{"f": "send", "topic": "txn", "partition": 1, "value": "p0-1-0", "offset": None}]
+    with pytest.raises(Exception, match="re-initialising"):
+        p._transaction(fake, 1, ops, "commit")
+    done = [e for e in events if e["type"] == "txn"][-1]
+    assert done["phase"] == "fail" and done["stage"] == "begin" and done["error"] == "_STATE"
