@@ -109,9 +109,14 @@ class TxnProducerProcess:
     """One transactional producer thread (process ``<prefix>p<i>``)."""
 
     def __init__(self, name: str, bootstrap: str, cfg: TxnWorkloadConfig, emit: Emit, stop: threading.Event,
-                 start_delay_s: float = 0.0, seed: int = 0):
+                 start_delay_s: float = 0.0, seed: int = 0, zombie: threading.Event | None = None,
+                 is_zombie: bool = False):
         self.name, self.cfg, self.emit, self.stop_event = name, cfg, emit, stop
         self.start_delay_s = start_delay_s
+        # set by the second producer as it initialises: from then on the first one does not re-initialise
+        # (its init would race the second's and fence it back, and the order of the two txn.init events
+        # in the record could then differ from the coordinator's)
+        self.zombie, self.is_zombie = zombie, is_zombie
         self.rng = random.Random(seed)
         self.settings = {
             "bootstrap.servers": bootstrap, "client.id": f"kafka-chaos-{name}",
@@ -139,6 +144,8 @@ class TxnProducerProcess:
             while time.monotonic() < end and not self._stopped():
                 time.sleep(0.05)
             if not self._stopped():
+                if self.is_zombie and self.zombie is not None:
+                    self.zombie.set()
                 self._run()
         except Exception as e:  # noqa: BLE001 - recorded, the thread ends
             self.error = f"{type(e).__name__}: {e}"
@@ -194,7 +201,8 @@ class TxnProducerProcess:
             try:
                 self._transaction(producer, op_id, ops, outcome)
             except _Fatal as e:
-                if self.fenced.is_set() or self._stopped() or recreated >= cfg.max_recreate:
+                zombie_up = self.zombie is not None and self.zombie.is_set() and not self.is_zombie
+                if self.fenced.is_set() or self._stopped() or recreated >= cfg.max_recreate or zombie_up:
                     self.life("fatal", str(e))
                     return
                 recreated += 1
@@ -258,6 +266,11 @@ class TxnProducerProcess:
                     return
                 except KafkaException as e2:
                     err = f"{err}; abort: {_name(e2)}"
+                    if _name(e2) in FENCED:  # the fencing showed only when aborting
+                        fenced = True
+                        self.fenced.set()
+                        self.counts["fenced"] += 1
+                        self.emit("txn.fenced", process=name, transactional_id=cfg.tx_id, error=_name(e2))
             # a commit that ended in an error may have committed (unless the coordinator fenced it before)
             definite = stage != "end" or (outcome == "abort" and fenced)
             self.counts["failed" if definite else "unsure"] += 1
@@ -411,11 +424,13 @@ class TxnWorkload:
         self._stop_producers = threading.Event()
         self._stop_consumers = threading.Event()
         pre = config.process_prefix
+        zombie = threading.Event() if config.zombie_at_s is not None else None
         self.producers = [TxnProducerProcess(f"{pre}p0", bootstrap, config, emit, self._stop_producers,
-                                             seed=config.seed)]
-        if config.zombie_at_s is not None:
+                                             seed=config.seed, zombie=zombie)]
+        if zombie is not None:
             self.producers.append(TxnProducerProcess(f"{pre}p1", bootstrap, config, emit, self._stop_producers,
-                                                     start_delay_s=config.zombie_at_s, seed=config.seed + 1))
+                                                     start_delay_s=config.zombie_at_s, seed=config.seed + 1,
+                                                     zombie=zombie, is_zombie=True))
         self.consumers = [TxnConsumerProcess(f"{pre}c{i}", bootstrap, config, emit, self._stop_consumers)
                           for i in range(config.consumers)]
         self.started = False
