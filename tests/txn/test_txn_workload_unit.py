@@ -196,3 +196,22 @@ def test_error_before_the_commit_is_a_failure_and_reinitialises():
         p._transaction(fake, 1, ops, "commit")
     done = [e for e in events if e["type"] == "txn"][-1]
     assert done["phase"] == "fail" and done["stage"] == "begin" and done["error"] == "_STATE"
+
+
+def test_first_producer_does_not_reinitialise_once_the_zombie_started():
+    from harness.workload.txn import _Fatal
+    events: list = []
+    zombie = threading.Event()
+    config = TxnWorkloadConfig(topic="txn", partitions=4, rate=0)
+    emit = lambda type_, **f: events.append({"type": type_, **f})  # noqa: E731
+    p = TxnProducerProcess("p0", "localhost:9092", config, emit, threading.Event(), zombie=zombie)
+    inits = []
+    p._new_producer = lambda first: inits.append(first) or FakeProducer()
+
+    def fail(*a):
+        zombie.set()                      # the second producer began initialising meanwhile
+        raise _Fatal("UNKNOWN; abort: INVALID_TXN_STATE")
+    p._transaction = fail
+    p._run()
+    assert inits == [True]                # no re-initialisation racing the zombie's
+    assert [e["state"] for e in events if e["type"] == "client.life"] == ["fatal"]
