@@ -460,6 +460,12 @@ class TxnWorkload:
 
     def crash(self, target: str, rng=None, timeout_s: float = 30.0) -> str:
         procs = {p.name: p for p in self.producers + self.consumers}
+        if target in ("random-producer", "random-consumer"):
+            pool = [p for p in (self.producers if target == "random-producer" else self.consumers)
+                    if p.thread.is_alive()]
+            if not pool:
+                raise LookupError(f"client_crash: no live {target.split('-')[1]} to end")
+            target = (rng.choice(pool) if rng is not None else pool[0]).name
         proc = procs.get(target) or procs.get(self.config.process_prefix + str(target))
         if proc is None:
             raise LookupError(f"client_crash: no client {target!r}; the workload has {', '.join(sorted(procs))}")
