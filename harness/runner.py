@@ -35,7 +35,7 @@ from .observer.zk_watcher import ZkWatcher
 from .record import RunRecorder
 from .scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
 from .schedule import Schedule, generate_schedule
-from .workload import Workload, WorkloadConfig
+from .workload import make_workload
 
 
 
@@ -177,9 +177,10 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         for t in scenario.topics:
             ctx.wait_until(f"{t.name}: full ISR after creation", lambda t=t: _full_isr(view, t), 60)
         if scenario.workload:
-            wcfg = WorkloadConfig(**{"duration_s": scenario.max_duration_s, **scenario.workload})
-            rec.update_metadata(workload=wcfg.to_metadata())
-            workload = Workload(cluster.bootstrap_servers, wcfg, rec.emit).start()
+            workload = make_workload(cluster.bootstrap_servers,
+                                     {"duration_s": scenario.max_duration_s, **scenario.workload}, rec.emit)
+            rec.update_metadata(workload=workload.config.to_metadata())
+            workload.start()
             nemesis.workload = workload          # the client_crash fault's handle
             rec.update_metadata(coverage_needs=scenario.coverage)
             # acknowledged writes before the first fault: a client fault on a producer still fetching its

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .coverage import check_coverage
 from .durability import check_durability
+from .txn import check_transactions
 
 PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
 VERDICTS = (PASS, FAIL, UNKNOWN)
@@ -189,6 +190,10 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
     and whether the record is complete (``run.end``). ``checks`` / ``expectations`` / ``script_error``
     override what the record says (for re-judging a modified copy).
 
+    ``transactions`` (a record whose workload has ``kind: "txn"``) is judged by
+    :func:`harness.checkers.txn.check_transactions`: its FAIL counts as data loss does, its UNKNOWN as
+    undecided.
+
     Order of precedence: durability violations are FAIL whatever else happened (data loss is never
     UNKNOWN); other broker findings (conformance rules, expectations on broker state) are FAIL unless
     an environment failure could explain them; then UNKNOWN for an environment failure, an incomplete
@@ -222,6 +227,15 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
             data_fail.append(f"durability: {', '.join(bad)}")
         elif d["verdict"] == UNKNOWN:
             undecided.append("durability undecided: " + d.get("reason", ""))
+    # the transactional workload (kind "txn", docs/transactions.md): a FAIL is the broker's, like durability
+    if "transactions" in wanted and (metadata.get("workload") or {}).get("kind") == "txn":
+        t = check_transactions(events, metadata)
+        out["transactions"] = t
+        if t["verdict"] == FAIL:
+            bad = [k for k, v in t["checks"].items() if v.get("verdict") == FAIL]
+            data_fail.append(f"transactions: {', '.join(bad)}")
+        elif t["verdict"] == UNKNOWN:
+            undecided.append("transactions undecided: " + t.get("reason", ""))
     # what the run exercised, judged against the scenario's needs (metadata coverage_needs; coverage.py)
     coverage = check_coverage(events, metadata) if metadata.get("workload") else None
     if "expectations" in wanted:

@@ -1,0 +1,98 @@
+"""Transactions (issue 17, first slice): a transactional producer (``transactional.id``, each transaction
+sending to >= 2 partitions, 20 % aborted on purpose) and a read_committed consumer, judged by the
+transaction checker (harness/checkers/txn.py, docs/transactions.md) besides the conformance checker.
+
+``transactions.leader_kill`` — the leader of a data partition is killed (SIGKILL) mid-run.
+``transactions.coordinator_kill`` — the transaction coordinator of the producer's ``transactional.id``
+(the leader of its ``__transaction_state`` partition, what FindCoordinator answers) is killed mid-run.
+``transactions.zombie_fenced`` — a second producer with the same ``transactional.id`` starts mid-run and
+fences the first: nothing the fenced one begins afterwards may commit or become visible.
+
+Tagged ``chaos`` only: not in the default test selection (each run is a minute on a real cluster).
+"""
+
+from __future__ import annotations
+
+from harness.scenario import RunContext, Scenario, TopicSpec
+
+TOPIC = "txn"
+PARTITIONS = 4
+TXN_STATE = "__transaction_state"
+TXN_STATE_PARTITIONS = 3  # transaction.state.log.num.partitions of the test clusters (harness/cluster.py)
+TX_ID = f"kc-tx-{TOPIC}"
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def txn_state_partition(transactional_id: str, partitions: int = TXN_STATE_PARTITIONS) -> int:
+    """The ``__transaction_state`` partition of a transactional id: Kafka's
+    ``TransactionStateManager.partitionFor`` = ``Utils.abs(transactionalId.hashCode) % partitions``;
+    its leader is the transaction coordinator FindCoordinator names."""
+    h = java_string_hash(transactional_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def _partitions(ctx: RunContext) -> int:
+    cfg = ctx.cluster.broker_config if isinstance(getattr(ctx.cluster, "broker_config", None), dict) else {}
+    return int(cfg.get("transaction.state.log.num.partitions", TXN_STATE_PARTITIONS))
+
+
+def _kill_and_wait(ctx: RunContext, topic: str, partition: int, what: str) -> None:
+    ctx.wait_until(f"{topic}-{partition} has a leader", lambda: ctx.leader(topic, partition) not in (None, -1), 30)
+    old = ctx.leader(topic, partition)
+    h = ctx.fault("kill", f"broker:{old}")
+    ctx.wait_until(f"{topic}-{partition} has a new leader after the kill of {what} {old}",
+                   lambda: ctx.leader(topic, partition) not in (None, -1, old), 40)
+    ctx.sleep(10)           # transactions against the new leader while the old one is down
+    ctx.heal(h)
+    ctx.sleep(10)           # and after it rejoined
+
+
+def leader_kill(ctx: RunContext) -> None:
+    ctx.sleep(8)
+    _kill_and_wait(ctx, TOPIC, 0, "the leader")
+
+
+def coordinator_kill(ctx: RunContext) -> None:
+    ctx.sleep(8)
+    p = txn_state_partition(TX_ID, _partitions(ctx))
+    ctx.recorder.emit("phase", name="txn.coordinator", transactional_id=TX_ID, partition=p,
+                      broker=ctx.leader(TXN_STATE, p))
+    _kill_and_wait(ctx, TXN_STATE, p, "the transaction coordinator")
+
+
+def zombie_fenced(ctx: RunContext) -> None:
+    ctx.sleep(35)           # the second producer starts at 15 s; both run, the first fenced
+
+
+_TOPICS = [TopicSpec(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})]
+_WORKLOAD = {"kind": "txn", "topic": TOPIC, "partitions": PARTITIONS, "rate": 20.0, "abort_ratio": 0.2,
+             "sends_per_txn": 4, "txn_partitions": 2}
+_CHECKS = ("conformance", "transactions", "expectations")
+# a transactional workload has no plain sends: no acknowledged write per partition is counted after the heal
+_COVERAGE = {"acked_after_heal": 0}
+
+SCENARIOS: list[Scenario] = [
+    Scenario("transactions.leader_kill",
+             "transactional producer (2+ partitions per transaction, 20 % aborted) and a read_committed "
+             "consumer; the leader of txn-0 killed mid-run and restarted",
+             leader_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
+             coverage=_COVERAGE, min_version="2.5", max_duration_s=120),
+    Scenario("transactions.coordinator_kill",
+             "transactional producer and a read_committed consumer; the transaction coordinator (leader of the "
+             "transactional id's __transaction_state partition) killed mid-run and restarted",
+             coordinator_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
+             coverage=_COVERAGE, min_version="2.5", max_duration_s=120),
+    Scenario("transactions.zombie_fenced",
+             "a second producer with the same transactional.id starts 15 s in and fences the first; the "
+             "fenced one's later transactions must neither commit nor become visible",
+             zombie_fenced, tags=("chaos",), topics=_TOPICS, workload={**_WORKLOAD, "zombie_at_s": 15.0},
+             checks=_CHECKS, coverage={**_COVERAGE, "producers_alive": False}, min_version="2.5",
+             max_duration_s=120),
+]
