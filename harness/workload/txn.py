@@ -13,8 +13,6 @@ Same life cycle as :class:`harness.workload.Workload`: ``start()`` -> faults -> 
 
 from __future__ import annotations
 
-from harness.clientlog import with_logger
-
 import random
 import threading
 import time
@@ -23,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from harness.clientlog import with_logger
 
 from .consumer import consumer_settings
 from .outcomes import error_name
@@ -231,12 +231,15 @@ class TxnProducerProcess:
             for j, o in enumerate(ops):
                 def cb(err, msg, j=j):
                     reports[j] = (msg.offset() if err is None else None, error_name(err))
+                full_until = time.monotonic() + self.cfg.op_timeout_s
                 while True:
                     try:
                         producer.produce(o["topic"], value=o["value"].encode(), key=o["value"].encode(),
                                          partition=o["partition"], on_delivery=cb)
                         break
-                    except BufferError:
+                    except BufferError:      # the local queue is full: wait for deliveries, bounded
+                        if time.monotonic() >= full_until:
+                            raise
                         producer.poll(0.1)
             stage = "end"
             if outcome == "commit":
