@@ -26,6 +26,7 @@ from harness.clientlog import with_logger
 
 from .consumer import consumer_settings
 from .outcomes import error_name
+from .workload import ClientGroup
 
 Emit = Callable[..., object]
 
@@ -416,16 +417,12 @@ def txn_drain(bootstrap: str, cfg: TxnWorkloadConfig, emit: Emit, timeout_s: flo
     return {"ends": ends, "records": records, "incomplete": incomplete, "errors": errors}
 
 
-class TxnWorkload:
-    """Transactional producers and read_committed consumers; the interface of
-    :class:`harness.workload.Workload` the runner and the nemesis use."""
+class TxnWorkload(ClientGroup):
+    """Transactional producers and read_committed consumers; the life cycle of
+    :class:`harness.workload.workload.ClientGroup` the runner and the nemesis use."""
 
     def __init__(self, bootstrap: str, config: TxnWorkloadConfig, emit: Emit):
-        if not bootstrap:
-            raise ValueError("bootstrap servers are required")
-        self.bootstrap, self.config, self.emit = bootstrap, config, emit
-        self._stop_producers = threading.Event()
-        self._stop_consumers = threading.Event()
+        super().__init__(bootstrap, config, emit)
         pre = config.process_prefix
         zombie = threading.Event() if config.zombie_at_s is not None else None
         self.producers = [TxnProducerProcess(f"{pre}p0", bootstrap, config, emit, self._stop_producers,
@@ -436,45 +433,9 @@ class TxnWorkload:
                                                      zombie=zombie, is_zombie=True))
         self.consumers = [TxnConsumerProcess(f"{pre}c{i}", bootstrap, config, emit, self._stop_consumers)
                           for i in range(config.consumers)]
-        self.started = False
 
-    def start(self) -> "TxnWorkload":
-        if self.started:
-            raise RuntimeError("workload already started")
-        self.started = True
-        self.emit("phase", name="workload.start", topic=self.config.topic)
-        for proc in self.consumers + self.producers:
-            proc.thread.start()
-        return self
-
-    def stop(self, timeout: float | None = None) -> bool:
-        timeout = 4 * self.config.op_timeout_s + 10.0 if timeout is None else timeout
-        end = time.monotonic() + timeout
-        self.emit("phase", name="workload.stopping", topic=self.config.topic)
-        self._stop_producers.set()
-        for p in self.producers:
-            p.thread.join(max(0.0, end - time.monotonic()))
-        self._stop_consumers.set()
-        for c in self.consumers:
-            c.thread.join(max(0.0, end - time.monotonic()))
-        alive = [t.name for t in self._threads() if t.is_alive()]
-        self.emit("phase", name="workload.stop", topic=self.config.topic, still_running=alive)
-        return not alive
-
-    def crash(self, target: str, rng=None, timeout_s: float = 30.0) -> str:
-        procs = {p.name: p for p in self.producers + self.consumers}
-        if target in ("random-producer", "random-consumer"):
-            pool = [p for p in (self.producers if target == "random-producer" else self.consumers)
-                    if p.thread.is_alive()]
-            if not pool:
-                raise LookupError(f"client_crash: no live {target.split('-')[1]} to end")
-            target = (rng.choice(pool) if rng is not None else pool[0]).name
-        proc = procs.get(target) or procs.get(self.config.process_prefix + str(target))
-        if proc is None:
-            raise LookupError(f"client_crash: no client {target!r}; the workload has {', '.join(sorted(procs))}")
-        proc.crash()
-        proc.thread.join(timeout_s)
-        return proc.name
+    def _stop_timeout(self) -> float:
+        return 4 * self.config.op_timeout_s + 10.0     # a commit / abort in flight is retried up to 2x op_timeout_s
 
     def drain(self, timeout_s: float = 60.0) -> dict:
         return txn_drain(self.bootstrap, self.config, self.emit, timeout_s=timeout_s,
@@ -483,17 +444,6 @@ class TxnWorkload:
     def acknowledged(self) -> int:
         """Transactions committed so far."""
         return sum(p.counts["committed"] for p in self.producers)
-
-    def wait_acknowledged(self, n: int = 1, timeout_s: float = 30.0) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while self.acknowledged() < n:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.1)
-        return True
-
-    def _threads(self) -> list[threading.Thread]:
-        return [p.thread for p in self.producers] + [c.thread for c in self.consumers]
 
     def stats(self) -> dict:
         return {"producers": {p.name: {**p.counts, "error": p.error} for p in self.producers},

@@ -19,11 +19,14 @@ from .producer import ProducerProcess
 Emit = Callable[..., object]
 
 
-class Workload:
-    """Producers (``<prefix>p<i>``), assign-mode consumers (``<prefix>c<i>``) and group consumers
-    (``<prefix>g<i>``) against one topic."""
+class ClientGroup:
+    """The life cycle every workload shares (the interface the runner and the nemesis use): client
+    processes with a ``thread``, ``name`` and ``crash()`` in ``producers`` / ``consumers``, started
+    together, stopped producers first (bounded), one of them ended on demand. A subclass builds the
+    processes and says what an acknowledgement is (:meth:`acknowledged`), how long a stop may take
+    (:meth:`_stop_timeout`), how to drain and what its stats are."""
 
-    def __init__(self, bootstrap: str, config: WorkloadConfig, emit: Emit):
+    def __init__(self, bootstrap: str, config, emit: Emit):
         if not bootstrap:
             raise ValueError("bootstrap servers are required")
         if not callable(emit):
@@ -33,16 +36,11 @@ class Workload:
         self.emit = emit
         self._stop_producers = threading.Event()
         self._stop_consumers = threading.Event()
-        pre = config.process_prefix
-        self.producers = [ProducerProcess(f"{pre}p{i}", bootstrap, config, emit, self._stop_producers)
-                          for i in range(config.producers)]
-        self.consumers = [ConsumerProcess(f"{pre}c{i}", "assign", bootstrap, config, emit, self._stop_consumers)
-                          for i in range(config.assign_consumers)]
-        self.consumers += [ConsumerProcess(f"{pre}g{i}", "subscribe", bootstrap, config, emit, self._stop_consumers)
-                           for i in range(config.subscribe_consumers)]
+        self.producers: list = []
+        self.consumers: list = []
         self.started = False
 
-    def start(self) -> "Workload":
+    def start(self):
         if self.started:
             raise RuntimeError("workload already started")
         self.started = True
@@ -51,18 +49,16 @@ class Workload:
             proc.thread.start()
         return self
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the producers to finish on their own (duration or count reached); True if they did."""
-        end = None if timeout is None else time.monotonic() + timeout
-        for p in self.producers:
-            p.thread.join(None if end is None else max(0.0, end - time.monotonic()))
-        return not any(p.thread.is_alive() for p in self.producers)
+    def _stop_timeout(self) -> float:
+        raise NotImplementedError
+
+    def acknowledged(self) -> int:
+        raise NotImplementedError
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Stop producing (waiting up to the flush timeout for outstanding acks), then stop the
-        consumers. Returns True if every thread ended within ``timeout`` (default: flush
-        timeout + 10 s)."""
-        timeout = self.config.flush_timeout_s + 10.0 if timeout is None else timeout
+        """Stop producing (each producer finishing what it has outstanding), then stop the consumers.
+        Returns True if every thread ended within ``timeout`` (default: :meth:`_stop_timeout`)."""
+        timeout = self._stop_timeout() if timeout is None else timeout
         end = time.monotonic() + timeout
         # from here on a client's end is asked for (coverage needs no client after this moment)
         self.emit("phase", name="workload.stopping", topic=self.config.topic)
@@ -98,19 +94,10 @@ class Workload:
             raise TimeoutError(f"client_crash: {proc.name} did not end within {timeout_s:.0f} s")
         return proc.name
 
-    def drain(self, timeout_s: float = 60.0) -> dict:
-        """The final read of every partition to its end (see :func:`harness.workload.drain`)."""
-        return drain(self.bootstrap, self.config.topic, self.config.partition_ids, self.emit,
-                     timeout_s=timeout_s, process=f"{self.config.process_prefix}drain",
-                     consumer_config=self.config.consumer_config)
-
-    def acknowledged(self) -> int:
-        """Writes acknowledged so far, over every producer."""
-        return sum(p.counts["ok"] for p in self.producers)
-
     def wait_acknowledged(self, n: int = 1, timeout_s: float = 30.0) -> bool:
-        """Wait (bounded) until ``n`` writes were acknowledged: the producers have connected and, if
-        idempotent, hold a producer id, so a first fault does not land on a client still starting."""
+        """Wait (bounded) until ``n`` acknowledgements (:meth:`acknowledged`): the producers have
+        connected and, if idempotent, hold a producer id, so a first fault does not land on a client
+        still starting."""
         deadline = time.monotonic() + timeout_s
         while self.acknowledged() < n:
             if time.monotonic() >= deadline:
@@ -120,6 +107,41 @@ class Workload:
 
     def _threads(self) -> list[threading.Thread]:
         return [p.thread for p in self.producers] + [c.thread for c in self.consumers]
+
+
+class Workload(ClientGroup):
+    """Producers (``<prefix>p<i>``), assign-mode consumers (``<prefix>c<i>``) and group consumers
+    (``<prefix>g<i>``) against one topic."""
+
+    def __init__(self, bootstrap: str, config: WorkloadConfig, emit: Emit):
+        super().__init__(bootstrap, config, emit)
+        pre = config.process_prefix
+        self.producers = [ProducerProcess(f"{pre}p{i}", bootstrap, config, emit, self._stop_producers)
+                          for i in range(config.producers)]
+        self.consumers = [ConsumerProcess(f"{pre}c{i}", "assign", bootstrap, config, emit, self._stop_consumers)
+                          for i in range(config.assign_consumers)]
+        self.consumers += [ConsumerProcess(f"{pre}g{i}", "subscribe", bootstrap, config, emit, self._stop_consumers)
+                           for i in range(config.subscribe_consumers)]
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the producers to finish on their own (duration or count reached); True if they did."""
+        end = None if timeout is None else time.monotonic() + timeout
+        for p in self.producers:
+            p.thread.join(None if end is None else max(0.0, end - time.monotonic()))
+        return not any(p.thread.is_alive() for p in self.producers)
+
+    def _stop_timeout(self) -> float:
+        return self.config.flush_timeout_s + 10.0     # producers wait up to the flush timeout for acks
+
+    def drain(self, timeout_s: float = 60.0) -> dict:
+        """The final read of every partition to its end (see :func:`harness.workload.drain`)."""
+        return drain(self.bootstrap, self.config.topic, self.config.partition_ids, self.emit,
+                     timeout_s=timeout_s, process=f"{self.config.process_prefix}drain",
+                     consumer_config=self.config.consumer_config)
+
+    def acknowledged(self) -> int:
+        """Writes acknowledged so far, over every producer."""
+        return sum(p.counts["ok"] for p in self.producers)
 
     def stats(self) -> dict:
         """Per-process counts and any exception that ended a thread (for logs and verdict stats)."""
