@@ -219,23 +219,20 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
         if res.verdict != "PASS":
             first = res.invariant_violations or res.divergences
             broker_fail.append("conformance: " + (f"{first[0].rule} {first[0].explanation}" if first else res.verdict))
+    def data_check(name: str, check) -> None:
+        """A check of the data the clients wrote and read: its FAIL is data loss (never UNKNOWN)."""
+        r = out[name] = check(events, metadata)
+        if r["verdict"] == FAIL:
+            bad = [k for k, v in r["checks"].items() if v.get("verdict") == FAIL]
+            data_fail.append(f"{name}: {', '.join(bad)}")
+        elif r["verdict"] == UNKNOWN:
+            undecided.append(f"{name} undecided: " + r.get("reason", ""))
+
     if "durability" in wanted and metadata.get("workload"):
-        d = check_durability(events, metadata)
-        out["durability"] = d
-        if d["verdict"] == FAIL:
-            bad = [k for k, v in d["checks"].items() if v.get("verdict") == FAIL]
-            data_fail.append(f"durability: {', '.join(bad)}")
-        elif d["verdict"] == UNKNOWN:
-            undecided.append("durability undecided: " + d.get("reason", ""))
+        data_check("durability", check_durability)
     # the transactional workload (kind "txn", docs/transactions.md): a FAIL is the broker's, like durability
     if "transactions" in wanted and (metadata.get("workload") or {}).get("kind") == "txn":
-        t = check_transactions(events, metadata)
-        out["transactions"] = t
-        if t["verdict"] == FAIL:
-            bad = [k for k, v in t["checks"].items() if v.get("verdict") == FAIL]
-            data_fail.append(f"transactions: {', '.join(bad)}")
-        elif t["verdict"] == UNKNOWN:
-            undecided.append("transactions undecided: " + t.get("reason", ""))
+        data_check("transactions", check_transactions)
     # what the run exercised, judged against the scenario's needs (metadata coverage_needs; coverage.py)
     coverage = check_coverage(events, metadata) if metadata.get("workload") else None
     if "expectations" in wanted:
