@@ -5,6 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 
+def partition_ids(partitions: int | list) -> list[int]:
+    """A workload's ``partitions`` setting (a count, or the partition ids) as the list of ids."""
+    if isinstance(partitions, int):
+        return list(range(partitions))
+    return [int(p) for p in partitions]
+
+
 @dataclass
 class WorkloadConfig:
     """Settings of one :class:`~harness.workload.Workload`.
@@ -69,9 +76,7 @@ class WorkloadConfig:
 
     @property
     def partition_ids(self) -> list[int]:
-        if isinstance(self.partitions, int):
-            return list(range(self.partitions))
-        return [int(p) for p in self.partitions]
+        return partition_ids(self.partitions)
 
     @property
     def acks_setting(self) -> str:

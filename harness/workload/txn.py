@@ -24,6 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from harness.clientlog import with_logger
 
+from .config import partition_ids
 from .consumer import consumer_settings
 from .outcomes import error_name
 from .workload import ClientGroup
@@ -75,9 +76,7 @@ class TxnWorkloadConfig:
 
     @property
     def partition_ids(self) -> list[int]:
-        if isinstance(self.partitions, int):
-            return list(range(self.partitions))
-        return [int(p) for p in self.partitions]
+        return partition_ids(self.partitions)
 
     @property
     def tx_id(self) -> str:
