@@ -703,21 +703,21 @@ class Cluster:
                 return
             time.sleep(0.2)
 
-    def start_broker(self, broker_id: int, wait: bool = True, timeout_s: float = 60.0) -> None:
-        """Start a stopped/killed broker; with ``wait``, until it registered anew (a new broker epoch;
-        without ZooKeeper: until it finished startup and is listed in metadata again)."""
-        if not self.distribution.has_zookeeper:
-            self.brokers[broker_id].start()
-            if wait:
-                self.wait_ready(timeout_s, brokers=[broker_id])
-            return
-        self.await_old_registration_gone(broker_id)
-        old = self.broker_epoch(broker_id) if wait else None
+    def start_broker(self, broker_id: int, wait: bool = True, timeout_s: float = 60.0, started=None) -> None:
+        """Start a stopped/killed broker; ``started()`` (if given) is called as soon as Docker started
+        its container. With ``wait``, until it registered anew (a new broker epoch; without
+        ZooKeeper: until it finished startup and is listed in metadata again)."""
+        zk = self.distribution.has_zookeeper
+        if zk:
+            self.await_old_registration_gone(broker_id)
+        old = self.broker_epoch(broker_id) if wait and zk else None
         self.brokers[broker_id].start()
+        if started is not None:
+            started()
         if not wait:
             return
         deadline = time.monotonic() + timeout_s
-        while True:
+        while zk:
             epoch = self.broker_epoch(broker_id)
             if epoch is not None and epoch != old:
                 break

@@ -139,11 +139,8 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
     if st == "missing":
         raise FaultError(f"{node.name} no longer exists")
     if node.role == "broker":
-        ctx.cluster.await_old_registration_gone(node.node_id)
-        try:
-            _start_broker(ctx, node, wait, timeout_s, started)
-        except FaultError:
-            raise
+        try:   # waits for a killed broker's old registration to expire first (Cluster.start_broker)
+            ctx.cluster.start_broker(node.node_id, wait, timeout_s, started=started)
         except HarnessError as e:
             raise FaultError(str(e)) from None
         return
@@ -155,30 +152,6 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
             if time.monotonic() > deadline:
                 raise FaultError(f"{node.name}: ZooKeeper not serving {timeout_s:.0f} s after start")
             time.sleep(0.3)
-
-
-def _start_broker(ctx: Context, node: "Node", wait: bool, timeout_s: float, started) -> None:
-    """Start a stopped/killed broker's container, call ``started()``, then with ``wait`` until it
-    registered anew (ZooKeeper: a new broker epoch) and finished its startup (``Cluster.wait_ready``)."""
-    cl = ctx.cluster
-    zk = cl.distribution.has_zookeeper
-    old = cl.broker_epoch(node.node_id) if wait and zk else None
-    node.start()
-    started()
-    if not wait:
-        return
-    deadline = time.monotonic() + timeout_s
-    while zk:
-        epoch = cl.broker_epoch(node.node_id)
-        if epoch is not None and epoch != old:
-            break
-        if time.monotonic() > deadline:
-            raise FaultError(f"broker {node.node_id} did not register again within {timeout_s:.0f} s")
-        st = node.status()
-        if st not in ("running", "paused"):
-            raise FaultError(f"{node.name} is {st} after its start; last log lines:\n{node.logs(15)}")
-        time.sleep(0.2)
-    cl.wait_ready(max(5.0, deadline - time.monotonic()), brokers=[node.node_id])
 
 
 class _Restartable(Fault):
