@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from typing import Iterable
 
 ZK_TYPES = ("zk.controller", "zk.controller_epoch", "zk.broker", "zk.topic", "zk.partition_state",
@@ -30,6 +31,12 @@ _REQUIRED = {
     "zk.delete_topics": ("topics",),
     "zk.gap": ("path",),
 }
+
+_KNOWN = frozenset(ZK_TYPES) | frozenset(OTHER_TYPES)
+_ZK = frozenset(ZK_TYPES)
+# the fields each zk.* type needs, zxid included but for a gap (placed later): KeyError if one is missing
+_NEED = {t: itemgetter(*(f if t == "zk.gap" else f + ("zxid",))) for t, f in _REQUIRED.items()}
+_SEQ, _ZXID = itemgetter("seq"), itemgetter("zxid")
 
 _STATE_PATH = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
 _TOPIC_PATH = re.compile(r"^/brokers/topics/([^/]+)$")
@@ -85,30 +92,52 @@ def normalize(events: Iterable[dict]) -> list[dict]:
     """Validated, deduplicated events: zk.* sorted by (zxid, seq) placed into the zk slots of the
     seq order, other relevant events untouched. Unknown types are dropped."""
     events = list(events)
-    evs = sorted((e for e in events if e.get("type") in ZK_TYPES or e.get("type") in OTHER_TYPES),
-                 key=lambda e: e.get("seq", 0))
-    if any(e["type"] == "zk.gap" and e.get("zxid") is None for e in evs):
-        evs = _place_gaps(evs)
+    evs = [e for e in events if e.get("type") in _KNOWN]
+    try:
+        evs.sort(key=_SEQ)
+    except (KeyError, TypeError):       # an event without (or with a malformed) seq: sorted as seq 0
+        evs.sort(key=lambda e: e.get("seq", 0))
+    gaps = False
+    for e in evs:
+        if e["type"] == "zk.gap":
+            gaps = True
+            if e.get("zxid") is None:
+                evs = _place_gaps(evs)
+                break
     slots: list[int] = []
     zk: list[dict] = []
     seen: set = set()
     out: list[dict | None] = []
     for e in evs:
-        validate(e)
-        if e["type"] in ZK_TYPES:
-            k = (e["type"], e["zxid"], _key(e))
-            if k in seen:
-                continue
-            seen.add(k)
-            slots.append(len(out))
-            zk.append(e)
-            out.append(None)
-        else:
+        t = e["type"]
+        need = _NEED.get(t)
+        if need is None:                # fault / action / admin sample: nothing the checker requires
             out.append(e)
-    if any(e["type"] == "zk.gap" for e in zk):
-        zk.sort(key=lambda e: (e["zxid"], e["type"] != "zk.gap", e.get("seq", 0)))   # a gap precedes its write
+            continue
+        try:
+            need(e)
+            ok = e.get("zxid").__class__ is int
+        except KeyError:
+            ok = False
+        if not ok:
+            validate(e)                 # raises with the seq and the missing field (bools pass, as before)
+        if t == "zk.partition_state":     # _key, inlined for the two most frequent types
+            k = (t, e["zxid"], e["topic"], e["partition"], e.get("version"), bool(e.get("deleted")))
+        elif t == "zk.broker":
+            k = (t, e["zxid"], (e["broker_id"], e["registered"]))
+        else:
+            k = (t, e["zxid"], _key(e))
+        if k in seen:
+            continue
+        seen.add(k)
+        slots.append(len(out))
+        zk.append(e)
+        out.append(None)
+    # zk is in seq order: a stable sort by zxid keeps it within one zxid ((zxid, seq) order)
+    if gaps:
+        zk.sort(key=lambda e: (e["zxid"], e["type"] != "zk.gap"))   # a gap precedes its write
     else:
-        zk.sort(key=lambda e: (e["zxid"], e.get("seq", 0)))
+        zk.sort(key=_ZXID)
     others = [e for e in out if e is not None]
     if _time_mergeable(zk, others):
         return _time_merge(zk, others, _script_marks(events))
