@@ -45,6 +45,9 @@ from reference.state import list_minus
 from reference.topics import TopicJudge, _Topic
 from reference.writes import Obs, WriteJudge
 
+_new_obs = tuple.__new__
+_NUM = (float, int)     # an event time (``zk_time`` / ``wall``), as reference.liveness reads it
+
 __all__ = ["Checker", "ConformanceResult", "Divergence", "MAX_REPORTED", "check_conformance",
            "record_unclean_permission"]
 
@@ -76,6 +79,8 @@ class Checker(WriteJudge, TopicJudge):
         self.stats: dict[str, int] = {"events": 0, "zk_events": 0, "state_writes": 0, "controller_writes": 0,
                                       "leader_isr_changes": 0, "creations": 0, "gaps": 0, "elections": 0,
                                       "views_scanned": 0}
+        # the counters bumped per write, kept out of the dict on the hot path (folded in by run)
+        self.n_states = self.n_cwrites = self.n_lic = self.n_elections = 0
         # controller
         self.epoch: int | None = None
         self.epoch_version: int | None = None
@@ -131,21 +136,35 @@ class Checker(WriteJudge, TopicJudge):
         prev_zxid = None
         prog = self.progress
         evs = normalize(events)
+        n_zk = 0
+        now = None                  # prog.now, which only this loop moves
         for ev in evs:
             self._ev = ev
-            self.stats["events"] += 1
-            if prog.due is not None:
-                prog.tick(ev)
+            # the progress clock (Progress.tick, its time update inlined: this runs on every event)
+            tm = ev.get("zk_time")
+            if tm is None:
+                tm = ev.get("wall")
+            if tm.__class__ in _NUM and (now is None or tm > now):
+                now = prog.now = tm
+            if prog.due is not None and now > prog.due:
+                prog.tick()
             t = ev["type"]
             if t.startswith("zk."):
-                self.stats["zk_events"] += 1
+                n_zk += 1
                 z = ev["zxid"]
                 if z != prev_zxid and self.unpaired is not None:
                     self._end_txn()
                 prev_zxid = z
             handlers[t](ev)
+        st = self.stats
+        st["events"] += len(evs)
+        st["zk_events"] += n_zk
+        st["state_writes"] += self.n_states
+        st["controller_writes"] += self.n_cwrites
+        st["leader_isr_changes"] += self.n_lic
+        st["elections"] += self.n_elections
         self._end_txn(final=True)
-        self.stats.update(prog.finish(evs))
+        self.stats.update(prog.finish())
         self.stats["transitions"] = self.stats["state_writes"]
         verdict = "FAIL" if (self.divs or self.viols) else "PASS"
         self.stats["divergences"] = len(self.divs)
@@ -242,7 +261,7 @@ class Checker(WriteJudge, TopicJudge):
         (its replicas): every subset of the brokers with an open graceful stop."""
         if not self.maybe_shutting:
             return self._no_sd
-        ms = frozenset(b for b in relevant if b in self.maybe_shutting)
+        ms = frozenset(self.maybe_shutting.intersection(relevant))
         opts = self._sd_cache.get(ms)
         if opts is None:
             m = sorted(ms)
@@ -326,10 +345,12 @@ class Checker(WriteJudge, TopicJudge):
             self.parts.pop(tp, None)
             self.progress.on_state_deleted(tp)
             return
-        self.stats["state_writes"] += 1
+        self.n_states += 1
         isr = tuple(ev["isr"])
         rec = ev.get("leader_recovery_state") or 0
-        new = Obs(ev["leader"], ev["leader_epoch"], isr, frozenset(isr), ev["controller_epoch"], rec, ev["version"])
+        L, le, ver = ev["leader"], ev["leader_epoch"], ev["version"]
+        # Obs(...) without the NamedTuple's Python-level __new__ (this runs per state write; locals likewise)
+        new = _new_obs(Obs, (L, le, isr, frozenset(isr), ev["controller_epoch"], rec, ver))
         if part is None:
             part = self.parts[tp] = _Part()
             part.subject = f"{tp[0]}-{tp[1]}"
@@ -343,26 +364,27 @@ class Checker(WriteJudge, TopicJudge):
             rs_ok = t.rs_ok.get(tp[1])
             if rs_ok is None:   # replicas a leader may legitimately be/ISR may contain (RS ∪ AR ∪ pre-U1 RS)
                 rs_ok = t.rs_ok[tp[1]] = frozenset(rs) | frozenset(t.window.get(tp[1], ())) | frozenset(a[1])
-        for rule, msg in state_violations(new.leader, new.isr, new.recovery, rs_ok):
+        for rule, msg in state_violations(L, isr, rec, rs_ok):
             self._report(rule, subject, msg, prev.to_dict() if prev else None, new.to_dict())
-        if self.apache and not new.isr:
+        if not isr and self.apache:
             self._report("D8", subject, "empty ISR written (ZK mode always keeps the last ISR member)",
                          prev.to_dict() if prev else None, new.to_dict())
         if self.epoch is not None and new.controller_epoch > self.epoch and not self.epoch_gap:
             self._report("H2", subject, f"state written with controller epoch {new.controller_epoch} above the "
                          f"current /controller_epoch {self.epoch}", prev.to_dict() if prev else None, new.to_dict())
-        if prev is not None and new.version == prev.version and new == prev:
+        if prev is not None and ver == prev.version and new == prev:
             return                                                   # duplicate observation
-        if new.leader_epoch in part.epochs and part.epochs[new.leader_epoch] != new.leader:
-            if not (prev is not None and prev.leader_epoch == new.leader_epoch):   # else reported below
-                self._report("H4", subject, f"two leaders in leader epoch {new.leader_epoch}: "
-                             f"{part.epochs[new.leader_epoch]} and {new.leader}", prev.to_dict() if prev else None,
-                             new.to_dict())
-        else:
-            part.epochs.setdefault(new.leader_epoch, new.leader)
+        pe = part.epochs
+        first = pe.get(le)
+        if first is None:
+            pe[le] = L
+        elif first != L:
+            if not (prev is not None and prev.leader_epoch == le):   # else reported below
+                self._report("H4", subject, f"two leaders in leader epoch {le}: {first} and {L}",
+                             prev.to_dict() if prev else None, new.to_dict())
         part.st = new
         prog = self.progress
-        if prev is None or prev.leader != new.leader or prev.isr != new.isr or tp in prog.p1:
+        if prev is None or prev.leader != L or prev.isr != isr or tp in prog.p1:
             prog.on_state(tp, prev, new)
         gap = prev is not None and (part.gap or new.version > prev.version + 1)
         if t is not None and a is not None and (a[1] or a[2] or tp in self.zk_reassign):
@@ -373,8 +395,10 @@ class Checker(WriteJudge, TopicJudge):
             self._check_creation(tp, subject, new, rs)
             part.gap = False
             return
-        for rule, msg in transition_violations(prev, new, rs_ok):
-            self._report(rule, subject, msg, prev.to_dict(), new.to_dict())
+        if new.leader_epoch <= prev.leader_epoch or new.version <= prev.version:
+            # (with both epochs up, as in every controller write, transition_violations has nothing to say)
+            for rule, msg in transition_violations(prev, new, rs_ok):
+                self._report(rule, subject, msg, prev.to_dict(), new.to_dict())
         part.gap = False
         if gap or new.version <= prev.version or new.leader_epoch < prev.leader_epoch:
             return              # skipped states: only the single-state rules and H3/H4/H9 above (§8.1 caveat 6)

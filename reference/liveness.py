@@ -71,18 +71,29 @@ def _time(ev: dict) -> float | None:
 
 class _Ob:
     """One obligation. A clock runs from ``since`` while not ``blocked``; it restarts (``since`` :=
-    the time of the event that unblocks it) each time the blocker goes away."""
+    the time of the event that unblocks it) each time the blocker goes away. P1 obligations are this
+    (opened and discharged by the ten thousand on long histories: four slots); P3 ones :class:`_Ob3`."""
 
-    __slots__ = ("kind", "since", "opened", "blocked", "cov_since", "cov_blocked", "trs")
+    __slots__ = ("kind", "since", "opened", "blocked")
+    cov_since = None                # (P3 only)
 
     def __init__(self, kind: str, t: float | None):
         self.kind = kind            # P1: "elect" | "unset"; P3: "reassign"
         self.since = t              # P1 clock / P3 "after healing" clock
         self.opened = t
         self.blocked = True         # until the first refresh
-        self.cov_since = None       # P3: ISR ⊇ target observed since (None: not covered)
+
+
+class _Ob3(_Ob):
+    """A P3 obligation: also the ISR-covers-the-target clock and the target replicas."""
+
+    __slots__ = ("cov_since", "cov_blocked", "trs")
+
+    def __init__(self, t: float | None):
+        super().__init__("reassign", t)
+        self.cov_since = None       # ISR ⊇ target observed since (None: not covered)
         self.cov_blocked = True
-        self.trs = None             # P3: the target replicas
+        self.trs = None             # the target replicas
 
 
 class Progress:
@@ -98,33 +109,32 @@ class Progress:
         self.leads: dict[int, set] = {}         # broker -> partitions it leads (observed state)
         self.leaderless: set = set()            # partitions observed with leader -1
         self.p1: dict[tuple, _Ob] = {}
-        self.p3: dict[tuple, _Ob] = {}
+        self.p3: dict[tuple, _Ob3] = {}
         self.due: float | None = None           # earliest time an unblocked obligation falls due
-        self.stats = {"progress_obligations": 0, "progress_met": 0, "progress_longest_met_s": 0.0}
+        self._down = True                       # _cluster_blocked(), kept current (no controller yet)
+        self._stale = False                     # ``due`` may be earlier than the earliest bound
+        self.opened = 0                         # obligations opened, discharged; longest clock met
+        self.met = 0
+        self.longest = 0.0
         md = checker.metadata
         topics = md.get("topics") if isinstance(md.get("topics"), list) else []
         cfgs = [md.get("broker_config") or {}] + [t.get("config") or {} for t in topics if isinstance(t, dict)]
         self.throttled = any(_throttle(c) for c in cfgs if isinstance(c, dict))
 
     # -- clock ---------------------------------------------------------------------------------
-    # Blocking can only change when the checker applies an event that changes its inputs (a fault,
-    # a registration, /controller, the partition's state, the topic znode, a throttle): those call
-    # ``_refresh``. Between them only time passes, so ``tick`` compares the event time with the
-    # earliest due time (cheap on the long histories of benchmarks/conformance_check.py).
-    def _clock(self) -> float | None:
-        """The time of the event being applied (never going back): ``now``."""
-        t = _time(self.c._ev)
-        if t is not None and (self.now is None or t > self.now):
-            self.now = t
-        return self.now
-
-    def tick(self, ev: dict) -> None:
-        """Before ``ev`` is applied (called while an obligation is due, ``due`` set): judge them at its time."""
-        t = _time(ev)
-        if t is None or t <= self.due:
-            return
-        if self.now is None or t > self.now:
-            self.now = t
+    # ``now`` is the latest time of the events applied so far (events are not time-ordered: ``zk.*``
+    # follow zxids, the rest their sequence), never going back. Blocking can only change when the
+    # checker applies an event that changes its inputs (a fault, a registration, /controller, the
+    # partition's state, the topic znode, a throttle): those refresh. Between them only time passes,
+    # so the checker (Checker.run, which keeps ``now``) compares ``now`` with the earliest due time
+    # and calls ``tick`` past it: cheap on the long histories of benchmarks/conformance_check.py.
+    def tick(self) -> None:
+        """Judge the obligations that fell due: called by the checker, before it applies an event,
+        once ``now`` (the event's time, never going back; it keeps it) is past ``due``."""
+        if self._stale:                 # ``due`` may be early (see _refresh_tp): act only past the true one
+            self._recompute_due()
+            if self.due is None or self.now <= self.due:
+                return
         t = self.now
         for tp, ob in list(self.p1.items()):
             if not ob.blocked and t - ob.since > self.b.election_s:
@@ -141,6 +151,7 @@ class Progress:
     def _recompute_due(self) -> None:
         """``due`` := the earliest bound of an unblocked clock (None: none runs). One pass, no lists:
         this runs after every refresh."""
+        self._stale = False
         due = None
         if self.p1:
             for ob in self.p1.values():
@@ -161,37 +172,101 @@ class Progress:
                         due = d
         self.due = due
 
-    def _refresh(self, tps=None) -> None:
-        """Re-evaluate what blocks the obligations of ``tps`` (all when None) after a change."""
+    def _refresh(self) -> None:
+        """Re-evaluate what blocks every obligation after a change to the cluster (fault, registration,
+        controller, throttle, reassignment znode)."""
+        down = self._down = self._cluster_blocked()
         if not (self.p1 or self.p3):
             return
-        t = self._clock()
+        t = self.now
         if t is None:
             return
-        down = self._cluster_blocked()
-        for tp in (self.p1 if tps is None else [tp for tp in tps if tp in self.p1]):
-            ob = self.p1[tp]
-            blocked = down or (ob.kind == "elect" and not self._candidates(tp, free=True))
-            if not blocked and ob.blocked:
-                ob.since = t
-            ob.blocked = blocked
-        for tp in (self.p3 if tps is None else [tp for tp in tps if tp in self.p3]):
-            ob = self.p3[tp]
-            trs = ob.trs
-            blocked = down or bool(self.faults) or self.throttled or any(r not in self.c.registered for r in trs or ())
-            if not blocked and ob.blocked:
-                ob.since = t
-            ob.blocked = blocked
-            if not self._covered(tp, trs):
-                ob.cov_since, ob.cov_blocked = None, True
-            elif down:
-                ob.cov_blocked = True
-            elif ob.cov_since is None or ob.cov_blocked:
-                ob.cov_since, ob.cov_blocked = t, False
+        self._refresh_p1s(self.p1.items(), t, down)
+        for tp, ob in self.p3.items():
+            self._refresh_p3(tp, ob, t, down)
         self._recompute_due()
 
+    def _refresh_p1s(self, items, t: float, down: bool) -> None:
+        """``_refresh_p1`` over (tp, obligation) pairs, inlined: this runs on every registration change."""
+        if down:                        # every clock stops
+            for _, ob in items:
+                ob.blocked = True
+        else:
+            parts, reg, faulted = self.c.parts, self.c.registered, self.open_on
+            for tp, ob in items:
+                blocked = False
+                if ob.kind == "elect":
+                    blocked = True
+                    part = parts.get(tp)
+                    st = part.st if part is not None else None
+                    if st is not None:
+                        L = st.leader
+                        for r in st.isr:
+                            if r != L and r in reg and r not in faulted:
+                                blocked = False
+                                break
+                if not blocked and ob.blocked:
+                    ob.since = t
+                ob.blocked = blocked
+
+    def _refresh_tp(self, tp) -> None:
+        """Re-evaluate the obligations of one partition after its state changed. ``due`` only moves
+        earlier here (a clock that starts); one that stops may leave ``due`` early (``_stale``), and
+        ``tick`` recomputes it before it acts, so ``now`` moves exactly as with a full refresh."""
+        t = self.now
+        if t is None:
+            return
+        down = self._down               # current: every input of _cluster_blocked() updates it
+        due = self.due
+        ob = self.p1.get(tp)
+        if ob is not None:
+            self._refresh_p1(tp, ob, t, down)
+            if not ob.blocked:
+                d = ob.since + self.b.election_s
+                if due is None or d < due:
+                    due = d
+        ob = self.p3.get(tp)
+        if ob is not None:
+            self._refresh_p3(tp, ob, t, down)
+            if not ob.blocked:
+                d = ob.since + self.b.reassign_s
+                if due is None or d < due:
+                    due = d
+            if ob.cov_since is not None and not ob.cov_blocked:
+                d = ob.cov_since + self.b.election_s + self.b.isr_notify_s
+                if due is None or d < due:
+                    due = d
+        self.due, self._stale = due, True
+
+    def _refresh_p1(self, tp, ob: _Ob, t: float, down: bool) -> None:
+        blocked = down or (ob.kind == "elect" and not self._free_candidate(tp))
+        if not blocked and ob.blocked:
+            ob.since = t
+        ob.blocked = blocked
+
+    def _refresh_p3(self, tp, ob: _Ob3, t: float, down: bool) -> None:
+        trs = ob.trs
+        blocked = down or bool(self.faults) or self.throttled
+        if not blocked and trs:
+            reg = self.c.registered
+            for r in trs:
+                if r not in reg:
+                    blocked = True
+                    break
+        if not blocked and ob.blocked:
+            ob.since = t
+        ob.blocked = blocked
+        part = self.c.parts.get(tp)
+        if not (trs and part is not None and part.st is not None and part.st.isr_set.issuperset(trs)):
+            ob.cov_since, ob.cov_blocked = None, True
+        elif down:
+            ob.cov_blocked = True
+        elif ob.cov_since is None or ob.cov_blocked:
+            ob.cov_since, ob.cov_blocked = t, False
+
     def on_controller(self) -> None:
-        self._refresh()
+        if self._cluster_blocked() != self._down:   # else nothing the controller feeds has changed
+            self._refresh()
 
     # -- what blocks progress ------------------------------------------------------------------------
     def _cluster_blocked(self) -> bool:
@@ -203,14 +278,25 @@ class Progress:
     def _faulted(self, b: int) -> bool:
         return b in self.open_on
 
-    def _candidates(self, tp, free: bool = False) -> list[int]:
-        """Registered ISR members other than the leader (``free``: and under no open fault)."""
+    def _candidates(self, tp) -> list[int]:
+        """Registered ISR members other than the leader."""
         part = self.c.parts.get(tp)
         st = part.st if part is not None else None
         if st is None:
             return []
-        return [r for r in st.isr if r != st.leader and r in self.c.registered
-                and not (free and self._faulted(r))]
+        return [r for r in st.isr if r != st.leader and r in self.c.registered]
+
+    def _free_candidate(self, tp) -> bool:
+        """A registered ISR member other than the leader and under no open fault exists."""
+        part = self.c.parts.get(tp)
+        st = part.st if part is not None else None
+        if st is None:
+            return False
+        reg, faulted, L = self.c.registered, self.open_on, st.leader
+        for r in st.isr:
+            if r != L and r in reg and r not in faulted:
+                return True
+        return False
 
     # -- faults --------------------------------------------------------------------------------
     def on_fault_start(self, ev: dict) -> None:
@@ -241,8 +327,13 @@ class Progress:
 
     def on_action(self, ev: dict) -> None:
         """A replication throttle makes catching up as slow as it likes: no "after healing" bound then."""
-        params = ev.get("params") or {}
-        if params.get("throttle") or _throttle(params.get("config") or params.get("configs") or {}):
+        params = ev.get("params")
+        if not params:
+            return
+        cfg = params.get("config") or params.get("configs")
+        if params.get("throttle") or (cfg and _throttle(cfg)):
+            if self.throttled:          # already: nothing more can change
+                return
             self.throttled = True
             self._refresh()
 
@@ -251,19 +342,24 @@ class Progress:
         """A partition state was observed (``prev`` None: first observation)."""
         L = new.leader                      # (the checker calls this when leader or ISR changed, or tp is in p1)
         if prev is None or prev.leader != L:
+            leads = self.leads
             if prev is not None:
-                s = self.leads.get(prev.leader)
+                s = leads.get(prev.leader)
                 if s is not None:
                     s.discard(tp)
             if L != NO_LEADER:
-                self.leads.setdefault(L, set()).add(tp)
+                s = leads.get(L)
+                if s is None:
+                    s = leads[L] = set()
+                s.add(tp)
                 self.leaderless.discard(tp)
             else:
                 self.leaderless.add(tp)
-        if tp in self.p1 or L == NO_LEADER or (L not in self.c.registered and L in self.c.seen_brokers):
-            self._p1_update(tp)
-        if tp in self.p1 or tp in self.p3:
-            self._refresh((tp,))
+        p1 = self.p1
+        if tp in p1 or L == NO_LEADER or (L not in self.c.registered and L in self.c.seen_brokers):
+            self._p1_update(tp, new)
+        if tp in p1 or tp in self.p3:
+            self._refresh_tp(tp)
 
     def on_state_deleted(self, tp) -> None:
         self.p1.pop(tp, None)
@@ -273,43 +369,99 @@ class Progress:
     def on_broker(self, b: int, registered: bool) -> None:
         """Partitions whose obligation ``b`` changes: led by it, or with it in the ISR while leaderless
         or already obliged (it may be a candidate)."""
-        tps = set(self.leads.get(b, ()))
+        down = self._cluster_blocked()
+        changed, self._down = down != self._down, down
+        led = self.leads.get(b, ())
+        p1 = self.p1
+        # a partition b leads changes only if b died (its leader is now dead) or it is obliged already
+        tps = {tp for tp in led if tp in p1} if registered else set(led)
         parts = self.c.parts
-        tps.update(tp for tp in self.p1 if tp in parts and b in parts[tp].st.isr_set)
+        for tp in self.p1:
+            part = parts.get(tp)
+            if part is not None and b in part.st.isr_set:
+                tps.add(tp)
         if registered:      # an ISR member of a leaderless partition may have come back
-            tps.update(tp for tp in self.leaderless if tp in parts and b in parts[tp].st.isr_set)
+            for tp in self.leaderless:
+                part = parts.get(tp)
+                if part is not None and b in part.st.isr_set:
+                    tps.add(tp)
         for tp in tps:
             self._p1_update(tp)
-        self._refresh()
+        if not (self.p1 or self.p3):
+            return
+        t = self.now
+        if t is None:
+            return
+        if changed:                     # the cluster's ability to act changed (b is the controller)
+            self._refresh()
+            return
+        # Otherwise only what b's registration feeds: the P1 obligations of ``tps`` (b leads them or is
+        # in their ISR, so may be a candidate; new ones are among them) and the P3 ones with b as target.
+        items = [(tp, p1[tp]) for tp in tps if tp in p1]
+        self._refresh_p1s(items, t, down)
+        due = self.due                  # only clocks that start can bring it earlier (see _refresh_tp)
+        for _, ob in items:
+            if not ob.blocked:
+                d = ob.since + self.b.election_s
+                if due is None or d < due:
+                    due = d
+        if self.p3:     # _refresh_p3 of those with b as a target, blocking only: coverage is the ISR's
+            stop = down or bool(self.faults) or self.throttled
+            reg, reassign_s = self.c.registered, self.b.reassign_s
+            for ob in self.p3.values():
+                trs = ob.trs
+                if not trs or b not in trs:
+                    continue
+                blocked = stop
+                if not blocked:
+                    for r in trs:
+                        if r not in reg:
+                            blocked = True
+                            break
+                if not blocked:
+                    if ob.blocked:
+                        ob.since = t
+                    d = ob.since + reassign_s
+                    if due is None or d < due:
+                        due = d
+                ob.blocked = blocked
+        self.due, self._stale = due, True
 
     def on_topic_deleting(self) -> None:
         for tp in [tp for tp in self.p1 if tp[0] in self.c.deleting]:
             del self.p1[tp]
 
-    def _need(self, tp) -> str | None:
-        part = self.c.parts.get(tp)
-        st = part.st if part is not None else None
-        if st is None or tp[0] in self.c.deleting:
-            return None
-        L = st.leader
-        dead = L != NO_LEADER and L in self.c.seen_brokers and L not in self.c.registered
-        if L != NO_LEADER and not dead:
-            return None
-        if self._candidates(tp):
-            return "elect"
-        return "unset" if dead else None
-
-    def _p1_update(self, tp) -> None:
-        need = self._need(tp)
-        ob = self.p1.get(tp)
+    def _p1_update(self, tp, st=None) -> None:
+        """Open, re-kind or discharge the P1 obligation of ``tp`` (state ``st``, looked up when None;
+        ``_need`` inlined: this runs for every partition a registration change or an election touches)."""
+        c = self.c
+        if st is None:
+            part = c.parts.get(tp)
+            st = part.st if part is not None else None
+        need = None
+        if st is not None and tp[0] not in c.deleting:
+            L, reg = st.leader, c.registered
+            dead = L != NO_LEADER and L not in reg and L in c.seen_brokers
+            if L == NO_LEADER or dead:
+                need = "unset" if dead else None
+                for r in st.isr:
+                    if r != L and r in reg:
+                        need = "elect"
+                        break
+        p1 = self.p1
+        ob = p1.get(tp)
         if need is None:
-            if ob is not None:
-                del self.p1[tp]
-                self._met(ob)
+            if ob is not None:          # discharged (_met, inlined)
+                del p1[tp]
+                self.met += 1
+                if self.now is not None and ob.since is not None:
+                    took = self.now - ob.since          # a P1 obligation has no cov_since
+                    if took > self.longest:
+                        self.longest = took
             return
         if ob is None:
-            self.p1[tp] = _Ob(need, self._clock())
-            self.stats["progress_obligations"] += 1
+            p1[tp] = _Ob(need, self.now)
+            self.opened += 1
         elif ob.kind != need:
             ob.kind = need
 
@@ -357,16 +509,17 @@ class Progress:
 
     def _met(self, ob: _Ob) -> None:
         """An obligation was discharged; remember the longest running clock (margin to the bound)."""
-        self.stats["progress_met"] += 1
-        now = self._clock()
+        self.met += 1
+        now = self.now
         if now is not None and ob.since is not None:
             took = now - (ob.cov_since if ob.cov_since is not None else ob.since)
-            self.stats["progress_longest_met_s"] = round(max(self.stats["progress_longest_met_s"], took), 3)
+            if took > self.longest:
+                self.longest = took
 
     def _open_p3(self, tp) -> None:
-        ob = self.p3[tp] = _Ob("reassign", self._clock())
+        ob = self.p3[tp] = _Ob3(self.now)
         ob.trs = self._target(tp)
-        self.stats["progress_obligations"] += 1
+        self.opened += 1
 
     def _in_flight(self, tp) -> bool:
         t = self.c.topics.get(tp[0])
@@ -380,11 +533,7 @@ class Progress:
             return list_minus(a[0], a[2])
         return self.c.zk_reassign.get(tp)
 
-    def _covered(self, tp, trs) -> bool:
-        part = self.c.parts.get(tp)
-        return bool(trs) and part is not None and part.st is not None and part.st.isr_set.issuperset(trs)
-
-    def _report_p3(self, tp, ob: _Ob, t: float, trs, late_cov: bool) -> None:
+    def _report_p3(self, tp, ob: _Ob3, t: float, trs, late_cov: bool) -> None:
         part = self.c.parts.get(tp)
         st = part.st.to_dict() if part is not None and part.st is not None else None
         subject = f"{tp[0]}-{tp[1]}"
@@ -398,13 +547,8 @@ class Progress:
                        st, None, ["reassignment completed"])
 
     # -- end of record ---------------------------------------------------------------------------
-    def finish(self, events: list[dict]) -> dict:
+    def finish(self) -> dict:
         """Stats: counts and the obligations the record ended too early (or too blocked) to decide."""
-        if self.p1 or self.p3 or self.now is None:
-            # the record's last time (events are not time-ordered): one pass, no list of 100k times
-            last = max((t for t in map(_time, events) if t is not None), default=None)
-            if last is not None and (self.now is None or last > self.now):
-                self.now = last
         und = []
         for rule, obs in (("P1", self.p1), ("P3", self.p3)):
             for tp, ob in obs.items():
@@ -413,7 +557,8 @@ class Progress:
                 und.append({"rule": rule, "subject": f"{tp[0]}-{tp[1]}", "kind": ob.kind,
                             "open_since": ob.opened, "clock_since": ob.since,
                             "record_ends": self.now})
-        out = dict(self.stats)
+        out = {"progress_obligations": self.opened, "progress_met": self.met,
+               "progress_longest_met_s": round(self.longest, 3)}
         out["progress_undecided"] = und[:MAX_UNDECIDED]
         out["progress_bounds_s"] = {"election": self.b.election_s, "reassignment": self.b.reassign_s}
         out["progress_judged"] = self.now is not None

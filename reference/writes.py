@@ -48,6 +48,11 @@ class _WriteCtx(NamedTuple):
     failover_block: bool         # D12: the leader was dead before this controller was elected
 
 
+_new_ctx = tuple.__new__
+_EMPTY: frozenset = frozenset()
+_NO_ASSIGN = ((), (), ())
+
+
 def _summ(o) -> str:
     leader, isr, rec, rule = o
     extra = " RECOVERING" if rec == RECOVERING else ""
@@ -59,23 +64,25 @@ class WriteJudge:
 
     def _write_ctx(self, tp, t: _Topic | None, prev: Obs, ce: int) -> _WriteCtx:
         topic = tp[0]
-        rs, ar, rr = (t.assign.get(tp[1]) if t else None) or ((), (), ())
-        trs, need, removable = None, False, set()
+        rs, ar, rr = (t.assign.get(tp[1]) if t else None) or _NO_ASSIGN
+        trs, need, removable = None, False, _EMPTY
         if ar or rr:
             trs, need = list_minus(rs, rr), True
-            removable.update(rr)
+            removable = frozenset(rr)
         zk = self.zk_reassign.get(tp)
         if zk is not None and not (ar or rr):
             trs, need = zk, True
-            removable.update(r for r in rs if r not in zk)
+            removable = frozenset(r for r in rs if r not in zk)
         if t is not None and tp[1] in t.window:
-            removable.update(r for r in t.window[tp[1]] if r not in rs)
+            removable = removable.union(r for r in t.window[tp[1]] if r not in rs)
             if trs is None:
                 trs = rs
-        if trs is None and (tp in self.pending_reassign or (topic, None) in self.pending_reassign):
+        pend = self.pending_reassign
+        if trs is None and pend and (tp in pend or (topic, None) in pend):
             trs = rs
-        unclean = (self.unclean_topic.get(topic, self.unclean_default) or tp in self.unclean_grants
-                   or (topic, None) in self.unclean_grants)
+        grants = self.unclean_grants
+        unclean = (self.unclean_topic.get(topic, self.unclean_default)
+                   or bool(grants and (tp in grants or (topic, None) in grants)))
         fb = False
         if self.apache and prev.leader != NO_LEADER and ce in self.epoch_start:
             # D12: the leader was already dead when this controller initialized, and has not come back
@@ -83,7 +90,8 @@ class WriteJudge:
             L, start = prev.leader, self.epoch_start[ce]
             fb = (L in self.seen_brokers and L not in self.snaps[start]
                   and self.last_registered.get(L, -1) < start)
-        return _WriteCtx(rs, trs, need, frozenset(removable), topic in self.deleting, unclean, fb)
+        # tuple.__new__: the NamedTuple constructor is a Python function, and this runs per controller write
+        return _new_ctx(_WriteCtx, (rs, trs, need, removable, topic in self.deleting, unclean, fb))
 
     def _outcomes(self, prev: Obs, c: _WriteCtx, reg: frozenset, sd: frozenset) -> list[tuple]:
         """Every (leader, isr-set, recovery, rule) the Apache controller could write, given the
@@ -173,7 +181,7 @@ class WriteJudge:
 
     def _check_leader_isr_change(self, subject, prev: Obs, new: Obs, rs):
         """Same LE: AlterPartition / legacy leader write (§5.9, §5.10): H10, H13, H19 (3.3+), D7, D9."""
-        self.stats["leader_isr_changes"] += 1
+        self.n_lic += 1
         added = [r for r in new.isr if r not in prev.isr_set]
         removed = [r for r in prev.isr if r not in new.isr_set]
         if added and self.p.at_least(GATE_KIP841):
@@ -197,7 +205,7 @@ class WriteJudge:
 
     def _check_controller_write(self, tp, subject, t, prev: Obs, new: Obs, rs):
         """LE increased: a controller write (§4, §5.2, §5.5, §6.2, §7.4)."""
-        self.stats["controller_writes"] += 1
+        self.n_cwrites += 1
         ce = new.controller_epoch
         L, x = prev.leader, new.leader
         if (self.epoch is not None and ce < self.epoch and self.p.at_least(GATE_FENCING)
@@ -206,9 +214,10 @@ class WriteJudge:
                          f"{self.epoch} was established (a fenced controller's write succeeded)",
                          prev.to_dict(), new.to_dict())
         c = self._write_ctx(tp, t, prev, ce) if rs is not None else None
-        self.unclean_grants.discard(tp)      # an ElectLeaders(UNCLEAN) request covers one controller write
+        if self.unclean_grants:
+            self.unclean_grants.discard(tp)  # an ElectLeaders(UNCLEAN) request covers one controller write
         if x != L and x != NO_LEADER:
-            self.stats["elections"] += 1
+            self.n_elections += 1
             if self._live_in_some_view(x, ce) is None:
                 self._report("H19", subject, f"broker {x} elected leader after its /brokers/ids znode was gone "
                              "(the controller already considered it dead)", prev.to_dict(), new.to_dict())
@@ -261,30 +270,56 @@ class WriteJudge:
     def _match_outcomes(self, subject, prev: Obs, new: Obs, ctxs: tuple, ce: int, report: bool = True):
         """Find a view (and shutting-down set) under which one of the write contexts ``ctxs``
         explains ``new``; advance the frontier to it, else report (attributed with ``ctxs[0]``)."""
-        c = ctxs[0]
-        lo, hi = self._views(ce)
-        extra = frozenset(r for r in itertools.chain(c.rs, prev.isr) if r not in self.seen_brokers)
-        key = (new.leader, new.isr_set)
-        seen: set = set()
-        sd_opts = self._sd_options(itertools.chain(c.rs, prev.isr))
-        for k in range(lo, hi + 1):
-            reg = self.snaps[k] | extra if extra else self.snaps[k]
-            for sd in sd_opts:
-                if sd and not (sd <= reg):
-                    continue
-                self.stats["views_scanned"] += 1
-                outs = [o for cx in ctxs for o in self._outcomes(prev, cx, reg, sd)]
-                if report:
-                    seen.update(outs)
-                for o in outs:
-                    if (o[0], o[1]) == key and (not self.rec_supported or o[2] == new.recovery):
-                        self.lo[ce] = k
-                        return
+        k = self._explaining_view(prev, new, ctxs, ce)
+        if k is not None:
+            self.lo[ce] = k
+            return
         if not report:
             return
+        seen: set = set()           # the writes that were allowed: scanned again, only for the report
+        self._explaining_view(prev, new, ctxs, ce, seen)
         allowed = sorted({_summ(o) for o in seen})[:10]
-        rule, why = self._attribute(prev, new, c, ce)
+        rule, why = self._attribute(prev, new, ctxs[0], ce)
         self._report(rule, subject, why, prev.to_dict(), new.to_dict(), allowed or ["no write"])
+
+    def _explaining_view(self, prev: Obs, new: Obs, ctxs: tuple, ce: int, seen: set | None = None) -> int | None:
+        """The oldest admissible view under which some context's outcome is ``new`` (None: none;
+        ``seen`` collects every outcome when given). The hot path of the checker: one call per
+        controller write, hence the locals."""
+        c = ctxs[0]
+        snaps = self.snaps
+        lo, hi = self.lo.get(ce, 0), len(snaps) - 1          # self._views(ce)
+        sb = self.seen_brokers
+        extra = (None if sb.issuperset(c.rs) and sb.issuperset(prev.isr_set) else
+                 frozenset(r for r in itertools.chain(c.rs, prev.isr) if r not in sb))
+        ms = self.maybe_shutting
+        if not ms or (ms.isdisjoint(c.rs) and ms.isdisjoint(prev.isr_set)):
+            sd_opts = self._no_sd       # what _sd_options gives when none of the replicas may be stopping
+        else:
+            sd_opts = self._sd_options(itertools.chain(c.rs, prev.isr))
+        nl, nisr, nrec = new.leader, new.isr_set, new.recovery
+        any_rec = not self.rec_supported
+        outcomes = self._outcomes
+        scanned = 0
+        try:
+            for k in range(lo, hi + 1):
+                reg = snaps[k] | extra if extra else snaps[k]
+                for sd in sd_opts:
+                    if sd and not (sd <= reg):
+                        continue
+                    scanned += 1
+                    for cx in ctxs:
+                        outs = outcomes(prev, cx, reg, sd)
+                        if seen is not None:
+                            seen.update(outs)
+                            continue
+                        for o in outs:
+                            if o[0] == nl and o[1] == nisr and (any_rec or o[2] == nrec):
+                                return k
+            return None
+        finally:
+            if seen is None:
+                self.stats["views_scanned"] += scanned
 
     def _attribute(self, prev: Obs, new: Obs, c: _WriteCtx, ce: int) -> tuple[str, str]:
         """Name the Apache rule an unexpected controller write breaks, with a one-line reason."""

@@ -9,10 +9,14 @@ records -- the faulty history is reported, a legitimate history of the same shap
 (K3 under ``compatible``: tests/reference/test_reference_kraft.py.)
 """
 
+import itertools
+
 import pytest
 
 from reference import check_conformance
+from reference.invariants import transition_violations
 from reference.profiles import apache, progress_bounds
+from reference.writes import Obs
 from reference_helpers import History, started_history
 
 APACHE = "apache-zk-3.9"
@@ -88,6 +92,31 @@ def test_record_ending_before_the_bound_is_undecided_not_fail():
     r = assert_pass(h)
     (u,) = r.stats["progress_undecided"]
     assert u["rule"] == "P1" and u["subject"] == "t-0" and u["record_ends"] - u["clock_since"] == ELECTION_S - 10
+
+
+def test_clock_is_the_latest_time_seen_and_never_goes_back():
+    """``now`` is the latest time of every event applied so far (here an admin sample 5 s later than
+    the deregistration recorded after it), not only of the events the progress rules react to."""
+    h = started_history()
+    h.fault("kill", [1])
+    h.wait(5).sample()
+    h.wait(-5).broker(1, up=False)                   # recorded after the sample, timed before it
+    h.wait(ELECTION_S - 3).sample()
+    r = assert_pass(h)
+    (u,) = r.stats["progress_undecided"]
+    assert u["record_ends"] - u["clock_since"] == ELECTION_S - 8
+
+
+def test_transition_rules_are_silent_when_both_epochs_go_up():
+    """The checker skips transition_violations for a write that bumps the leader epoch and the
+    version (every controller write): exhaustively over small states, that skips no finding."""
+    isrs = [(), (1,), (2,), (1, 2), (2, 3), (1, 2, 3)]
+    for (pl, nl), (pi, ni), (pr, nr), rs in itertools.product(
+            itertools.product((-1, 1, 2, 4), repeat=2), itertools.product(isrs, repeat=2),
+            itertools.product((0, 1), repeat=2), (None, frozenset({1, 2}), frozenset({1, 2, 3}))):
+        prev = Obs(pl, 4, pi, frozenset(pi), 1, pr, 7)
+        new = Obs(nl, 5, ni, frozenset(ni), 1, nr, 8)
+        assert transition_violations(prev, new, rs) == [], (prev, new, rs)
 
 
 def test_only_live_isr_member_faulted_is_not_p1():
