@@ -3,7 +3,8 @@
 The safety rules (``checker.py``) judge every write that happened; these judge writes that should
 have happened and did not. Both are obligations with a deadline, fed by the checker as it walks the
 record and evaluated at the time of every later event (``zk_time`` of a ``zk.*`` event, else its
-``wall``). A finding needs an event **after** the deadline, so a record that ends first cannot FAIL a
+``wall``; the clock is the latest such time so far, since events are not time-ordered, and never goes
+back). A finding needs an event **after** the deadline, so a record that ends first cannot FAIL a
 progress rule: the open obligation is listed in ``stats["progress_undecided"]`` instead.
 
 P1 (§8.4 P1; §5.2 steps 3-4, §4.6, §4.8): a partition whose leader's ``/brokers/ids`` znode is gone,
