@@ -106,11 +106,9 @@ def normalize(events: Iterable[dict]) -> list[dict]:
                 break
     slots: list[int] = []
     zk: list[dict] = []
-    seen: set = set()
     out: list[dict | None] = []
     for e in evs:
-        t = e["type"]
-        need = _NEED.get(t)
+        need = _NEED.get(e["type"])
         if need is None:                # fault / action / admin sample: nothing the checker requires
             out.append(e)
             continue
@@ -121,29 +119,59 @@ def normalize(events: Iterable[dict]) -> list[dict]:
             ok = False
         if not ok:
             validate(e)                 # raises with the seq and the missing field (bools pass, as before)
-        if t == "zk.partition_state":     # _key, inlined for the two most frequent types
-            k = (t, e["zxid"], e["topic"], e["partition"], e.get("version"), bool(e.get("deleted")))
-        elif t == "zk.broker":
-            k = (t, e["zxid"], (e["broker_id"], e["registered"]))
-        else:
-            k = (t, e["zxid"], _key(e))
-        if k in seen:
-            continue
-        seen.add(k)
         slots.append(len(out))
         zk.append(e)
         out.append(None)
-    # zk is in seq order: a stable sort by zxid keeps it within one zxid ((zxid, seq) order)
-    if gaps:
-        zk.sort(key=lambda e: (e["zxid"], e["type"] != "zk.gap"))   # a gap precedes its write
+    # zk is in seq order: a stable sort by zxid keeps it within one zxid ((zxid, seq) order); the
+    # positions are sorted, so that a repeated write (the same dict twice included) is told apart
+    zx = list(map(_ZXID, zk))
+    if gaps:                            # a gap precedes its write
+        keys = [(z, e["type"] != "zk.gap") for z, e in zip(zx, zk)]
+        order = sorted(range(len(zk)), key=keys.__getitem__)
     else:
-        zk.sort(key=_ZXID)
+        order = sorted(range(len(zk)), key=zx.__getitem__)
+    dupes = _duplicates(zk, zx, order)
+    if dupes:                           # the first of each stays, in its own slot
+        drop = {slots[i] for i in dupes}
+        out = [e for i, e in enumerate(out) if i not in drop]
+        slots = [i for i, e in enumerate(out) if e is None]
+        zk = [zk[i] for i in order if i not in dupes]
+    else:
+        zk = [zk[i] for i in order]
     others = [e for e in out if e is not None]
     if _time_mergeable(zk, others):
         return _time_merge(zk, others, _script_marks(events))
     for i, e in zip(slots, zk):
         out[i] = e
     return out  # type: ignore[return-value]
+
+
+def _dedupe_key(e: dict):
+    t = e["type"]
+    if t == "zk.partition_state":
+        return (t, e["topic"], e["partition"], e.get("version"), bool(e.get("deleted")))
+    return (t, _key(e))
+
+
+def _duplicates(zk: list[dict], zx: list[int], order: list[int]) -> set[int]:
+    """Positions in ``zk`` of the events repeating an earlier one (same zxid, type and key: a write
+    seen twice, e.g. by the txn log and a watch). ``order`` sorts ``zk`` by zxid (``zx``), so only
+    events sharing a zxid are compared: one pass, keys built only where a zxid repeats."""
+    dupes: set[int] = set()
+    seen: set = set()
+    last = None
+    for n in range(1, len(order)):
+        i, p = order[n], order[n - 1]
+        if zx[i] != zx[p]:
+            continue
+        if zx[i] != last:               # a new run of one zxid: it starts at the previous event
+            last, seen = zx[i], {_dedupe_key(zk[p])}
+        k = _dedupe_key(zk[i])
+        if k in seen:
+            dupes.add(i)
+        else:
+            seen.add(k)
+    return dupes
 
 
 def _place_gaps(evs: list[dict]) -> list[dict]:

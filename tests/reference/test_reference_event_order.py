@@ -106,3 +106,21 @@ def test_action_goes_before_samples_recorded_while_the_call_ran():
     assert order.index(("action", "reassign")) < order.index(("admin.metadata", None)), order
     r = check_conformance(events, {}, "apache-zk-3.9")
     assert r.verdict == "PASS", [str(d) for d in r.divergences + r.invariant_violations]
+
+
+def test_a_write_seen_twice_is_kept_once_in_the_place_of_its_first_copy():
+    """A watch copy after the txn-log copy of a write (and the very same dict given twice) is one
+    write; the first copy keeps its place among the faults and actions."""
+    h = started_history()
+    h.fault("kill", [1])
+    h.broker(1, up=False)
+    h.state("t", 0, 2, 1, (2, 3), 1)
+    events = [dict(e, seq=i) for i, e in enumerate(h.events)]
+    write = events[-1]
+    events.append({"seq": len(events), "type": "admin.metadata", "wall": write["wall"], "brokers": []})
+    events.append(dict(write, seq=len(events), source="watch"))        # a watch copy, later in seq
+    events.append(write)                                                 # the same dict again
+    out = normalize(events)
+    kept = [e for e in out if e["type"] == "zk.partition_state" and e.get("leader") == 2]
+    assert kept == [write] and out[-1]["type"] == "admin.metadata"
+    assert [e["type"] for e in out].count("zk.broker") == sum(e["type"] == "zk.broker" for e in events)
