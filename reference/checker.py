@@ -41,7 +41,7 @@ from reference.liveness import Progress
 from reference.profiles import (GATE_FENCING, GATE_RECOVERY, Profile, profile_for, progress_bounds,
                                 run_without_zookeeper)
 from reference.result import MAX_REPORTED, ConformanceResult, Divergence
-from reference.state import list_minus
+from reference.state import NO_LEADER, list_minus
 from reference.topics import TopicJudge, _Topic
 from reference.writes import Obs, WriteJudge
 
@@ -384,7 +384,9 @@ class Checker(WriteJudge, TopicJudge):
                              prev.to_dict() if prev else None, new.to_dict())
         part.st = new
         prog = self.progress
-        if prev is None or prev.leader != L or prev.isr != isr or tp in prog.p1:
+        # Progress.on_state, unless nothing it reads changed: the same live leader, no obligation
+        if (prev is None or prev.leader != L or L == NO_LEADER or tp in prog.p1 or tp in prog.p3
+                or (L not in self.registered and L in self.seen_brokers)):
             prog.on_state(tp, prev, new)
         gap = prev is not None and (part.gap or new.version > prev.version + 1)
         if t is not None and a is not None and (a[1] or a[2] or tp in self.zk_reassign):

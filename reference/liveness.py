@@ -341,7 +341,7 @@ class Progress:
     # -- P1 --------------------------------------------------------------------------------------
     def on_state(self, tp, prev, new) -> None:
         """A partition state was observed (``prev`` None: first observation)."""
-        L = new.leader                      # (the checker calls this when leader or ISR changed, or tp is in p1)
+        L = new.leader      # (the checker calls this unless the same live leader kept an unobliged partition)
         if prev is None or prev.leader != L:
             leads = self.leads
             if prev is not None:
