@@ -182,7 +182,8 @@ def test_throttled_reassignment_cancelled(cluster):
     _preload(cluster, "ops-cancel", 3)
     plan = ao.make_plan({("ops-cancel", 0): [4, 2, 3]})
     ao.reassign_execute(cluster, plan, throttle=1000)
-    assert _broker_throttle(cluster, 4) == {k: "1000" for k in ao.THROTTLE_KEYS}
+    # dynamic broker configs reach the broker through a ZooKeeper change notification: read until applied
+    _wait(lambda: _broker_throttle(cluster, 4) == {k: "1000" for k in ao.THROTTLE_KEYS}, 30, "throttles set")
     time.sleep(3)
     assert ao.reassign_verify(cluster, plan) == {("ops-cancel", 0): "in_progress"}
     assert "ops-cancel-0" in ao.reassign_list(cluster)
@@ -190,7 +191,7 @@ def test_throttled_reassignment_cancelled(cluster):
     assert "Successfully cancelled" in out
     # §7.8: ORS in target-first order: [4,2,3,1] without 4
     _wait(lambda: ao.topic_assignment(cluster, "ops-cancel") == {0: ([2, 3, 1], [], [])}, 30, "cancelled")
-    assert _broker_throttle(cluster, 4) == {}                            # the tool cleared its throttles
+    _wait(lambda: _broker_throttle(cluster, 4) == {}, 30, "throttles cleared")   # the tool cleared them
 
 
 @pytest.mark.docker
