@@ -384,9 +384,11 @@ class Checker(WriteJudge, TopicJudge):
                              prev.to_dict() if prev else None, new.to_dict())
         part.st = new
         prog = self.progress
-        # Progress.on_state, unless nothing it reads changed: the same live leader, no obligation
-        if (prev is None or prev.leader != L or L == NO_LEADER or tp in prog.p1 or tp in prog.p3
-                or (L not in self.registered and L in self.seen_brokers)):
+        # Progress.on_state when the leader changed, the partition is obliged to elect, or its ISR
+        # changed where that matters (leaderless or dead leader: a candidate; reassigning: coverage)
+        if (prev is None or prev.leader != L or tp in prog.p1
+                or (prev.isr != isr and (L == NO_LEADER or tp in prog.p3
+                                         or (L not in self.registered and L in self.seen_brokers)))):
             prog.on_state(tp, prev, new)
         gap = prev is not None and (part.gap or new.version > prev.version + 1)
         if t is not None and a is not None and (a[1] or a[2] or tp in self.zk_reassign):
