@@ -14,7 +14,7 @@ import itertools
 import pytest
 
 from reference import check_conformance
-from reference.invariants import transition_violations
+from reference.invariants import state_violations, transition_violations
 from reference.profiles import apache, progress_bounds
 from reference.writes import Obs
 from reference_helpers import History, started_history
@@ -117,6 +117,17 @@ def test_transition_rules_are_silent_when_both_epochs_go_up():
         prev = Obs(pl, 4, pi, frozenset(pi), 1, pr, 7)
         new = Obs(nl, 5, ni, frozenset(ni), 1, nr, 8)
         assert transition_violations(prev, new, rs) == [], (prev, new, rs)
+
+
+def test_state_rules_are_silent_on_a_consistent_state():
+    """The checker skips state_violations for a state that is not RECOVERING, whose leader (if any) is
+    in its ISR and whose ISR lies within the replicas: exhaustively over small states, that skips no
+    finding."""
+    isrs = [(), (1,), (2,), (1, 2), (2, 3), (1, 2, 3)]
+    for leader, isr, rec, rs in itertools.product((-1, 1, 2, 4), isrs, (0, 1),
+                                                  (None, frozenset({1, 2}), frozenset({1, 2, 3}))):
+        if rec != 1 and (leader == -1 or leader in isr) and (rs is None or rs.issuperset(isr)):
+            assert state_violations(leader, isr, rec, rs) == [], (leader, isr, rec, rs)
 
 
 def test_only_live_isr_member_faulted_is_not_p1():
