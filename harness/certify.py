@@ -173,14 +173,11 @@ class CapabilityPlan:
 def _scenario_applicability(s, subject: Subject) -> tuple[bool, str]:
     if SELECT_TAG not in s.tags:
         return False, f"not a {SELECT_TAG} scenario (tags: {', '.join(s.tags)})"
-    if not subject.has_zookeeper and not getattr(s, "kraft", False):
-        return False, "written for ZooKeeper mode only"
-    mv = getattr(s, "min_version", None)
-    if mv:
-        if subject.kafka_version is None:
-            return True, f"needs Kafka {mv}+; the image's version is unknown, so it is run"
-        if versions.older_than(subject.kafka_version, mv):
-            return False, f"needs Kafka {mv}+; the image is Kafka {subject.kafka_version}"
+    why = s.not_applicable(subject.kafka_version, subject.has_zookeeper)    # the runner's own test
+    if why:
+        return False, why
+    if s.min_version and subject.kafka_version is None:
+        return True, f"needs Kafka {s.min_version}+; the image's version is unknown, so it is run"
     return True, ""
 
 

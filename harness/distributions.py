@@ -117,6 +117,14 @@ class Distribution:
     def describe(self) -> dict:
         return {"name": self.name, "has_zookeeper": self.has_zookeeper}
 
+    def default_profile(self, kafka_version: str | None) -> str:
+        """The reference profile a run judges with when none is asked for: the Apache controller of
+        this mode and release series, or ``compatible`` when the version is unknown."""
+        if not kafka_version:
+            return "compatible"
+        series = ".".join(kafka_version.split(".")[:2])
+        return f"{'apache-zk' if self.has_zookeeper else 'kraft'}-{series}"
+
 
 def _listeners(node: NodeLike, controller: bool) -> dict[str, str]:
     listeners = f"INTERNAL://0.0.0.0:{INTERNAL_PORT},EXTERNAL://0.0.0.0:{node.host_port}"

@@ -128,9 +128,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     why = scenario.not_applicable(info.kafka_version, dist.has_zookeeper)
     if why:
         raise HarnessError(f"{scenario.name} does not apply to {info.tag} ({dist.name}): {why}")
-    series = '.'.join(info.kafka_version.split('.')[:2]) if info.kafka_version else None
-    default_profile = "compatible" if series is None else (
-        f"apache-zk-{series}" if dist.has_zookeeper else f"kraft-{series}")
+    default_profile = dist.default_profile(info.kafka_version)
     if schedule is None and scenario.fault_mix is not None:
         schedule = generate_schedule(seed, scenario.fault_mix)
     if schedule is not None:

@@ -65,9 +65,9 @@ def test_plan_marks_missing_families_version_gates_and_tags():
     assert "not a conformance scenario" in bf.scenarios[1].reason
     ra = plans["reassignment"]
     assert [s.name for s in ra.applicable] == ["reassignment.api"]
-    assert ra.scenarios[1].reason == "needs Kafka 4.1+; the image is Kafka 3.9.2"
+    assert ra.scenarios[1].reason == "needs Kafka 4.1+ (this is 3.9.2)"
     isr = plans["isr"]
-    assert isr.applicable == [] and isr.na_reason == "no applicable scenario: needs Kafka 9.0+; the image is Kafka 3.9.2"
+    assert isr.applicable == [] and isr.na_reason == "no applicable scenario: needs Kafka 9.0+ (this is 3.9.2)"
 
 
 def test_plan_without_zookeeper_and_with_unknown_version():
@@ -488,7 +488,7 @@ def test_undecided_capabilities_are_listed_with_their_causes_and_never_certified
     assert cert["scope_text"] == (
         "partial: broker_failover, isr, reassignment, network only; decided (1): broker_failover; "
         "undecided (2): isr (workload), network (unrecorded); not applicable (1): reassignment "
-        "(no applicable scenario: needs Kafka 4.1+; the image is Kafka 3.9.2)")
+        "(no applicable scenario: needs Kafka 4.1+ (this is 3.9.2))")
     assert "all capabilities" not in cert["scope_text"] and "all " not in cert["scope_text"]
 
 

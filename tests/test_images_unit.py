@@ -284,3 +284,10 @@ def test_ensure_jars_4x_without_slf4j_is_refused(fake_mvn, monkeypatch):
     with pytest.raises(HarnessError, match="without slf4j-api"):
         images.ensure_jars("4.1.2")
     assert fake_mvn.read_text().split() == ["pom.xml"]
+
+
+@pytest.mark.parametrize("name,version,want", [
+    ("apache-zk", "3.9.2", "apache-zk-3.9"), ("apache-zk", "2.8.2", "apache-zk-2.8"),
+    ("apache-kraft", "4.1.2", "kraft-4.1"), ("generic", "3.7.0", "kraft-3.7"), ("generic", None, "compatible")])
+def test_default_profile_is_the_distributions_mode_and_series(name, version, want):
+    assert distributions.get(name).default_profile(version) == want
