@@ -25,7 +25,7 @@ _EXPORTS = {
     "Profile": "profiles", "profile_for": "profiles",
     "Assignment": "state", "ClusterState": "state", "LeaderAndIsr": "state", "ModelConfig": "state",
     "ControllerModel": "model", "Outcome": "model",
-    "ConformanceResult": "checker", "Divergence": "checker", "check_conformance": "checker",
+    "ConformanceResult": "result", "Divergence": "result", "check_conformance": "conformance",
     "check_protocol_conformance": "kraft",
 }
 

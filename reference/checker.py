@@ -38,8 +38,8 @@ from typing import Any
 from reference.events import normalize, parse_gap_path
 from reference.invariants import state_violations, transition_violations
 from reference.liveness import Progress
-from reference.profiles import (GATE_FENCING, GATE_RECOVERY, Profile, profile_for, progress_bounds,
-                                run_without_zookeeper)
+from reference.actions import UNCLEAN_KEY, partitions_of, record_unclean_permission
+from reference.profiles import GATE_FENCING, GATE_RECOVERY, Profile, progress_bounds
 from reference.result import MAX_REPORTED, ConformanceResult, Divergence
 from reference.state import NO_LEADER, RECOVERING
 from reference.topics import TopicJudge, _Topic
@@ -48,11 +48,9 @@ from reference.writes import Obs, WriteJudge
 _new_obs = tuple.__new__
 _NUM = (float, int)     # an event time (``zk_time`` / ``wall``), as reference.liveness reads it
 
-__all__ = ["Checker", "ConformanceResult", "Divergence", "MAX_REPORTED", "check_conformance",
-           "record_unclean_permission"]
+__all__ = ["Checker", "ConformanceResult", "Divergence", "MAX_REPORTED"]
 
 GRACEFUL_FAULTS = frozenset({"stop", "restart", "shutdown", "controlled_shutdown"})
-UNCLEAN_KEY = "unclean.leader.election.enable"
 
 
 class _Part:
@@ -288,7 +286,7 @@ class Checker(WriteJudge, TopicJudge):
         if record_unclean_permission(self, a, params):
             return
         if a in ("reassign", "cancel_reassign"):
-            for tp in _partitions_of(params):
+            for tp in partitions_of(params):
                 self.pending_reassign.add(tp)
 
     def _on_metadata(self, ev):
@@ -424,69 +422,3 @@ class Checker(WriteJudge, TopicJudge):
         else:
             self._check_controller_write(tp, subject, t, prev, new, rs)
             self.pending_reassign.discard(tp)     # a pending no-op reassignment's B3 is this write at most
-
-
-def record_unclean_permission(judge, action: str | None, params: dict) -> bool:
-    """Note what a successful ``action`` permits about unclean elections on ``judge`` (its
-    ``unclean_topic``, ``unclean_default``, ``unclean_grants``): a ``set_config`` of
-    unclean.leader.election.enable (topic or broker default), or an ElectLeaders(UNCLEAN) grant for
-    its partitions. Returns True when the action was one of these (shared by the ZooKeeper and
-    KRaft checkers)."""
-    if action == "set_config":
-        cfg = params.get("config") or params.get("configs") or {}
-        if UNCLEAN_KEY in cfg:
-            val = str(cfg[UNCLEAN_KEY]).lower() == "true"
-            topic = params.get("topic") or (params.get("entity_name") if params.get("entity_type") in
-                                            ("topic", "topics") else None)
-            if topic:
-                judge.unclean_topic[topic] = val
-            else:
-                judge.unclean_default = val
-        return True
-    if action in ("elect_unclean", "elect_leaders"):
-        if action == "elect_unclean" or str(params.get("election_type", "")).lower() == "unclean":
-            for tp in _partitions_of(params):
-                judge.unclean_grants.add(tp)
-        return True
-    return False
-
-
-def _partitions_of(params: dict):
-    """``action`` params -> {(topic, partition) | (topic, None)} (lenient about the shape)."""
-    out = set()
-    listed = params.get("partitions")
-    # create_topic params carry a partition *count* (TopicSpec.to_dict); only lists name partitions
-    for e in listed if isinstance(listed, list) else []:
-        if isinstance(e, dict) and "topic" in e:
-            out.add((e["topic"], e.get("partition")))
-        elif isinstance(e, (list, tuple)) and len(e) == 2:
-            out.add((e[0], int(e[1])))
-    if "topic" in params:
-        p = params.get("partition")
-        out.add((params["topic"], None if p is None else int(p)))
-    return {(t, None if p is None else int(p)) for t, p in out}
-
-
-def check_conformance(events: list[dict], metadata: dict | None = None,
-                      profile: str | Profile | None = None) -> ConformanceResult:
-    """Check a run's observed controller behaviour against ``profile`` (spec §8).
-
-    ``profile``: a :class:`Profile`, a profile name (``"apache-zk-3.9"``, ``"compatible"``,
-    ``"kraft-3.9"``), or None to use ``metadata["profile"]`` / ``metadata["kafka_version"]``.
-
-    KRaft hook: a ``kraft-*`` profile, or any profile on a run without ZooKeeper (metadata
-    ``distribution: "apache-kraft"`` or ``cluster.zookeepers: 0``), is judged from protocol samples by
-    :func:`reference.kraft.check_protocol_conformance` (same result shape). An ``apache-zk-*``
-    profile on such a run is a ``ValueError``.
-    """
-    metadata = metadata or {}
-    kraft_run = run_without_zookeeper(metadata)
-    if not isinstance(profile, Profile):
-        profile = profile_for(metadata.get("kafka_version"), profile or metadata.get("profile"), kraft_run)
-    elif kraft_run and profile.mode == "zk" and profile.determinism:
-        raise ValueError(f"profile {profile.name} describes the ZooKeeper-mode controller, but this run has no "
-                         "ZooKeeper; use a kraft-<major>.<minor> profile or compatible")
-    if profile.mode == "kraft" or kraft_run:
-        from reference.kraft import check_protocol_conformance
-        return check_protocol_conformance(events, metadata, profile)
-    return Checker(profile, metadata).run(events)

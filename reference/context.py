@@ -13,6 +13,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from reference.elections import remove_from_isr
 from reference.state import NO_LEADER, Assignment, ClusterState, LeaderAndIsr
 
 MAX_ORDER_OPTIONS = 120   # 5! -- beyond that the order choice falls back to a sorted order (documented)
@@ -116,7 +117,6 @@ class Ctx:
 
     def remove_replica_from_isr(self, tp, replica: int, rule: str) -> LeaderAndIsr | None:
         """§4.6 controller-side ISR removal (delegates the arithmetic to ``elections.remove_from_isr``)."""
-        from reference.elections import remove_from_isr
         st = self.s.partitions.get(tp)
         if st is None:
             return None

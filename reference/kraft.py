@@ -72,7 +72,8 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from reference.checker import ConformanceResult, Divergence, MAX_REPORTED
+from reference.actions import partitions_of, record_unclean_permission
+from reference.result import MAX_REPORTED, ConformanceResult, Divergence
 from reference.profiles import Profile
 
 UNCLEAN_KEY = "unclean.leader.election.enable"
@@ -407,11 +408,10 @@ class KraftChecker:
             return
         if ev.get("ok") is False:
             return
-        from reference.checker import record_unclean_permission
         if record_unclean_permission(self, a, params):
             return
         if a in ("reassign", "cancel_reassign"):
-            self.reassigned.update(t for t, _ in _partitions_of(params))
+            self.reassigned.update(t for t, _ in partitions_of(params))
 
     def _on_reassignments(self, ev):
         """ListPartitionReassignments (answered by the active controller, §9.6): H15 and, for kraft-*, D15."""
@@ -702,7 +702,7 @@ def _cuts_brokers(links) -> bool:
 
 
 def _topics_of(params: dict) -> set[str]:
-    out = {t for t, _ in _partitions_of(params)}
+    out = {t for t, _ in partitions_of(params)}
     for k in ("name", "topics"):
         v = params.get(k)
         if isinstance(v, str):
@@ -710,12 +710,6 @@ def _topics_of(params: dict) -> set[str]:
         elif isinstance(v, list):
             out.update(x for x in v if isinstance(x, str))
     return out
-
-
-def _partitions_of(params: dict) -> set:
-    """``action`` params -> {(topic, partition | None)} (the shapes checker.py accepts)."""
-    from reference.checker import _partitions_of as zk_partitions_of
-    return zk_partitions_of(params)
 
 
 def check_protocol_conformance(events: list[dict], metadata: dict | None, profile: Profile,

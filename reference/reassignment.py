@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 
 from reference.context import Ctx
+from reference.deletion import resume_deletions
 from reference.elections import reassign_election
 from reference.profiles import GATE_KIP455
 from reference.state import Assignment, list_minus
@@ -89,8 +90,7 @@ def on_partition_reassignment(ctx: Ctx, tp, new: Assignment) -> None:
         ctx.offline_replicas({r: [tp] for r in rr}, R_B4, "B4 order")   # B4
     ctx.write_topic(tp[0], R_B6)                      # B6
     _remove_from_zk_znode(ctx, tp, trs)               # B7
-    from reference.deletion import resume_deletions   # B8
-    if tp[0] in ctx.s.deleting:
+    if tp[0] in ctx.s.deleting:                       # B8
         resume_deletions(ctx)
 
 
