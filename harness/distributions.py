@@ -88,6 +88,7 @@ class Distribution:
 
     name = ""
     has_zookeeper = False
+    observation = "protocol"      # how a run sees the control plane: harness/observer/source.py
 
     def check_image(self, image) -> None:
         """Raise :class:`HarnessError` when ``image`` (an ``images.ImageInfo``) cannot run this way."""
@@ -144,6 +145,7 @@ class ApacheZk(Distribution):
 
     name = "apache-zk"
     has_zookeeper = True
+    observation = "zookeeper"
 
     def check_image(self, image) -> None:
         # 4.x images are labelled apache-kraft: say why they cannot run here before the generic refusal

@@ -25,13 +25,8 @@ from .cluster import Cluster, ClusterSpec
 from .errors import HarnessError
 from .lifecycle import Shield
 from .nemesis import Nemesis
-from .observer.admin_sampler import AdminSampler
+from .observer import source as observation
 from .observer.docker_events import DockerEventWatcher
-from .observer.protocol_sampler import ProtocolSampler
-from .observer.protocol_view import ProtocolView
-from .observer.reconcile import emit_reconciled, reconcile
-from .observer.zk_history import read_zk_history
-from .observer.zk_watcher import ZkWatcher
 from .record import RunRecorder
 from .scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
 from .schedule import Schedule, generate_schedule
@@ -112,10 +107,10 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
             distribution: str | None = None) -> RunOutcome:
     """Run one scenario on a fresh cluster and publish its run record.
 
-    ``distribution``: how the cluster runs (harness/distributions.py): ``apache-zk`` (default) is
-    observed through ZooKeeper (watcher + transaction log); a cluster without ZooKeeper
-    (``apache-kraft``, ``generic``) through the Kafka protocol only (docs/kraft.md), judged with a
-    KRaft profile.
+    ``distribution``: how the cluster runs (harness/distributions.py); its adapter names how the run
+    observes the control plane (harness/observer/source.py: ZooKeeper watch + transaction log for
+    ``apache-zk``, the Kafka protocol for ``apache-kraft`` and ``generic``, docs/kraft.md) and the
+    default profile it is judged with.
 
     ``schedule``: the fault schedule to run (a replay passes the stored one); by default a scenario
     with a ``fault_mix`` generates it from ``seed``. ``replay_of``: the run id being replayed.
@@ -143,7 +138,8 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
         "host": host_facts(), "replay_of": replay_of, "description": scenario.description,
         "tags": list(scenario.tags), "checks": list(scenario.checks), "record": {"end_marker": True}})
-    cluster = watcher = view = sampler = nemesis = workload = docker_events = None
+    cluster = view = nemesis = workload = docker_events = None
+    obs = observation.for_distribution(dist)    # how this distribution's control plane is seen
     healed_clean = False
     script_error = None
     env_error = None
@@ -157,16 +153,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name)
         rec.phase("cluster.ready")
         docker_events = _watch_docker(cluster, rec)
-        if dist.has_zookeeper:
-            view = watcher = ZkWatcher(cluster.zookeeper_connect, emit=rec.emit).start()
-            sampler = AdminSampler(cluster.bootstrap_servers, emit=rec.emit, interval=1.0,
-                                   duration=scenario.max_duration_s + 180,
-                                   topics=[t.name for t in scenario.topics]).start()
-        else:  # no ZooKeeper: the protocol is the only window (leader epochs, the quorum)
-            view = ProtocolView(cluster)
-            sampler = ProtocolSampler.for_cluster(cluster, emit=rec.emit, interval=0.5,
-                                                  duration=scenario.max_duration_s + 300,
-                                                  topics=[t.name for t in scenario.topics]).start()
+        view = obs.start(cluster, rec, [t.name for t in scenario.topics], scenario.max_duration_s)
         nemesis = Nemesis(cluster, rec, view, random.Random(seed))
         ctx = RunContext(cluster, rec, view, nemesis, scenario, seed, schedule)
         for t in scenario.topics:
@@ -222,19 +209,15 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     finally:
         shield = Shield("the run's cleanup (heal, remove the cluster, publish the record)").start()
         # heal again unless the heal after the script left nothing (the run went on without faults)
-        for closer in (lambda: nemesis and not healed_clean and nemesis.heal_all(), lambda: sampler and sampler.stop(),
-                       lambda: watcher and watcher.stop(), lambda: docker_events and docker_events.stop()):
+        for closer in (lambda: nemesis and not healed_clean and nemesis.heal_all(), obs.stop,
+                       lambda: docker_events and docker_events.stop()):
             try:
                 closer()
             except Exception:
                 pass
         try:
-            if cluster is not None and cluster.started and watcher is not None:
-                hist = read_zk_history(cluster)
-                if hist is not None:
-                    r = reconcile(list(watcher.events), hist)
-                    emit_reconciled(rec.emit, r)
-                    rec.update_metadata(observer=r.report())
+            if cluster is not None:
+                obs.finish(cluster, rec)        # the ground-truth history, where there is one
         except Exception as e:
             rec.emit("phase", name="observer.error", error=f"{type(e).__name__}: {e}")
         remover = _remove_in_background(cluster) if cluster is not None else None
