@@ -35,7 +35,7 @@ from typing import Protocol
 
 from reference import versions
 
-from .control_plane import ControlPlane, ProtocolControlPlane, ZkControlPlane, new_cluster_id  # noqa: F401 (re-exported)
+from .control_plane import ControlPlane, ProtocolControlPlane, ZkControlPlane, new_cluster_id
 from .errors import HarnessError
 
 INTERNAL_PORT = 9093
