@@ -22,8 +22,6 @@ import socket
 import sys
 import tarfile
 import io
-import json
-import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,8 +29,6 @@ from typing import Iterable
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
-from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
 from . import distributions, docker_util, images
 from .clientlog import with_logger
@@ -41,7 +37,7 @@ from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST,
 from .errors import ClusterError, HarnessError, PortConflict
 from .lifecycle import Shield, reap
 from .owner import this_owner
-from .protocol import ProtocolClient, first_answer
+from .protocol import first_answer
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk is an image we cannot pull
 
@@ -340,9 +336,9 @@ class Cluster:
         self.image: images.ImageInfo | None = None
         self.broker_config: dict[str, str] = {}
         self.started = False
-        self._zk = None
         self._admin = None
         self.distribution = distributions.get(self.spec.distribution)
+        self.control = self.distribution.control_plane(self)   # harness/control_plane.py
         self.cluster_id: str | None = None          # KRaft cluster id (None in ZooKeeper mode)
 
     # ---- addresses
@@ -408,7 +404,7 @@ class Cluster:
         self.distribution.check_image(self.image)
         if client.networks.list(names=[self.network_name]) or _containers(f"{LABEL_CLUSTER}={self.name}"):
             raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
-        n_zk = self.spec.zookeepers if self.distribution.has_zookeeper else 0
+        n_zk = self.control.zookeeper_count(self.spec.zookeepers)
         zk_ports = _pick_ports(n_zk, self.spec.port_base + 100 if self.spec.port_base else None, "ZooKeeper")
         b_ports = _pick_ports(self.spec.brokers,
                               self.spec.port_base + 1 if self.spec.port_base else None, "broker")
@@ -417,8 +413,7 @@ class Cluster:
         self.brokers = {i + 1: Node(self.name, "broker", i + 1, f"kc-{self.name}-b{i + 1}", f"broker{i + 1}",
                                     b_ports[i], self.distribution.started_line(i + 1))
                         for i in range(self.spec.brokers)}
-        if not self.distribution.has_zookeeper:
-            self.cluster_id = distributions.new_cluster_id()
+        self.cluster_id = self.control.new_cluster_id() or self.cluster_id
         try:
             net = Network(docker_network_kw={"labels": self._labels(), "driver": "bridge"})
             net.name = self.network_name
@@ -487,39 +482,16 @@ class Cluster:
         return self.distribution.plan(self.broker_config, node, [self.brokers[b] for b in self.broker_ids],
                                       self.internal_zookeeper_connect, self.cluster_id, self.spec.node_env)
 
-    # ---- readiness
+    # ---- the control plane (harness/control_plane.py: ZooKeeper or the Kafka protocol)
     def zk(self):
-        """A started kazoo client on the published ZooKeeper ports (shared; closed by remove()).
-
-        kazoo retries a lost connection only a few times, then stays closed; after a ZooKeeper
-        outage the next call opens a fresh client.
-        """
-        if not self.distribution.has_zookeeper:
-            raise HarnessError(f"cluster {self.name} runs {self.distribution.name}: it has no ZooKeeper; "
-                               "observe it through the protocol (cluster.quorum(), cluster.protocol_metadata())")
-        if self._zk is not None and not self._zk.connected:
-            self._close_zk()
-        if self._zk is None:
-            logging.getLogger("kazoo.client").setLevel(logging.ERROR)  # reconnect chatter during faults
-            zk = KazooClient(hosts=self.zookeeper_connect, timeout=10.0, connection_retry={"max_tries": 3})
-            try:
-                zk.start(timeout=15)
-            except Exception:
-                zk.stop()
-                zk.close()
-                raise
-            self._zk = zk
-        return self._zk
+        """A started kazoo client on the published ZooKeeper ports (shared; closed by remove()); a
+        HarnessError without ZooKeeper."""
+        return self.control.zk()
 
     def registered_brokers(self) -> set[int]:
         """Broker ids registered in ZooKeeper right now (children of /brokers/ids); without ZooKeeper,
         the brokers a Metadata response lists (KRaft: registered and not fenced)."""
-        if not self.distribution.has_zookeeper:
-            return {b.node_id for b in self.protocol_metadata([]).brokers}
-        try:
-            return {int(c) for c in self.zk().get_children("/brokers/ids")}
-        except NoNodeError:
-            return set()
+        return self.control.registered_brokers()
 
     def _check_running(self, nodes: Iterable[Node]) -> None:
         for n in nodes:
@@ -531,60 +503,7 @@ class Cluster:
         """Wait (bounded) until every broker is registered in ZooKeeper, visible in metadata and has
         finished its startup. Without ZooKeeper: until each broker answers Metadata listing all of
         them, the quorum has a leader (DescribeQuorum) and each finished its startup."""
-        want = set(self.broker_ids if brokers is None else brokers)
-        if not self.distribution.has_zookeeper:
-            return self._wait_ready_protocol(want, timeout_s)
-        deadline = time.monotonic() + timeout_s
-        last = "not checked"
-        while time.monotonic() < deadline:
-            self._check_running([n for n in self.nodes() if n.role == "zookeeper" or n.node_id in want])
-            try:
-                reg = self.registered_brokers()
-                if not want <= reg:
-                    last = f"registered in ZooKeeper: {sorted(reg)}, waiting for {sorted(want - reg)}"
-                else:
-                    md = self.admin().list_topics(timeout=5)
-                    seen = set(md.brokers)
-                    if not want <= seen:
-                        last = f"visible in metadata: {sorted(seen)}, waiting for {sorted(want - seen)}"
-                    else:
-                        starting = [b for b in sorted(want) if not self.brokers[b].started()]
-                        if not starting:
-                            return
-                        last = f"startup not finished on brokers {starting}"
-            except Exception as e:  # ZooKeeper or brokers still starting (zk() reopens a dead client)
-                last = f"{type(e).__name__}: {e}"
-            time.sleep(0.5)
-        raise ClusterError(f"cluster {self.name} not ready after {timeout_s:.0f} s ({last})")
-
-    def _wait_ready_protocol(self, want: set[int], timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        last = "not checked"
-        while time.monotonic() < deadline:
-            self._check_running([self.brokers[b] for b in sorted(want)])
-            try:
-                last = self._protocol_not_ready(want)
-                if last is None:
-                    return
-            except HarnessError as e:   # ProtocolError: still starting
-                last = str(e)
-            time.sleep(0.5)
-        raise ClusterError(f"cluster {self.name} not ready after {timeout_s:.0f} s ({last})")
-
-    def _protocol_not_ready(self, want: set[int]) -> str | None:
-        """What readiness still waits for (None: ready), asked through the Kafka protocol."""
-        for b in sorted(want):
-            with ProtocolClient(port=self.brokers[b].host_port, timeout=5.0) as c:
-                seen = {x.node_id for x in c.metadata([]).brokers}
-            if not want <= seen:
-                return f"broker {b} lists {sorted(seen)} in metadata, waiting for {sorted(want - seen)}"
-        q = self.quorum()
-        if q.error is not None or q.leader_id < 0:
-            return f"the metadata quorum has no leader ({q.error or 'leader -1'})"
-        starting = [b for b in sorted(want) if not self.brokers[b].started()]
-        if starting:
-            return f"startup not finished on brokers {starting}"
-        return None
+        self.control.wait_ready(set(self.broker_ids if brokers is None else brokers), timeout_s)
 
     # ---- the protocol (leader epochs, KRaft quorum)
     def _protocol_ports(self) -> list[int]:
@@ -604,14 +523,7 @@ class Cluster:
 
     def active_controller(self) -> int | None:
         """The controller: ZooKeeper ``/controller`` in ZooKeeper mode, the quorum leader in KRaft."""
-        if not self.distribution.has_zookeeper:
-            q = self.quorum()
-            return q.leader_id if q.error is None and q.leader_id >= 0 else None
-        try:
-            data, _ = self.zk().get("/controller")
-        except NoNodeError:
-            return None
-        return json.loads(data)["brokerid"]
+        return self.control.active_controller()
 
     # ---- clients
     def admin(self, **conf):
@@ -677,54 +589,29 @@ class Cluster:
     def broker_epoch(self, broker_id: int) -> int | None:
         """czxid of /brokers/ids/<id> (the broker epoch), None when not registered. ZooKeeper mode
         only: a KRaft broker epoch is not exposed by client APIs."""
-        st = self.zk().exists(f"/brokers/ids/{broker_id}")
-        return st.czxid if st else None
+        return self.control.broker_epoch(broker_id)
 
     def zk_session_timeout_s(self) -> float:
-        return int(self.broker_config.get("zookeeper.session.timeout.ms", "18000")) / 1000.0
+        return self.control.session_timeout_s()
 
     def await_old_registration_gone(self, broker_id: int) -> None:
         """ZooKeeper mode, before starting a broker that is not running: wait (bounded by the session
-        timeout + 10 s) until its previous ephemeral ``/brokers/ids/<id>`` is gone.
-
-        A broker killed a moment ago keeps that node until its ZooKeeper session expires; started
-        before then, it finds the node owned by another session, fails with ``NodeExistsException``
-        and exits (``KafkaZkClient.registerBroker``). A supervisor would restart it; waiting for the
-        expiry makes the start succeed the first time. ZooKeeper unreachable: return and let the
-        start report what it finds."""
-        if not self.distribution.has_zookeeper or self.brokers[broker_id].status() in ("running", "paused"):
-            return
-        deadline = time.monotonic() + self.zk_session_timeout_s() + 10.0
-        while time.monotonic() < deadline:
-            try:
-                if self.broker_epoch(broker_id) is None:
-                    return
-            except Exception:  # noqa: BLE001 - ZooKeeper unreachable right now
-                return
-            time.sleep(0.2)
+        timeout + 10 s) until its previous ephemeral ``/brokers/ids/<id>`` is gone (see
+        :meth:`harness.control_plane.ZkControlPlane.await_old_registration_gone`)."""
+        self.control.await_old_registration_gone(broker_id)
 
     def start_broker(self, broker_id: int, wait: bool = True, timeout_s: float = 60.0, started=None) -> None:
         """Start a stopped/killed broker; ``started()`` (if given) is called as soon as Docker started
         its container. With ``wait``, until it registered anew (a new broker epoch; without
         ZooKeeper: until it finished startup and is listed in metadata again)."""
-        zk = self.distribution.has_zookeeper
-        if zk:
-            self.await_old_registration_gone(broker_id)
-        old = self.broker_epoch(broker_id) if wait and zk else None
+        before = self.control.before_start(broker_id, wait)
         self.brokers[broker_id].start()
         if started is not None:
             started()
         if not wait:
             return
         deadline = time.monotonic() + timeout_s
-        while zk:
-            epoch = self.broker_epoch(broker_id)
-            if epoch is not None and epoch != old:
-                break
-            if time.monotonic() > deadline:
-                raise ClusterError(f"broker {broker_id} did not register again within {timeout_s:.0f} s")
-            self._check_running([self.brokers[broker_id]])
-            time.sleep(0.2)
+        self.control.await_registered_anew(broker_id, before, deadline, timeout_s)
         self.wait_ready(max(5.0, deadline - time.monotonic()), brokers=[broker_id])
 
     def restart_broker(self, broker_id: int, wait: bool = True) -> None:
@@ -732,18 +619,9 @@ class Cluster:
         self.start_broker(broker_id, wait=wait)
 
     # ---- teardown
-    def _close_zk(self) -> None:
-        if self._zk is not None:
-            try:
-                self._zk.stop()
-                self._zk.close()
-            except Exception:
-                pass
-            self._zk = None
-
     def remove(self) -> None:
         """Remove every container and the network of this cluster (idempotent)."""
-        self._close_zk()
+        self.control.close()
         self._admin = None
         remove_cluster(self.name)
         self.started = False

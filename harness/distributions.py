@@ -1,6 +1,7 @@
 """Distribution adapters: what differs between Kafka-compatible brokers when the harness starts one
 node — which images it accepts, the node's configuration, how the container is started and
-configured, which log line ends startup, and whether the cluster has ZooKeeper.
+configured, which log line ends startup, whether the cluster has ZooKeeper and how its control plane
+is observed (:meth:`Distribution.control_plane`, harness/control_plane.py).
 
 Adapters (``ClusterSpec.distribution``):
 
@@ -28,14 +29,13 @@ addresses whatever the distribution.
 
 from __future__ import annotations
 
-import base64
 import re
-import uuid
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from reference import versions
 
+from .control_plane import ControlPlane, ProtocolControlPlane, ZkControlPlane, new_cluster_id
 from .errors import HarnessError
 
 INTERNAL_PORT = 9093
@@ -70,15 +70,6 @@ class NodePlan:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-def new_cluster_id() -> str:
-    """A KRaft cluster id: a random UUID in URL-safe base64 without padding (22 characters), never
-    starting with '-' (Kafka's ``Uuid.randomUuid`` avoids those too: they read like options)."""
-    while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cid.startswith("-"):
-            return cid
-
-
 def properties_text(config: dict[str, str]) -> str:
     return "\n".join(f"{k}={v}" for k, v in config.items())
 
@@ -89,6 +80,11 @@ class Distribution:
     name = ""
     has_zookeeper = False
     observation = "protocol"      # how a run sees the control plane: harness/observer/source.py
+
+    def control_plane(self, cluster) -> ControlPlane:
+        """How ``cluster`` (a :class:`harness.cluster.Cluster` of this distribution) is observed:
+        registrations, controller, broker epochs, readiness (:mod:`harness.control_plane`)."""
+        return ProtocolControlPlane(cluster)
 
     def check_image(self, image) -> None:
         """Raise :class:`HarnessError` when ``image`` (an ``images.ImageInfo``) cannot run this way."""
@@ -146,6 +142,9 @@ class ApacheZk(Distribution):
     name = "apache-zk"
     has_zookeeper = True
     observation = "zookeeper"
+
+    def control_plane(self, cluster) -> ControlPlane:
+        return ZkControlPlane(cluster)
 
     def check_image(self, image) -> None:
         # 4.x images are labelled apache-kraft: say why they cannot run here before the generic refusal

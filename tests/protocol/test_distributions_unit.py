@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 from harness import distributions as d
-from harness.cluster import DEFAULT_BROKER_CONFIG, ClusterSpec
+from harness.cluster import DEFAULT_BROKER_CONFIG, Cluster, ClusterSpec
+from harness.control_plane import ProtocolControlPlane, ZkControlPlane
 from harness.errors import HarnessError
 
 
@@ -139,3 +140,18 @@ def test_generic_environment_reads_back_through_the_official_decoding():
 def test_unknown_distribution_is_a_clear_error():
     with pytest.raises(HarnessError, match="unknown distribution 'kraft'.*apache-kraft"):
         ClusterSpec(distribution="kraft").validate()
+
+
+def test_each_distribution_names_its_control_plane():
+    """harness/control_plane.py: ZooKeeper mode observes ZooKeeper, KRaft and generic the protocol."""
+    assert isinstance(Cluster(ClusterSpec(distribution="apache-zk")).control, ZkControlPlane)
+    for name in ("apache-kraft", "generic"):
+        cl = Cluster(ClusterSpec(distribution=name))
+        assert isinstance(cl.control, ProtocolControlPlane)
+        with pytest.raises(HarnessError, match="it has no ZooKeeper"):
+            cl.zk()
+        with pytest.raises(HarnessError, match="it has no ZooKeeper"):
+            cl.broker_epoch(1)
+        assert cl.control.zookeeper_count(3) == 0 and len(cl.control.new_cluster_id()) == 22
+    zk = Cluster(ClusterSpec(distribution="apache-zk", zookeepers=3)).control
+    assert zk.zookeeper_count(3) == 3 and zk.new_cluster_id() is None

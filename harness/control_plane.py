@@ -1,0 +1,266 @@
+"""How a cluster's control plane is seen: which brokers are registered, who is the controller, what a
+broker's epoch is, when the cluster is ready and what "registered anew" means after a start.
+
+One class per mode, chosen by the distribution adapter (:meth:`harness.distributions.Distribution.control_plane`):
+
+:class:`ZkControlPlane`
+    ZooKeeper mode: a kazoo client on the published ZooKeeper ports; registrations are the ephemeral
+    ``/brokers/ids/<id>`` znodes (their czxid is the broker epoch), the controller is ``/controller``.
+:class:`ProtocolControlPlane`
+    KRaft and generic brokers: the same questions answered over the Kafka protocol (Metadata,
+    DescribeQuorum); there is no ZooKeeper to ask.
+
+:class:`harness.cluster.Cluster` keeps its public methods (``zk()``, ``registered_brokers()``,
+``active_controller()``, ``wait_ready()``, ``broker_epoch()``, ...) and delegates them here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import uuid
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from .errors import ClusterError, HarnessError
+from .protocol import ProtocolClient
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64 without padding (22 characters), never
+    starting with '-' (Kafka's ``Uuid.randomUuid`` avoids those too: they read like options)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+class ControlPlane:
+    """What every mode answers; ``cluster`` is the :class:`harness.cluster.Cluster` it observes."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+    # ---- starting the cluster
+    def zookeeper_count(self, requested: int) -> int:
+        """How many ZooKeeper servers the cluster starts (``requested``: the spec's number)."""
+        return 0
+
+    def new_cluster_id(self) -> str | None:
+        """The cluster id the nodes are formatted with (None: the cluster makes its own)."""
+        return None
+
+    # ---- observation
+    def zk(self):
+        raise HarnessError(f"cluster {self.cluster.name} runs {self.cluster.distribution.name}: it has no ZooKeeper; "
+                           "observe it through the protocol (cluster.quorum(), cluster.protocol_metadata())")
+
+    def close(self) -> None:
+        """Release what observing needed (idempotent)."""
+
+    def registered_brokers(self) -> set[int]:
+        raise NotImplementedError
+
+    def active_controller(self) -> int | None:
+        raise NotImplementedError
+
+    def broker_epoch(self, broker_id: int) -> int | None:
+        raise NotImplementedError
+
+    def session_timeout_s(self) -> float:
+        return int(self.cluster.broker_config.get("zookeeper.session.timeout.ms", "18000")) / 1000.0
+
+    # ---- readiness and restarts
+    def wait_ready(self, want: set[int], timeout_s: float) -> None:
+        raise NotImplementedError
+
+    def await_old_registration_gone(self, broker_id: int) -> None:
+        """Before starting a broker that is not running: wait until its old registration is gone."""
+
+    def before_start(self, broker_id: int, wait: bool):
+        """Called before a broker's container starts; returns what :meth:`await_registered_anew` compares with."""
+        return None
+
+    def await_registered_anew(self, broker_id: int, before, deadline: float, timeout_s: float) -> None:
+        """After a broker's container started: wait (until ``deadline``, monotonic) until it registered
+        anew; the cluster then waits for it to be ready."""
+
+
+class ZkControlPlane(ControlPlane):
+    """ZooKeeper mode: registrations, controller and broker epochs read from ZooKeeper."""
+
+    def __init__(self, cluster):
+        super().__init__(cluster)
+        self._zk = None
+
+    def zookeeper_count(self, requested: int) -> int:
+        return requested
+
+    def zk(self):
+        """A started kazoo client on the published ZooKeeper ports (shared; closed by :meth:`close`).
+
+        kazoo retries a lost connection only a few times, then stays closed; after a ZooKeeper
+        outage the next call opens a fresh client.
+        """
+        if self._zk is not None and not self._zk.connected:
+            self.close()
+        if self._zk is None:
+            logging.getLogger("kazoo.client").setLevel(logging.ERROR)  # reconnect chatter during faults
+            zk = KazooClient(hosts=self.cluster.zookeeper_connect, timeout=10.0, connection_retry={"max_tries": 3})
+            try:
+                zk.start(timeout=15)
+            except Exception:
+                zk.stop()
+                zk.close()
+                raise
+            self._zk = zk
+        return self._zk
+
+    def close(self) -> None:
+        if self._zk is not None:
+            try:
+                self._zk.stop()
+                self._zk.close()
+            except Exception:
+                pass
+            self._zk = None
+
+    def registered_brokers(self) -> set[int]:
+        """Children of /brokers/ids."""
+        try:
+            return {int(c) for c in self.zk().get_children("/brokers/ids")}
+        except NoNodeError:
+            return set()
+
+    def active_controller(self) -> int | None:
+        """``/controller``'s broker id; None when there is none."""
+        try:
+            data, _ = self.zk().get("/controller")
+        except NoNodeError:
+            return None
+        return json.loads(data)["brokerid"]
+
+    def broker_epoch(self, broker_id: int) -> int | None:
+        """czxid of /brokers/ids/<id> (the broker epoch), None when not registered."""
+        st = self.zk().exists(f"/brokers/ids/{broker_id}")
+        return st.czxid if st else None
+
+    def wait_ready(self, want: set[int], timeout_s: float) -> None:
+        """Until every broker in ``want`` is registered in ZooKeeper, visible in metadata and has
+        finished its startup."""
+        cl = self.cluster
+        deadline = time.monotonic() + timeout_s
+        last = "not checked"
+        while time.monotonic() < deadline:
+            cl._check_running([n for n in cl.nodes() if n.role == "zookeeper" or n.node_id in want])
+            try:
+                reg = self.registered_brokers()
+                if not want <= reg:
+                    last = f"registered in ZooKeeper: {sorted(reg)}, waiting for {sorted(want - reg)}"
+                else:
+                    md = cl.admin().list_topics(timeout=5)
+                    seen = set(md.brokers)
+                    if not want <= seen:
+                        last = f"visible in metadata: {sorted(seen)}, waiting for {sorted(want - seen)}"
+                    else:
+                        starting = [b for b in sorted(want) if not cl.brokers[b].started()]
+                        if not starting:
+                            return
+                        last = f"startup not finished on brokers {starting}"
+            except Exception as e:  # ZooKeeper or brokers still starting (zk() reopens a dead client)
+                last = f"{type(e).__name__}: {e}"
+            time.sleep(0.5)
+        raise ClusterError(f"cluster {cl.name} not ready after {timeout_s:.0f} s ({last})")
+
+    def await_old_registration_gone(self, broker_id: int) -> None:
+        """Wait (bounded by the session timeout + 10 s) until the previous ephemeral
+        ``/brokers/ids/<id>`` of a broker that is not running is gone.
+
+        A broker killed a moment ago keeps that node until its ZooKeeper session expires; started
+        before then, it finds the node owned by another session, fails with ``NodeExistsException``
+        and exits (``KafkaZkClient.registerBroker``). A supervisor would restart it; waiting for the
+        expiry makes the start succeed the first time. ZooKeeper unreachable: return and let the
+        start report what it finds."""
+        if self.cluster.brokers[broker_id].status() in ("running", "paused"):
+            return
+        deadline = time.monotonic() + self.session_timeout_s() + 10.0
+        while time.monotonic() < deadline:
+            try:
+                if self.broker_epoch(broker_id) is None:
+                    return
+            except Exception:  # noqa: BLE001 - ZooKeeper unreachable right now
+                return
+            time.sleep(0.2)
+
+    def before_start(self, broker_id: int, wait: bool):
+        """The broker epoch before the start (None without ``wait``), after the old registration is gone."""
+        self.await_old_registration_gone(broker_id)
+        return self.broker_epoch(broker_id) if wait else None
+
+    def await_registered_anew(self, broker_id: int, before, deadline: float, timeout_s: float) -> None:
+        """Until /brokers/ids/<id> exists with a broker epoch other than ``before``."""
+        while True:
+            epoch = self.broker_epoch(broker_id)
+            if epoch is not None and epoch != before:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"broker {broker_id} did not register again within {timeout_s:.0f} s")
+            self.cluster._check_running([self.cluster.brokers[broker_id]])
+            time.sleep(0.2)
+
+
+class ProtocolControlPlane(ControlPlane):
+    """KRaft and generic brokers: everything asked through the Kafka protocol; ``zk()`` raises."""
+
+    def new_cluster_id(self) -> str | None:
+        return new_cluster_id()
+
+    def registered_brokers(self) -> set[int]:
+        """The brokers a Metadata response lists (KRaft: registered and not fenced)."""
+        return {b.node_id for b in self.cluster.protocol_metadata([]).brokers}
+
+    def active_controller(self) -> int | None:
+        """The metadata quorum's leader (DescribeQuorum); None when it has none."""
+        q = self.cluster.quorum()
+        return q.leader_id if q.error is None and q.leader_id >= 0 else None
+
+    def broker_epoch(self, broker_id: int) -> int | None:
+        """Not exposed by client APIs without ZooKeeper: raises what :meth:`zk` raises."""
+        self.zk()
+        return None
+
+    def wait_ready(self, want: set[int], timeout_s: float) -> None:
+        """Until each broker in ``want`` answers Metadata listing all of them, the quorum has a
+        leader (DescribeQuorum) and each finished its startup."""
+        cl = self.cluster
+        deadline = time.monotonic() + timeout_s
+        last = "not checked"
+        while time.monotonic() < deadline:
+            cl._check_running([cl.brokers[b] for b in sorted(want)])
+            try:
+                last = self.not_ready(want)
+                if last is None:
+                    return
+            except HarnessError as e:   # ProtocolError: still starting
+                last = str(e)
+            time.sleep(0.5)
+        raise ClusterError(f"cluster {cl.name} not ready after {timeout_s:.0f} s ({last})")
+
+    def not_ready(self, want: set[int]) -> str | None:
+        """What readiness still waits for (None: ready), asked through the Kafka protocol."""
+        cl = self.cluster
+        for b in sorted(want):
+            with ProtocolClient(port=cl.brokers[b].host_port, timeout=5.0) as c:
+                seen = {x.node_id for x in c.metadata([]).brokers}
+            if not want <= seen:
+                return f"broker {b} lists {sorted(seen)} in metadata, waiting for {sorted(want - seen)}"
+        q = cl.quorum()
+        if q.error is not None or q.leader_id < 0:
+            return f"the metadata quorum has no leader ({q.error or 'leader -1'})"
+        starting = [b for b in sorted(want) if not cl.brokers[b].started()]
+        if starting:
+            return f"startup not finished on brokers {starting}"
+        return None
