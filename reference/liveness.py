@@ -13,7 +13,8 @@ or whose leader is -1, while a registered broker is in its ISR, gets a live lead
 (the §4.6 write) or a live leader within the same bound. A broker counts as dead only from the removal
 of its znode (the controller's view, H19), never from a fault.
 
-P3 (§8.4 P3; §7.6 completion condition, §7.4 phase B, §7.7 resumption): a reassignment in flight
+P3 (§8.4 P3; §7.6 completion condition, §7.4 phase B, §7.7 resumption; its obligations in
+``liveness_p3.py``): a reassignment in flight
 (``adding_replicas``/``removing_replicas`` in the topic znode, or a ``/admin/reassign_partitions``
 entry) completes -- the topic znode leaves the reassigning state -- within ``election_s`` (+ 60 s
 before 2.7, §1.8) once the observed ISR contains every target replica (Apache completes it in the
@@ -44,7 +45,9 @@ import re
 from typing import TYPE_CHECKING
 
 from reference.profiles import ProgressBounds
-from reference.state import NO_LEADER, list_minus
+from reference.liveness_p3 import ReassignmentProgress
+from reference.obligations import _Ob, _Ob3
+from reference.state import NO_LEADER
 
 if TYPE_CHECKING:   # pragma: no cover
     from reference.checker import Checker
@@ -70,34 +73,7 @@ def _time(ev: dict) -> float | None:
     return t if t.__class__ in _NUM else None
 
 
-class _Ob:
-    """One obligation. A clock runs from ``since`` while not ``blocked``; it restarts (``since`` :=
-    the time of the event that unblocks it) each time the blocker goes away. P1 obligations are this
-    (opened and discharged by the ten thousand on long histories: four slots); P3 ones :class:`_Ob3`."""
-
-    __slots__ = ("kind", "since", "opened", "blocked")
-    cov_since = None                # (P3 only)
-
-    def __init__(self, kind: str, t: float | None):
-        self.kind = kind            # P1: "elect" | "unset"; P3: "reassign"
-        self.since = t              # P1 clock / P3 "after healing" clock
-        self.opened = t
-        self.blocked = True         # until the first refresh
-
-
-class _Ob3(_Ob):
-    """A P3 obligation: also the ISR-covers-the-target clock and the target replicas."""
-
-    __slots__ = ("cov_since", "cov_blocked", "trs")
-
-    def __init__(self, t: float | None):
-        super().__init__("reassign", t)
-        self.cov_since = None       # ISR ⊇ target observed since (None: not covered)
-        self.cov_blocked = True
-        self.trs = None             # the target replicas
-
-
-class Progress:
+class Progress(ReassignmentProgress):
     """Open P1/P3 obligations of one :class:`reference.checker.Checker` run."""
 
     def __init__(self, checker: "Checker", bounds: ProgressBounds):
@@ -244,26 +220,6 @@ class Progress:
         if not blocked and ob.blocked:
             ob.since = t
         ob.blocked = blocked
-
-    def _refresh_p3(self, tp, ob: _Ob3, t: float, down: bool) -> None:
-        trs = ob.trs
-        blocked = down or bool(self.faults) or self.throttled
-        if not blocked and trs:
-            reg = self.c.registered
-            for r in trs:
-                if r not in reg:
-                    blocked = True
-                    break
-        if not blocked and ob.blocked:
-            ob.since = t
-        ob.blocked = blocked
-        part = self.c.parts.get(tp)
-        if not (trs and part is not None and part.st is not None and part.st.isr_set.issuperset(trs)):
-            ob.cov_since, ob.cov_blocked = None, True
-        elif down:
-            ob.cov_blocked = True
-        elif ob.cov_since is None or ob.cov_blocked:
-            ob.cov_since, ob.cov_blocked = t, False
 
     def on_controller(self) -> None:
         if self._cluster_blocked() != self._down:   # else nothing the controller feeds has changed
@@ -481,33 +437,6 @@ class Progress:
                        f"controller and ZooKeeper available; expected {want} within {self.b.election_s:g}s",
                        st.to_dict(), None, [want])
 
-    # -- P3 --------------------------------------------------------------------------------------
-    def on_topic(self, name: str, t) -> None:
-        """The topic znode was written (or deleted, ``t`` None)."""
-        for tp in [tp for tp in self.p3 if tp[0] == name]:
-            if t is None or not self._in_flight(tp):
-                self._met(self.p3.pop(tp))
-            else:
-                self.p3[tp].trs = self._target(tp)
-        if t is None:
-            return
-        for p, a in t.assign.items():
-            tp = (name, p)
-            if (a[1] or a[2]) and tp not in self.p3:
-                self._open_p3(tp)
-        self._refresh()
-
-    def on_reassign_znode(self) -> None:
-        for tp in list(self.p3):
-            if not self._in_flight(tp):
-                self._met(self.p3.pop(tp))
-            else:
-                self.p3[tp].trs = self._target(tp)
-        for tp in self.c.zk_reassign:
-            if tp not in self.p3 and tp[0] in self.c.topics:
-                self._open_p3(tp)
-        self._refresh()
-
     def _met(self, ob: _Ob) -> None:
         """An obligation was discharged; remember the longest running clock (margin to the bound)."""
         self.met += 1
@@ -516,36 +445,6 @@ class Progress:
             took = now - (ob.cov_since if ob.cov_since is not None else ob.since)
             if took > self.longest:
                 self.longest = took
-
-    def _open_p3(self, tp) -> None:
-        ob = self.p3[tp] = _Ob3(self.now)
-        ob.trs = self._target(tp)
-        self.opened += 1
-
-    def _in_flight(self, tp) -> bool:
-        t = self.c.topics.get(tp[0])
-        a = t.assign.get(tp[1]) if t is not None else None
-        return bool(a and (a[1] or a[2])) or (tp in self.c.zk_reassign and t is not None)
-
-    def _target(self, tp):
-        t = self.c.topics.get(tp[0])
-        a = t.assign.get(tp[1]) if t is not None else None
-        if a and (a[1] or a[2]):
-            return list_minus(a[0], a[2])
-        return self.c.zk_reassign.get(tp)
-
-    def _report_p3(self, tp, ob: _Ob3, t: float, trs, late_cov: bool) -> None:
-        part = self.c.parts.get(tp)
-        st = part.st.to_dict() if part is not None and part.st is not None else None
-        subject = f"{tp[0]}-{tp[1]}"
-        if late_cov:
-            why = (f"the ISR has held every target replica {list(trs)} since t={ob.cov_since:.1f}; Apache completes "
-                   f"the reassignment in that controller event (§7.6), bound {self.b.election_s + self.b.isr_notify_s:g}s")
-        else:
-            why = (f"no fault open and every target replica {list(trs or ())} registered since t={ob.since:.1f}; "
-                   f"bound {self.b.reassign_s:g}s (session timeout + replica.lag.time.max.ms + grace)")
-        self.c._report("P3", subject, f"reassignment stalled at t={t:.1f}: still in flight although {why}",
-                       st, None, ["reassignment completed"])
 
     # -- end of record ---------------------------------------------------------------------------
     def finish(self) -> dict:

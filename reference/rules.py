@@ -1,7 +1,7 @@
 """Rule ids used in divergence reports, with the spec section each one comes from.
 
 ``H*`` = hard invariants (spec §8.2): checked under every profile.
-``P*`` = progress rules (spec §8.4, ``liveness.py``): checked under every profile, time-bounded.
+``P*`` = progress rules (spec §8.4, ``liveness.py``; P3 in ``liveness_p3.py``): checked under every profile, time-bounded.
 ``D*`` = Apache-Kafka determinism rules (spec §8.3): checked only under ``apache-zk-*`` profiles.
 """
 
