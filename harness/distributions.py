@@ -119,8 +119,7 @@ class Distribution:
         this mode and release series, or ``compatible`` when the version is unknown."""
         if not kafka_version:
             return "compatible"
-        series = ".".join(kafka_version.split(".")[:2])
-        return f"{'apache-zk' if self.has_zookeeper else 'kraft'}-{series}"
+        return f"{'apache-zk' if self.has_zookeeper else 'kraft'}-{versions.series_name(kafka_version)}"
 
 
 def _listeners(node: NodeLike, controller: bool) -> dict[str, str]:

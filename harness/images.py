@@ -130,7 +130,7 @@ def resolve_version(requested: str | None) -> str:
         raise UnknownVersion(f"cannot resolve Kafka series {req} offline; give an exact version like 3.9.2")
     if req.count(".") == 2:
         if req not in released:
-            series = ".".join(req.split(".")[:2])
+            series = versions.series_name(req)
             near = [v for v in released if v.startswith(series + ".")] or released[-5:]
             raise UnknownVersion(f"unknown Kafka version {req}: not on Maven Central (known: {', '.join(near)})")
         return req

@@ -52,6 +52,12 @@ def series(text: VersionLike) -> tuple[int, int]:
     return v[0], v[1]
 
 
+def series_name(text: str) -> str:
+    """The ``<major>.<minor>`` prefix of a version string, as profile and image names use it:
+    ``"3.9.2"`` -> ``"3.9"`` (lenient: whatever the text's first two dot-separated parts are)."""
+    return ".".join(str(text).split(".")[:2])
+
+
 def compare(a: VersionLike, b: VersionLike) -> int:
     """-1, 0 or 1 as ``a`` is older than, the same as, or newer than ``b`` (shorter side padded with zeros)."""
     x, y = parse(a), parse(b)

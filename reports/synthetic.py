@@ -16,6 +16,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from reference import versions
+
 DEFAULT_TOPIC = "t"
 
 
@@ -51,7 +53,7 @@ class RunBuilder:
             "harness_version": harness_version, "git_sha": None, "kafka_version": kafka_version,
             "broker_image": image, "image_id": None,
             "distribution": "apache-zk" if kafka_version else "generic",
-            "profile": profile or (f"apache-zk-{'.'.join(kafka_version.split('.')[:2])}" if kafka_version
+            "profile": profile or (f"apache-zk-{versions.series_name(kafka_version)}" if kafka_version
                                    else "compatible"),
             "cluster": {"brokers": 3, "zookeepers": 1}, "broker_config": broker_cfg,
             "topics": [{"name": DEFAULT_TOPIC, "partitions": partitions,

@@ -78,3 +78,7 @@ def test_callers_share_the_helper():
     assert admin_ops.kafka_version(_Cluster()) == (3, 9, 2)
     _Image.kafka_version = None
     assert admin_ops.kafka_version(_Cluster()) is None
+
+
+def test_series_name_is_the_first_two_parts_of_the_text():
+    assert [versions.series_name(v) for v in ("3.9.2", "4.1", "2.8.2-rc1", "10.0.0")] == ["3.9", "4.1", "2.8", "10.0"]
