@@ -46,7 +46,7 @@ from reference.topics import TopicJudge, _Topic
 from reference.writes import Obs, WriteJudge
 
 _new_obs = tuple.__new__
-_NUM = (float, int)     # an event time (``zk_time`` / ``wall``), as reference.liveness reads it
+_NUM = (float, int)     # the types of an event time (``zk_time`` / ``wall``)
 
 __all__ = ["Checker", "ConformanceResult", "Divergence", "MAX_REPORTED"]
 

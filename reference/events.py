@@ -146,13 +146,6 @@ def normalize(events: Iterable[dict]) -> list[dict]:
     return out  # type: ignore[return-value]
 
 
-def _dedupe_key(e: dict):
-    t = e["type"]
-    if t == "zk.partition_state":
-        return (t, e["topic"], e["partition"], e.get("version"), bool(e.get("deleted")))
-    return (t, _key(e))
-
-
 def _duplicates(zk: list[dict], zx: list[int], order: list[int]) -> set[int]:
     """Positions in ``zk`` of the events repeating an earlier one (same zxid, type and key: a write
     seen twice, e.g. by the txn log and a watch). ``order`` sorts ``zk`` by zxid (``zx``), so only
@@ -165,8 +158,8 @@ def _duplicates(zk: list[dict], zx: list[int], order: list[int]) -> set[int]:
         if zx[i] != zx[p]:
             continue
         if zx[i] != last:               # a new run of one zxid: it starts at the previous event
-            last, seen = zx[i], {_dedupe_key(zk[p])}
-        k = _dedupe_key(zk[i])
+            last, seen = zx[i], {(zk[p]["type"], _key(zk[p]))}
+        k = (zk[i]["type"], _key(zk[i]))
         if k in seen:
             dupes.add(i)
         else:

@@ -62,15 +62,9 @@ def _throttle(cfg) -> bool:
     return isinstance(cfg, dict) and any("throttle" in str(k) and v not in (None, "", "0") for k, v in cfg.items())
 
 
-_NUM = (float, int)
-
-
-def _time(ev: dict) -> float | None:
-    """ZooKeeper's time of a ``zk.*`` event (``zk_time``, only they carry it), else its ``wall``."""
-    t = ev.get("zk_time")
-    if t is None:
-        t = ev.get("wall")
-    return t if t.__class__ in _NUM else None
+def _earliest(a: float | None, b: float | None) -> float | None:
+    """The earlier of two due times (None: no clock runs)."""
+    return b if a is None or (b is not None and b < a) else a
 
 
 class Progress(ReassignmentProgress):
@@ -126,28 +120,18 @@ class Progress(ReassignmentProgress):
         self._recompute_due()
 
     def _recompute_due(self) -> None:
-        """``due`` := the earliest bound of an unblocked clock (None: none runs). One pass, no lists:
-        this runs after every refresh."""
+        """``due`` := the earliest bound of an unblocked clock (None: none runs)."""
         self._stale = False
         due = None
-        if self.p1:
-            for ob in self.p1.values():
-                if not ob.blocked and (due is None or ob.since < due):
-                    due = ob.since
-            if due is not None:
-                due += self.b.election_s
-        if self.p3:
-            reassign_s, cov_s = self.b.reassign_s, self.b.election_s + self.b.isr_notify_s
-            for ob in self.p3.values():
-                if not ob.blocked:
-                    d = ob.since + reassign_s
-                    if due is None or d < due:
-                        due = d
-                if ob.cov_since is not None and not ob.cov_blocked:
-                    d = ob.cov_since + cov_s
-                    if due is None or d < due:
-                        due = d
+        for ob in self.p1.values():
+            due = _earliest(due, self._due_p1(ob))
+        for ob in self.p3.values():
+            due = _earliest(due, self._due_p3(ob))
         self.due = due
+
+    def _due_p1(self, ob: _Ob) -> float | None:
+        """When the P1 obligation ``ob`` falls due (None: its clock is stopped)."""
+        return None if ob.blocked else ob.since + self.b.election_s
 
     def _refresh(self) -> None:
         """Re-evaluate what blocks every obligation after a change to the cluster (fault, registration,
@@ -158,33 +142,11 @@ class Progress(ReassignmentProgress):
         t = self.now
         if t is None:
             return
-        self._refresh_p1s(self.p1.items(), t, down)
+        for tp, ob in self.p1.items():
+            self._refresh_p1(tp, ob, t, down)
         for tp, ob in self.p3.items():
             self._refresh_p3(tp, ob, t, down)
         self._recompute_due()
-
-    def _refresh_p1s(self, items, t: float, down: bool) -> None:
-        """``_refresh_p1`` over (tp, obligation) pairs, inlined: this runs on every registration change."""
-        if down:                        # every clock stops
-            for _, ob in items:
-                ob.blocked = True
-        else:
-            parts, reg, faulted = self.c.parts, self.c.registered, self.open_on
-            for tp, ob in items:
-                blocked = False
-                if ob.kind == "elect":
-                    blocked = True
-                    part = parts.get(tp)
-                    st = part.st if part is not None else None
-                    if st is not None:
-                        L = st.leader
-                        for r in st.isr:
-                            if r != L and r in reg and r not in faulted:
-                                blocked = False
-                                break
-                if not blocked and ob.blocked:
-                    ob.since = t
-                ob.blocked = blocked
 
     def _refresh_tp(self, tp) -> None:
         """Re-evaluate the obligations of one partition after its state changed. ``due`` only moves
@@ -198,21 +160,11 @@ class Progress(ReassignmentProgress):
         ob = self.p1.get(tp)
         if ob is not None:
             self._refresh_p1(tp, ob, t, down)
-            if not ob.blocked:
-                d = ob.since + self.b.election_s
-                if due is None or d < due:
-                    due = d
+            due = _earliest(due, self._due_p1(ob))
         ob = self.p3.get(tp)
         if ob is not None:
             self._refresh_p3(tp, ob, t, down)
-            if not ob.blocked:
-                d = ob.since + self.b.reassign_s
-                if due is None or d < due:
-                    due = d
-            if ob.cov_since is not None and not ob.cov_blocked:
-                d = ob.cov_since + self.b.election_s + self.b.isr_notify_s
-                if due is None or d < due:
-                    due = d
+            due = _earliest(due, self._due_p3(ob))
         self.due, self._stale = due, True
 
     def _refresh_p1(self, tp, ob: _Ob, t: float, down: bool) -> None:
@@ -231,9 +183,6 @@ class Progress(ReassignmentProgress):
             return True
         ctl = self.c.controller
         return ctl is None or ctl not in self.c.registered or ctl in self.open_on
-
-    def _faulted(self, b: int) -> bool:
-        return b in self.open_on
 
     def _candidates(self, tp) -> list[int]:
         """Registered ISR members other than the leader."""
@@ -354,34 +303,16 @@ class Progress(ReassignmentProgress):
             return
         # Otherwise only what b's registration feeds: the P1 obligations of ``tps`` (b leads them or is
         # in their ISR, so may be a candidate; new ones are among them) and the P3 ones with b as target.
-        items = [(tp, p1[tp]) for tp in tps if tp in p1]
-        self._refresh_p1s(items, t, down)
         due = self.due                  # only clocks that start can bring it earlier (see _refresh_tp)
-        for _, ob in items:
-            if not ob.blocked:
-                d = ob.since + self.b.election_s
-                if due is None or d < due:
-                    due = d
-        if self.p3:     # _refresh_p3 of those with b as a target, blocking only: coverage is the ISR's
-            stop = down or bool(self.faults) or self.throttled
-            reg, reassign_s = self.c.registered, self.b.reassign_s
-            for ob in self.p3.values():
-                trs = ob.trs
-                if not trs or b not in trs:
-                    continue
-                blocked = stop
-                if not blocked:
-                    for r in trs:
-                        if r not in reg:
-                            blocked = True
-                            break
-                if not blocked:
-                    if ob.blocked:
-                        ob.since = t
-                    d = ob.since + reassign_s
-                    if due is None or d < due:
-                        due = d
-                ob.blocked = blocked
+        for tp in tps:
+            ob = p1.get(tp)
+            if ob is not None:
+                self._refresh_p1(tp, ob, t, down)
+                due = _earliest(due, self._due_p1(ob))
+        for ob in self.p3.values():     # blocking only: coverage is the ISR's, which b does not change
+            if ob.trs and b in ob.trs:
+                self._block_p3(ob, t, down)
+                due = _earliest(due, self._due_p3(ob))
         self.due, self._stale = due, True
 
     def on_topic_deleting(self) -> None:

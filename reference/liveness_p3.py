@@ -73,18 +73,31 @@ class ReassignmentProgress:
         self.c._report("P3", subject, f"reassignment stalled at t={t:.1f}: still in flight although {why}",
                        st, None, ["reassignment completed"])
 
-    def _refresh_p3(self, tp, ob: _Ob3, t: float, down: bool) -> None:
-        trs = ob.trs
+    def _due_p3(self, ob: _Ob3) -> float | None:
+        """When the P3 obligation ``ob`` falls due: the earlier of its two clocks (None: both stopped)."""
+        d = None if ob.blocked else ob.since + self.b.reassign_s
+        if ob.cov_since is not None and not ob.cov_blocked:
+            c = ob.cov_since + self.b.election_s + self.b.isr_notify_s
+            if d is None or c < d:
+                d = c
+        return d
+
+    def _block_p3(self, ob: _Ob3, t: float, down: bool) -> None:
+        """The "after healing" clock: stopped by a fault, a throttle or an unregistered target replica."""
         blocked = down or bool(self.faults) or self.throttled
-        if not blocked and trs:
+        if not blocked and ob.trs:
             reg = self.c.registered
-            for r in trs:
+            for r in ob.trs:
                 if r not in reg:
                     blocked = True
                     break
         if not blocked and ob.blocked:
             ob.since = t
         ob.blocked = blocked
+
+    def _refresh_p3(self, tp, ob: _Ob3, t: float, down: bool) -> None:
+        self._block_p3(ob, t, down)
+        trs = ob.trs
         part = self.c.parts.get(tp)
         if not (trs and part is not None and part.st is not None and part.st.isr_set.issuperset(trs)):
             ob.cov_since, ob.cov_blocked = None, True

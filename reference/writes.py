@@ -288,7 +288,7 @@ class WriteJudge:
         controller write, hence the locals."""
         c = ctxs[0]
         snaps = self.snaps
-        lo, hi = self.lo.get(ce, 0), len(snaps) - 1          # self._views(ce)
+        lo, hi = self._views(ce)
         sb = self.seen_brokers
         extra = (None if sb.issuperset(c.rs) and sb.issuperset(prev.isr_set) else
                  frozenset(r for r in itertools.chain(c.rs, prev.isr) if r not in sb))
