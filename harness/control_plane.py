@@ -74,7 +74,35 @@ class ControlPlane:
         return int(self.cluster.broker_config.get("zookeeper.session.timeout.ms", "18000")) / 1000.0
 
     # ---- readiness and restarts
+    starting_errors: tuple[type[BaseException], ...] = (HarnessError,)   # what "still starting" raises
+
     def wait_ready(self, want: set[int], timeout_s: float) -> None:
+        """Until :meth:`not_ready` has nothing left to wait for (bounded by ``timeout_s``); a node that
+        stopped running ends the wait at once."""
+        cl = self.cluster
+        deadline = time.monotonic() + timeout_s
+        last = "not checked"
+        while time.monotonic() < deadline:
+            cl._check_running(self.nodes_to_check(want))
+            try:
+                last = self.not_ready(want)
+                if last is None:
+                    return
+            except self.starting_errors as e:
+                last = self.still_starting(e)
+            time.sleep(0.5)
+        raise ClusterError(f"cluster {cl.name} not ready after {timeout_s:.0f} s ({last})")
+
+    def still_starting(self, e: BaseException) -> str:
+        """How an error of a node still starting is told in the "not ready" message."""
+        return str(e)
+
+    def nodes_to_check(self, want: set[int]) -> list:
+        """The nodes that must be running while ``want`` becomes ready."""
+        return [self.cluster.brokers[b] for b in sorted(want)]
+
+    def not_ready(self, want: set[int]) -> str | None:
+        """What readiness of ``want`` still waits for (None: ready)."""
         raise NotImplementedError
 
     def await_old_registration_gone(self, broker_id: int) -> None:
@@ -148,32 +176,27 @@ class ZkControlPlane(ControlPlane):
         st = self.zk().exists(f"/brokers/ids/{broker_id}")
         return st.czxid if st else None
 
-    def wait_ready(self, want: set[int], timeout_s: float) -> None:
-        """Until every broker in ``want`` is registered in ZooKeeper, visible in metadata and has
-        finished its startup."""
+    starting_errors = (Exception,)      # ZooKeeper or brokers still starting (zk() reopens a dead client)
+
+    def still_starting(self, e: BaseException) -> str:
+        return f"{type(e).__name__}: {e}"
+
+    def nodes_to_check(self, want: set[int]) -> list:
+        return [n for n in self.cluster.nodes() if n.role == "zookeeper" or n.node_id in want]
+
+    def not_ready(self, want: set[int]) -> str | None:
+        """Every broker in ``want`` registered in ZooKeeper, visible in metadata, its startup finished."""
         cl = self.cluster
-        deadline = time.monotonic() + timeout_s
-        last = "not checked"
-        while time.monotonic() < deadline:
-            cl._check_running([n for n in cl.nodes() if n.role == "zookeeper" or n.node_id in want])
-            try:
-                reg = self.registered_brokers()
-                if not want <= reg:
-                    last = f"registered in ZooKeeper: {sorted(reg)}, waiting for {sorted(want - reg)}"
-                else:
-                    md = cl.admin().list_topics(timeout=5)
-                    seen = set(md.brokers)
-                    if not want <= seen:
-                        last = f"visible in metadata: {sorted(seen)}, waiting for {sorted(want - seen)}"
-                    else:
-                        starting = [b for b in sorted(want) if not cl.brokers[b].started()]
-                        if not starting:
-                            return
-                        last = f"startup not finished on brokers {starting}"
-            except Exception as e:  # ZooKeeper or brokers still starting (zk() reopens a dead client)
-                last = f"{type(e).__name__}: {e}"
-            time.sleep(0.5)
-        raise ClusterError(f"cluster {cl.name} not ready after {timeout_s:.0f} s ({last})")
+        reg = self.registered_brokers()
+        if not want <= reg:
+            return f"registered in ZooKeeper: {sorted(reg)}, waiting for {sorted(want - reg)}"
+        seen = set(cl.admin().list_topics(timeout=5).brokers)
+        if not want <= seen:
+            return f"visible in metadata: {sorted(seen)}, waiting for {sorted(want - seen)}"
+        starting = [b for b in sorted(want) if not cl.brokers[b].started()]
+        if starting:
+            return f"startup not finished on brokers {starting}"
+        return None
 
     def await_old_registration_gone(self, broker_id: int) -> None:
         """Wait (bounded by the session timeout + 10 s) until the previous ephemeral
@@ -232,25 +255,9 @@ class ProtocolControlPlane(ControlPlane):
         self.zk()
         return None
 
-    def wait_ready(self, want: set[int], timeout_s: float) -> None:
-        """Until each broker in ``want`` answers Metadata listing all of them, the quorum has a
-        leader (DescribeQuorum) and each finished its startup."""
-        cl = self.cluster
-        deadline = time.monotonic() + timeout_s
-        last = "not checked"
-        while time.monotonic() < deadline:
-            cl._check_running([cl.brokers[b] for b in sorted(want)])
-            try:
-                last = self.not_ready(want)
-                if last is None:
-                    return
-            except HarnessError as e:   # ProtocolError: still starting
-                last = str(e)
-            time.sleep(0.5)
-        raise ClusterError(f"cluster {cl.name} not ready after {timeout_s:.0f} s ({last})")
-
     def not_ready(self, want: set[int]) -> str | None:
-        """What readiness still waits for (None: ready), asked through the Kafka protocol."""
+        """Each broker in ``want`` answers Metadata listing all of them, the quorum has a leader
+        (DescribeQuorum) and each finished its startup; asked through the Kafka protocol."""
         cl = self.cluster
         for b in sorted(want):
             with ProtocolClient(port=cl.brokers[b].host_port, timeout=5.0) as c:
