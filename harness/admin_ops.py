@@ -43,9 +43,8 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from reference import versions
 
-from .errors import HarnessError, NotSupported
+from .errors import AdminOpError, NotSupported  # AdminOpError: raised here and by the control plane
 from .observer.zk_history import read_zk_history
-from .protocol import ProtocolClient, ProtocolError
 
 RUN_CLASS = "/opt/kafka-chaos/kafka-run-class"
 # How a tool's class is started in a broker container: the harness image's launcher; else the
@@ -67,10 +66,6 @@ _TOOL_CLASSES = {
                  "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"),
     "elect": ("kafka.admin.LeaderElectionCommand", "org.apache.kafka.tools.LeaderElectionCommand"),
 }
-
-
-class AdminOpError(HarnessError):
-    """An administrative act could not be carried out (tool failure, rejection, timeout, bad input)."""
 
 
 # ---------------------------------------------------------------------------- versions and plans
@@ -98,20 +93,20 @@ def require_version(cluster, at_least: tuple[int, ...], what: str) -> None:
 
 def supports_reassign_znode(cluster) -> bool:
     """True when the controller watches ``/admin/reassign_partitions`` (ZooKeeper mode, before 4.0)."""
-    if not _has_zookeeper(cluster):
+    if not _zookeeper_nodes(cluster):
         return False
     v = kafka_version(cluster)
     return v is None or v < (4,)
 
 
-def _has_zookeeper(cluster) -> bool:
-    dist = getattr(cluster, "distribution", None)
-    return dist is None or bool(getattr(dist, "has_zookeeper", True))
+def _zookeeper_nodes(cluster) -> bool:
+    """The cluster runs ZooKeeper nodes (a bare stand-in without the attribute counts as one)."""
+    return bool(getattr(cluster, "zookeepers", True))
 
 
 def require_zookeeper(cluster, helper: str, instead: str) -> None:
     """Raise :class:`NotSupported` naming ``helper`` and ``instead`` when the cluster has no ZooKeeper."""
-    if not _has_zookeeper(cluster):
+    if not _zookeeper_nodes(cluster):
         dist = getattr(getattr(cluster, "distribution", None), "name", "?")
         raise NotSupported(f"admin_ops.{helper} needs ZooKeeper; this cluster ({dist}) has none: use {instead}")
 
@@ -426,54 +421,10 @@ def clear_replication_throttle(cluster, brokers: list[int] | None = None, timeou
 
 # ---------------------------------------------------------------------------- observation helpers
 def topic_assignment(cluster, topic: str) -> dict[int, tuple[list[int], list[int], list[int]]]:
-    """The topic znode now: ``{partition: (replicas, adding_replicas, removing_replicas)}`` ({} if no topic).
-
-    Without ZooKeeper (KRaft) the same from the protocol: the replicas from Metadata (the full replica
-    set, as the znode holds it during a reassignment) and the adding / removing replicas from
-    ListPartitionReassignments (forwarded to the active controller)."""
-    if not _has_zookeeper(cluster):
-        return _topic_assignment_protocol(cluster, topic)
-    try:
-        data, _ = cluster.zk().get(f"/brokers/topics/{topic}")
-    except NoNodeError:
-        return {}
-    doc = json.loads(data)
-    adding, removing = doc.get("adding_replicas") or {}, doc.get("removing_replicas") or {}
-    return {int(p): (list(rs), list(adding.get(p, [])), list(removing.get(p, [])))
-            for p, rs in (doc.get("partitions") or {}).items()}
-
-
-def _topic_assignment_protocol(cluster, topic: str, timeout_s: float = 10.0):
-    """Each broker in turn until one lists ``topic`` (a broker's metadata may lag the controller's
-    a moment); {} when every broker that answers says it does not exist."""
-    ports = [cluster.brokers[b].host_port for b in cluster.broker_ids]
-    info, errors = None, []
-    for port in ports:
-        try:
-            with ProtocolClient("127.0.0.1", port, timeout=timeout_s) as c:
-                t = next((t for t in c.metadata([topic]).topics if t.name == topic), None)
-                if t is not None and t.error is None:
-                    info = t
-                    res = c.list_partition_reassignments({topic: sorted(p.partition for p in t.partitions)})
-                    break
-                errors.append(f"{port}: {t.error if t else 'not listed'}")
-        except ProtocolError as e:
-            info = None
-            errors.append(str(e))
-    if info is None:
-        if errors and all(e.endswith(("UNKNOWN_TOPIC_OR_PARTITION", "not listed")) for e in errors):
-            return {}
-        raise AdminOpError(f"topic_assignment({topic!r}): no broker answered: {'; '.join(errors)[:400]}")
-    if res.error is not None:
-        raise AdminOpError(f"topic_assignment({topic!r}): ListPartitionReassignments answered {res.error}"
-                           + (f" ({res.error_message})" if res.error_message else ""))
-    ongoing = {r.partition: r for r in res.partitions if r.topic == topic}
-    out = {}
-    for p in sorted(info.partitions, key=lambda p: p.partition):
-        r = ongoing.get(p.partition)
-        out[p.partition] = ((list(r.replicas), list(r.adding_replicas), list(r.removing_replicas)) if r
-                            else (list(p.replicas), [], []))
-    return out
+    """``{partition: (replicas, adding_replicas, removing_replicas)}`` of ``topic`` now ({} if no
+    topic), as the cluster's control plane holds it: the topic znode with ZooKeeper, Metadata and
+    ListPartitionReassignments over the protocol otherwise (:meth:`ControlPlane.topic_assignment`)."""
+    return cluster.control.topic_assignment(topic)
 
 
 def last_zxid(cluster) -> int:

@@ -24,7 +24,6 @@ error (including an inconclusive certificate: a run the environment spoiled and 
 
 from __future__ import annotations
 
-import inspect
 import os
 import subprocess
 import sys
@@ -33,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from reference import versions
-from reference.profiles import profile_for
 from reports.certificate import write_certificate
 from suites.catalog import SCENARIOS
 
@@ -61,7 +58,7 @@ class Capability:
     name: str                      # the --capability id
     title: str                     # what a person reads on the certificate
     families: tuple[str, ...]      # suites/scenarios/<family>.py modules whose scenarios are evidence
-    requires_zookeeper: bool = False  # NOT-APPLICABLE on a broker without ZooKeeper
+    needs_role: str | None = None  # NOT-APPLICABLE when the distribution runs no such node (Distribution.roles)
 
 
 # The one table. Families that do not exist yet are mapped all the same: their capability shows
@@ -75,7 +72,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("restart", "Broker restart", ("restart",)),
     Capability("reassignment", "Partition reassignment", ("reassignment",)),
     Capability("preferred_election", "Preferred leader election and controlled shutdown", ("preferred_election",)),
-    Capability("zookeeper", "ZooKeeper faults", ("zookeeper",), requires_zookeeper=True),
+    Capability("zookeeper", "ZooKeeper faults", ("zookeeper",), needs_role="zookeeper"),
     Capability("network", "Network partitions", ("network",)),
     Capability("unclean", "Unclean leader election", ("unclean",)),
 )
@@ -98,53 +95,32 @@ def capability(name: str) -> Capability:
 # -- the subject of the certificate -------------------------------------------------------------
 @dataclass
 class Subject:
-    """What is certified: the broker image and what is known of it."""
+    """What is certified: the broker image, what is known of it, and the distribution adapter it runs with."""
 
     broker_image: str
     image_id: str | None
     kafka_version: str | None
-    distribution: str
-    has_zookeeper: bool
+    distribution: str              # the adapter's name (harness/distributions.py)
 
     @classmethod
-    def from_image_info(cls, info) -> "Subject":
-        """From :class:`harness.images.ImageInfo` (or a distribution adapter that says ``has_zookeeper``)."""
-        has_zk = getattr(info, "has_zookeeper", None)
-        if has_zk is None:
-            has_zk = info.distribution != "apache-kraft"
-        return cls(info.tag, info.image_id, info.kafka_version, info.distribution, bool(has_zk))
+    def from_image_info(cls, info, distribution: str | None = None) -> "Subject":
+        """From :class:`harness.images.ImageInfo`; ``distribution`` (``--distribution``) overrides the
+        image's own (a 3.x image runs ZooKeeper mode by default and KRaft when asked)."""
+        return cls(info.tag, info.image_id, info.kafka_version, distribution or info.distribution)
+
+    @property
+    def adapter(self) -> distributions.Distribution:
+        return distributions.get(self.distribution)
 
     def to_dict(self) -> dict:
         return {"broker_image": self.broker_image, "image_id": self.image_id, "kafka_version": self.kafka_version,
-                "distribution": self.distribution, "has_zookeeper": self.has_zookeeper}
+                "distribution": self.distribution, "roles": list(self.adapter.roles)}
 
 
 def resolve_profile(name: str, subject: Subject) -> str:
-    """The profile's canonical name, or a HarnessError saying why it cannot certify this broker."""
-    kw = {}
-    if "kraft_run" in inspect.signature(profile_for).parameters:  # a reference with KRaft profiles
-        kw["kraft_run"] = not subject.has_zookeeper
-    try:
-        prof = profile_for(subject.kafka_version, name, **kw)
-    except ValueError as e:
-        raise HarnessError(str(e)) from None
-    mode = getattr(prof, "mode", "zk")
-    if prof.is_apache:
-        if mode == "zk" and not subject.has_zookeeper:
-            raise HarnessError(f"profile {prof.name} describes the ZooKeeper-mode controller, but "
-                               f"{subject.broker_image} runs without ZooKeeper; use --profile compatible")
-        if mode != "zk" and subject.has_zookeeper:
-            raise HarnessError(f"profile {prof.name} describes the KRaft controller, but {subject.broker_image} "
-                               "runs with ZooKeeper; use an apache-zk-<major>.<minor> profile or compatible")
-        if subject.kafka_version:
-            series = versions.series(subject.kafka_version)
-            if series != tuple(prof.version):
-                family = prof.name.rsplit("-", 1)[0]
-                raise HarnessError(
-                    f"profile {prof.name} certifies Apache Kafka {prof.version[0]}.{prof.version[1]}.x, but "
-                    f"{subject.broker_image} is Kafka {subject.kafka_version}; use --profile "
-                    f"{family}-{series[0]}.{series[1]} or --profile compatible")
-    return prof.name
+    """The profile's canonical name, or a HarnessError saying why it cannot certify this broker
+    (the distribution adapter decides which profiles describe it: :meth:`Distribution.profile`)."""
+    return subject.adapter.profile(name, subject.kafka_version).name
 
 
 # -- planning: which scenarios are evidence, which are not applicable -----------------------------
@@ -173,7 +149,7 @@ class CapabilityPlan:
 def _scenario_applicability(s, subject: Subject) -> tuple[bool, str]:
     if SELECT_TAG not in s.tags:
         return False, f"not a {SELECT_TAG} scenario (tags: {', '.join(s.tags)})"
-    why = s.not_applicable(subject.kafka_version, subject.has_zookeeper)    # the runner's own test
+    why = s.not_applicable(subject.kafka_version, subject.adapter)    # the runner's own test
     if why:
         return False, why
     if s.min_version and subject.kafka_version is None:
@@ -211,9 +187,9 @@ def plan(scenarios: Iterable, subject: Subject, selected: Iterable[str] | None =
             continue
         cp = CapabilityPlan(cap)
         members = [s for s in scenarios if s.family in cap.families]
-        if cap.requires_zookeeper and not subject.has_zookeeper:
-            cp.scenarios = [ScenarioPlan(s, False, "needs ZooKeeper") for s in members]
-            cp.na_reason = f"the broker runs without ZooKeeper ({subject.distribution})"
+        if cap.needs_role and cap.needs_role not in subject.adapter.roles:
+            cp.scenarios = [ScenarioPlan(s, False, f"needs {cap.needs_role} nodes") for s in members]
+            cp.na_reason = f"the broker runs no {cap.needs_role} nodes ({subject.distribution})"
         elif not members:
             cp.na_reason = NO_SCENARIO
         else:
@@ -596,11 +572,8 @@ def cmd_certify(args) -> int:
                             build_missing=args.kafka_version is None and args.broker_image is None)
     if args.distribution is None and info.distribution == "generic":
         args.distribution = "generic"          # a foreign image runs no other way
-    subject = Subject.from_image_info(info)
-    if args.distribution:
-        distributions.get(args.distribution).check_image(info)   # a broker that does not fit: before any run
-        subject = Subject(info.tag, info.image_id, info.kafka_version, args.distribution,
-                          distributions.get(args.distribution).has_zookeeper)
+    subject = Subject.from_image_info(info, args.distribution)
+    subject.adapter.check_image(info)   # a broker that does not fit: before any run
     profile = resolve_profile(args.profile, subject)
     started_at = _iso_now()
     out_dir = Path(args.out or f"certificates/{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{profile}")

@@ -22,7 +22,6 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from reference.profiles import profile_for
 from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
 from . import __version__, certify, check, distributions, docker_util, images, lifecycle, run_command
@@ -91,7 +90,7 @@ def cmd_images_list(args) -> int:
 def _print_cluster(cl) -> None:
     print(f"cluster={cl.name}")
     print(f"bootstrap.servers={cl.bootstrap_servers}")
-    if cl.distribution.has_zookeeper:
+    if cl.zookeepers:
         print(f"zookeeper.connect={cl.zookeeper_connect}")
     else:
         print(f"distribution={cl.distribution.name}")
@@ -225,13 +224,12 @@ def _check_profile(name: str | None, kafka_version: str | None, distribution: st
     if not name:
         return
 
-    kraft = not distributions.get(distribution).has_zookeeper
     version = kafka_version if kafka_version and re.fullmatch(r"\d+\.\d+(\.\d+)?", kafka_version) else None
     if version is None and name in ("apache-zk", "kraft", "apache-kraft"):
         return  # the version comes from the image, known later
     try:
-        profile_for(version, name, kraft)
-    except ValueError as e:
+        distributions.get(distribution).profile(name, version, same_series=False)
+    except HarnessError as e:
         raise HarnessError(f"--profile: {e}") from None
 
 

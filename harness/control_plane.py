@@ -25,8 +25,8 @@ import uuid
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from .errors import ClusterError, HarnessError
-from .protocol import ProtocolClient
+from .errors import AdminOpError, ClusterError, HarnessError
+from .protocol import ProtocolClient, ProtocolError
 
 
 def new_cluster_id() -> str:
@@ -68,6 +68,10 @@ class ControlPlane:
         raise NotImplementedError
 
     def broker_epoch(self, broker_id: int) -> int | None:
+        raise NotImplementedError
+
+    def topic_assignment(self, topic: str) -> dict[int, tuple[list[int], list[int], list[int]]]:
+        """``{partition: (replicas, adding_replicas, removing_replicas)}`` of ``topic`` now ({}: no such topic)."""
         raise NotImplementedError
 
     def session_timeout_s(self) -> float:
@@ -171,6 +175,17 @@ class ZkControlPlane(ControlPlane):
             return None
         return json.loads(data)["brokerid"]
 
+    def topic_assignment(self, topic: str) -> dict[int, tuple[list[int], list[int], list[int]]]:
+        """The topic znode now: ``{partition: (replicas, adding_replicas, removing_replicas)}``."""
+        try:
+            data, _ = self.zk().get(f"/brokers/topics/{topic}")
+        except NoNodeError:
+            return {}
+        doc = json.loads(data)
+        adding, removing = doc.get("adding_replicas") or {}, doc.get("removing_replicas") or {}
+        return {int(p): (list(rs), list(adding.get(p, [])), list(removing.get(p, [])))
+                for p, rs in (doc.get("partitions") or {}).items()}
+
     def broker_epoch(self, broker_id: int) -> int | None:
         """czxid of /brokers/ids/<id> (the broker epoch), None when not registered."""
         st = self.zk().exists(f"/brokers/ids/{broker_id}")
@@ -249,6 +264,41 @@ class ProtocolControlPlane(ControlPlane):
         """The metadata quorum's leader (DescribeQuorum); None when it has none."""
         q = self.cluster.quorum()
         return q.leader_id if q.error is None and q.leader_id >= 0 else None
+
+    def topic_assignment(self, topic: str, timeout_s: float = 10.0):
+        """The same from the protocol: the replicas from Metadata (the full replica set, as the znode
+        holds it during a reassignment) and the adding / removing replicas from
+        ListPartitionReassignments (forwarded to the active controller). Each broker in turn until one
+        lists ``topic`` (a broker's metadata may lag the controller's a moment); {} when every broker
+        that answers says it does not exist."""
+        cluster = self.cluster
+        info, errors = None, []
+        for port in [cluster.brokers[b].host_port for b in cluster.broker_ids]:
+            try:
+                with ProtocolClient("127.0.0.1", port, timeout=timeout_s) as c:
+                    t = next((t for t in c.metadata([topic]).topics if t.name == topic), None)
+                    if t is not None and t.error is None:
+                        info = t
+                        res = c.list_partition_reassignments({topic: sorted(p.partition for p in t.partitions)})
+                        break
+                    errors.append(f"{port}: {t.error if t else 'not listed'}")
+            except ProtocolError as e:
+                info = None
+                errors.append(str(e))
+        if info is None:
+            if errors and all(e.endswith(("UNKNOWN_TOPIC_OR_PARTITION", "not listed")) for e in errors):
+                return {}
+            raise AdminOpError(f"topic_assignment({topic!r}): no broker answered: {'; '.join(errors)[:400]}")
+        if res.error is not None:
+            raise AdminOpError(f"topic_assignment({topic!r}): ListPartitionReassignments answered {res.error}"
+                               + (f" ({res.error_message})" if res.error_message else ""))
+        ongoing = {r.partition: r for r in res.partitions if r.topic == topic}
+        out = {}
+        for p in sorted(info.partitions, key=lambda p: p.partition):
+            r = ongoing.get(p.partition)
+            out[p.partition] = ((list(r.replicas), list(r.adding_replicas), list(r.removing_replicas)) if r
+                                else (list(p.replicas), [], []))
+        return out
 
     def broker_epoch(self, broker_id: int) -> int | None:
         """Not exposed by client APIs without ZooKeeper: raises what :meth:`zk` raises."""

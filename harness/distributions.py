@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from reference import versions
+from reference.profiles import profile_for
 
 from .control_plane import ControlPlane, ProtocolControlPlane, ZkControlPlane, new_cluster_id
 from .errors import HarnessError
@@ -78,8 +79,18 @@ class Distribution:
     """Base adapter; subclasses say how one node of their kind is started."""
 
     name = ""
-    has_zookeeper = False
+    # the kinds of node a cluster of this distribution runs besides brokers ("zookeeper": a ZooKeeper
+    # ensemble; "controller": a KRaft quorum); scenarios and certify capabilities name the roles they
+    # need (Scenario.not_applicable, certify.Capability.needs_role) instead of asking for a mode
+    roles: tuple[str, ...] = ("broker", "controller")
+    # which reference model describes this distribution's controller: "zk" (controller-spec §1-§8) or
+    # "kraft" (§9); the profile a run is judged with follows from it (:meth:`profile`)
+    controller_model = "kraft"
     observation = "protocol"      # how a run sees the control plane: harness/observer/source.py
+
+    @property
+    def has_zookeeper(self) -> bool:
+        return "zookeeper" in self.roles
 
     def control_plane(self, cluster) -> ControlPlane:
         """How ``cluster`` (a :class:`harness.cluster.Cluster` of this distribution) is observed:
@@ -112,14 +123,39 @@ class Distribution:
         return ""
 
     def describe(self) -> dict:
-        return {"name": self.name, "has_zookeeper": self.has_zookeeper}
+        return {"name": self.name, "roles": list(self.roles), "controller_model": self.controller_model}
 
     def default_profile(self, kafka_version: str | None) -> str:
         """The reference profile a run judges with when none is asked for: the Apache controller of
-        this mode and release series, or ``compatible`` when the version is unknown."""
+        this model and release series, or ``compatible`` when the version is unknown."""
         if not kafka_version:
             return "compatible"
-        return f"{'apache-zk' if self.has_zookeeper else 'kraft'}-{versions.series_name(kafka_version)}"
+        family = "apache-zk" if self.controller_model == "zk" else "kraft"
+        return f"{family}-{versions.series_name(kafka_version)}"
+
+    def profile(self, name: str | None, kafka_version: str | None, same_series: bool = True):
+        """The reference profile ``name`` (None: :meth:`default_profile`) for a broker of this
+        distribution running ``kafka_version``; HarnessError saying why when it cannot judge it (a
+        profile of the other controller model; with ``same_series``, as certify asks, an Apache
+        profile of another release series — a run may judge a broker by an older series' rules)."""
+        try:
+            prof = profile_for(kafka_version, name or self.default_profile(kafka_version),
+                               kraft_run=self.controller_model == "kraft")
+        except ValueError as e:
+            raise HarnessError(str(e)) from None
+        if prof.is_apache:
+            if prof.mode != self.controller_model:
+                what = {"zk": "the ZooKeeper-mode controller", "kraft": "the KRaft controller"}
+                raise HarnessError(f"profile {prof.name} describes {what[prof.mode]}, but distribution "
+                                   f"{self.name} runs {what[self.controller_model]}; use "
+                                   f"{'--profile compatible' if prof.mode == 'zk' else 'an apache-zk-<major>.<minor> profile or compatible'}")
+            if same_series and kafka_version and versions.series(kafka_version) != tuple(prof.version):
+                family = prof.name.rsplit("-", 1)[0]
+                series = versions.series_name(kafka_version)
+                raise HarnessError(
+                    f"profile {prof.name} certifies Apache Kafka {prof.version[0]}.{prof.version[1]}.x, but the "
+                    f"broker is Kafka {kafka_version}; use --profile {family}-{series} or --profile compatible")
+        return prof
 
 
 def _listeners(node: NodeLike, controller: bool) -> dict[str, str]:
@@ -139,7 +175,8 @@ class ApacheZk(Distribution):
     """Apache Kafka brokers registered in ZooKeeper (what ``harness/cluster.py`` always did)."""
 
     name = "apache-zk"
-    has_zookeeper = True
+    roles = ("broker", "zookeeper")
+    controller_model = "zk"
     observation = "zookeeper"
 
     def control_plane(self, cluster) -> ControlPlane:
@@ -177,7 +214,6 @@ class ApacheKraft(Distribution):
     """Apache Kafka in KRaft mode: combined broker+controller nodes forming the quorum."""
 
     name = "apache-kraft"
-    has_zookeeper = False
     min_version = (3, 3)
 
     def check_image(self, image) -> None:

@@ -36,6 +36,10 @@ class ScenarioError(HarnessError):
     """A scenario or schedule file is malformed."""
 
 
+class AdminOpError(HarnessError):
+    """An administrative act could not be carried out (tool failure, rejection, timeout, bad input)."""
+
+
 class NotSupported(HarnessError):
     """A harness helper needs a part this cluster lacks (e.g. ZooKeeper on a KRaft cluster): the
     message names the helper, the cluster's distribution and what to use instead. Calling it is a

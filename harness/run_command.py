@@ -144,15 +144,15 @@ def cmd_run(args) -> int:
     seed = args.seed or 0
     if args.length is not None:
         chosen = [s.with_length(args.length) for s in chosen]
-    zk = distributions.get(args.distribution).has_zookeeper
-    skipped = [(s.name, s.not_applicable(info.kafka_version, zk)) for s in chosen]
+    dist = distributions.get(args.distribution)
+    skipped = [(s.name, s.not_applicable(info.kafka_version, dist)) for s in chosen]
     skipped = [(n, why) for n, why in skipped if why]
     for n, why in skipped:
         _say(f"skipped {n}: {why}")
-    chosen = [s for s in chosen if not s.not_applicable(info.kafka_version, zk)]
+    chosen = [s for s in chosen if not s.not_applicable(info.kafka_version, dist)]
     if not chosen:
         raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
-                           f"{'' if zk else ' on ' + str(args.distribution)}")
+                           f" ({dist.name})")
     if args.shard:
         mine = set(select([s.name for s in chosen], args.shard))
         _say(f"shard {args.shard}: {len(mine)} of {len(chosen)} scenario(s)")

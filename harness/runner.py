@@ -120,7 +120,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     info = images.image_for(kafka_version, image)
     cfg = dict(scenario.broker_config, **(broker_config or {}))
     dist = distributions.get(distribution)
-    why = scenario.not_applicable(info.kafka_version, dist.has_zookeeper)
+    why = scenario.not_applicable(info.kafka_version, dist)
     if why:
         raise HarnessError(f"{scenario.name} does not apply to {info.tag} ({dist.name}): {why}")
     default_profile = dist.default_profile(info.kafka_version)
@@ -133,7 +133,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         "kafka_version": info.kafka_version, "broker_image": info.tag, "image_id": info.image_id,
         "distribution": dist.name, "profile": profile or default_profile,
         "broker_config": dict(cfg),   # the overrides asked for; replaced by the full applied config at start
-        "cluster": {"brokers": scenario.brokers, "zookeepers": scenario.zookeepers if dist.has_zookeeper else 0},
+        "cluster": {"brokers": scenario.brokers, "zookeepers": scenario.zookeepers if "zookeeper" in dist.roles else 0},
         "topics": [t.to_dict() for t in scenario.topics], "workload": None, "seed": seed,
         "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
         "host": host_facts(), "replay_of": replay_of, "description": scenario.description,

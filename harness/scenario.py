@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from reference import versions
 
+from . import distributions
 from .errors import HarnessError, ScenarioError
 from .schedule import run_schedule
 
@@ -71,11 +72,18 @@ class Scenario:
     def family(self) -> str:
         return self.name.split(".", 1)[0]
 
-    def not_applicable(self, kafka_version: str | None, has_zookeeper: bool = True) -> str | None:
+    @property
+    def needs_roles(self) -> tuple[str, ...]:
+        """The node roles besides brokers this scenario needs (``kraft`` False: a ZooKeeper ensemble)."""
+        return () if self.kraft else ("zookeeper",)
+
+    def not_applicable(self, kafka_version: str | None, distribution=None) -> str | None:
         """Why this scenario cannot run on that broker (None when it can): a ``min_version`` above the
-        broker's Kafka version (unknown versions are run), or a cluster without ZooKeeper when the
-        scenario is written for ZooKeeper mode only (``kraft`` False)."""
-        if not self.kraft and not has_zookeeper:
+        broker's Kafka version (unknown versions are run), or a distribution (a
+        :class:`harness.distributions.Distribution`; None: the default) that runs none of a role the
+        scenario needs (:attr:`needs_roles`: one written for ZooKeeper mode only)."""
+        roles = distributions.get(None).roles if distribution is None else distribution.roles
+        if any(r not in roles for r in self.needs_roles):
             return "written for ZooKeeper mode only"
         if self.min_version and kafka_version and versions.older_than(kafka_version, self.min_version):
             return f"needs Kafka {self.min_version}+ (this is {kafka_version})"

@@ -41,6 +41,15 @@ ul.rules{margin:4px 0 0 0;padding-left:18px}
 """
 
 
+def _nodes(subject: dict) -> str:
+    """The node roles of the certified distribution ("broker, zookeeper nodes"); certificates written
+    before roles were recorded say ``has_zookeeper`` instead."""
+    roles = subject.get("roles")
+    if roles is None:
+        roles = ["broker", "zookeeper" if subject.get("has_zookeeper") else "controller"]
+    return ", ".join(roles) + " nodes"
+
+
 def _e(x) -> str:
     return html.escape("" if x is None else str(x))
 
@@ -104,8 +113,7 @@ def render_html(cert: dict) -> str:
         ("Broker image", f"<code>{_e(s['broker_image'])}</code>"),
         ("Image id", f"<code>{_e((s.get('image_id') or 'unknown').replace('sha256:', '')[:19])}</code>"),
         ("Kafka version", _e(s.get("kafka_version") or "unknown (not an Apache image built here)")),
-        ("Distribution", _e(f"{s['distribution']}, " + ("with ZooKeeper" if s.get("has_zookeeper")
-                                                          else "without ZooKeeper"))),
+        ("Distribution", _e(f"{s['distribution']}: " + _nodes(s))),
         ("Profile", f"<b>{_e(cert['profile'])}</b>"),
         ("Harness", f"kafka-chaos {_e(h.get('version'))}, git <code>{_e(sha)}</code>"),
         ("Date", f"{_e(cert['started_at'])} – {_e(cert['finished_at'])}"),

@@ -25,14 +25,14 @@ from reports.synthetic import RunBuilder
 FIXTURES = Path(__file__).parent / "fixtures" / "runs" / "synthetic"
 CHROMIUM = "/usr/bin/chromium"
 
-ZK_39 = Subject("kafka-chaos/kafka:3.9.2", "sha256:abc", "3.9.2", "apache-zk", True)
-KRAFT = Subject("kafka-chaos/kafka-kraft:4.0.0", "sha256:def", "4.0.0", "apache-kraft", False)
-FOREIGN = Subject("example/broker:1", None, None, "generic", True)
+ZK_39 = Subject("kafka-chaos/kafka:3.9.2", "sha256:abc", "3.9.2", "apache-zk")
+KRAFT = Subject("kafka-chaos/kafka-kraft:4.0.0", "sha256:def", "4.0.0", "apache-kraft")
+FOREIGN = Subject("example/broker:1", None, None, "generic")
 
 
-def scen(name: str, tags=("conformance", "chaos"), min_version=None, broker_config=None) -> Scenario:
+def scen(name: str, tags=("conformance", "chaos"), min_version=None, broker_config=None, kraft=False) -> Scenario:
     return Scenario(name, f"test scenario {name}", None, tags=tags, min_version=min_version,
-                    broker_config=broker_config or {})
+                    broker_config=broker_config or {}, kraft=kraft)
 
 
 # -- the table -------------------------------------------------------------------------------------
@@ -43,7 +43,7 @@ def test_table_maps_every_capability_of_the_issue_to_its_family():
     assert {c.name: c.families for c in CAPABILITIES} == {n: (n,) for n in want}
     families = [f for c in CAPABILITIES for f in c.families]
     assert len(families) == len(set(families)), "a family is evidence for one capability only"
-    assert [c.name for c in CAPABILITIES if c.requires_zookeeper] == ["zookeeper"]
+    assert [(c.name, c.needs_role) for c in CAPABILITIES if c.needs_role] == [("zookeeper", "zookeeper")]
     assert all(c.title for c in CAPABILITIES)
 
 
@@ -71,12 +71,14 @@ def test_plan_marks_missing_families_version_gates_and_tags():
 
 
 def test_plan_without_zookeeper_and_with_unknown_version():
-    scenarios = [scen("zookeeper.expire_session"), scen("reassignment.api", min_version="2.4")]
+    scenarios = [scen("zookeeper.expire_session"), scen("reassignment.api", min_version="2.4", kraft=True)]
     kraft = {p.capability.name: p for p in certify.plan(scenarios, KRAFT)}
-    assert kraft["zookeeper"].na_reason == "the broker runs without ZooKeeper (apache-kraft)"
+    assert kraft["zookeeper"].na_reason == "the broker runs no zookeeper nodes (apache-kraft)"
     assert kraft["zookeeper"].applicable == []
+    assert [s.reason for s in kraft["zookeeper"].scenarios] == ["needs zookeeper nodes"]
+    # a foreign broker runs the generic adapter's KRaft-shaped layout: no ZooKeeper either
     foreign = {p.capability.name: p for p in certify.plan(scenarios, FOREIGN)}
-    assert [s.name for s in foreign["zookeeper"].applicable] == ["zookeeper.expire_session"]
+    assert foreign["zookeeper"].na_reason == "the broker runs no zookeeper nodes (generic)"
     (sp,) = foreign["reassignment"].applicable   # version unknown: run it, and say so
     assert "version is unknown" in sp.reason
 

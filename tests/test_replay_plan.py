@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import distributions
 from harness.errors import ScenarioError
 from harness.replay import plan_replay
 from harness.schedule import generate_schedule
@@ -99,7 +100,7 @@ def test_scenario_applicability():
     assert move.not_applicable("2.5.1") == "needs Kafka 2.6+ (this is 2.5.1)"
     assert move.not_applicable("2.8.2") is None and move.not_applicable("3.10.0") is None
     assert move.not_applicable(None) is None                  # a foreign image: run it
-    assert move.not_applicable("3.9.2", has_zookeeper=False) is None
+    assert move.not_applicable("3.9.2", distributions.get("apache-kraft")) is None
     zk = scenarios_for("zookeeper.session_expiry")[0]
-    assert zk.not_applicable("3.9.2", has_zookeeper=False) == "written for ZooKeeper mode only"
+    assert zk.not_applicable("3.9.2", distributions.get("apache-kraft")) == "written for ZooKeeper mode only"
     assert zk.not_applicable("3.9.2") is None

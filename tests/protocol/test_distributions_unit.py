@@ -35,7 +35,7 @@ NODES = [N(i, f"broker{i}", 40000 + i) for i in (1, 2, 3, 4)]
 
 def test_default_is_zookeeper_mode_with_todays_config():
     zk = d.get(None)
-    assert zk.name == "apache-zk" and zk.has_zookeeper and ClusterSpec().has_zookeeper
+    assert zk.name == "apache-zk" and zk.roles == ("broker", "zookeeper") and zk.controller_model == "zk"
     common = zk.common_config(DEFAULT_BROKER_CONFIG, 3, {"min.insync.replicas": 2})
     assert common["min.insync.replicas"] == "2" and common["default.replication.factor"] == "3"
     plan = zk.plan(common, NODES[0], NODES[:3], "zk1:2181")
@@ -49,7 +49,7 @@ def test_default_is_zookeeper_mode_with_todays_config():
 
 def test_kraft_combined_nodes_form_the_quorum():
     kr = d.get("apache-kraft")
-    assert not kr.has_zookeeper and not ClusterSpec(distribution="apache-kraft").has_zookeeper
+    assert kr.roles == ("broker", "controller") and kr.controller_model == "kraft"
     common = kr.common_config(DEFAULT_BROKER_CONFIG, 3, {})
     assert not [k for k in common if k.startswith("zookeeper.")]
     assert common["broker.session.timeout.ms"] == "9000"
