@@ -64,7 +64,8 @@ def cluster_factory(request, broker_image):
 
     Every cluster made here is removed at teardown, and the teardown checks nothing of it remains.
     """
-    from harness.cluster import Cluster, ClusterSpec, list_clusters
+    from harness.cleanup import list_clusters
+    from harness.cluster import Cluster, ClusterSpec
 
     made: list[Cluster] = []
 

@@ -21,8 +21,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from reference import check_conformance  # noqa: E402
-from reference.model import (BrokerStartup, ControllerElected, ControllerModel,  # noqa: E402
-                             CreateTopic, DeleteTopic, Reassign)
+from reference.model import ControllerModel  # noqa: E402
+from reference.model_events import BrokerStartup, ControllerElected, CreateTopic, DeleteTopic, Reassign  # noqa: E402
 from reference.render import Renderer, metadata_for  # noqa: E402
 from reference.state import ModelConfig  # noqa: E402
 

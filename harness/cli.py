@@ -26,7 +26,8 @@ from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
 from . import __version__, certify, check, distributions, docker_util, images, lifecycle, run_command
 from .certify import capability_names
-from .cluster import Cluster, ClusterSpec, list_clusters, remove_cluster
+from .cleanup import list_clusters, remove_cluster
+from .cluster import Cluster, ClusterSpec
 from .errors import HarnessError
 from .lifecycle import reap_at_start
 from .options import check_distribution_fits, config_pairs

@@ -9,123 +9,45 @@ on 127.0.0.1:P on the host, so the advertised address is exactly what a host cli
 advertised-listener trap). ZooKeeper's client port is published on 127.0.0.1 too.
 
 Everything carries the label ``kafka-chaos=1`` plus the cluster name; clusters whose owner process
-died are reaped by :func:`reap_orphans` (called whenever a cluster starts) and by ``kafka-chaos cleanup``.
+died are reaped by :func:`harness.cleanup.reap_orphans` (called whenever a cluster starts) and by
+``kafka-chaos cleanup``.
+
+Here: the cluster's assembly (spec, host ports, network and containers, readiness, topics, attaching
+to a running cluster). One node's container and its process-level operations: harness/node.py; what
+each container starts with (configuration defaults, hardening limits): harness/node_settings.py;
+listing and removing clusters by label: harness/cleanup.py.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import re
 import secrets
-import random
 import socket
 import sys
-import tarfile
-import io
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Iterable
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from . import distributions, docker_util, images
+from .cleanup import labelled_containers, reap_orphans, remove_cluster
 from .clientlog import with_logger
 from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST, LABEL_OWNER_PID,
                           LABEL_OWNER_START, LABEL_PERSISTENT, LABEL_ROLE)
 from .errors import ClusterError, HarnessError, PortConflict
-from .lifecycle import Shield, reap
+from .lifecycle import Shield
+from .node import Node
+from .node_settings import DEFAULT_BROKER_CONFIG, DEFAULT_ZK_CONFIG, JVM_OPTS_ENV, ZK_CLIENT_PORT, container_limits
 from .owner import this_owner
 from .protocol import first_answer
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk is an image we cannot pull
 
 INTERNAL_PORT = 9093
-ZK_CLIENT_PORT = 2181
-
-# Test-friendly defaults: failures are detected in seconds, not the production 18 s / 30 s.
-DEFAULT_BROKER_CONFIG: dict[str, str] = {
-    "zookeeper.session.timeout.ms": "6000",
-    "zookeeper.connection.timeout.ms": "10000",
-    "replica.lag.time.max.ms": "5000",
-    "controlled.shutdown.enable": "true",
-    "controlled.shutdown.max.retries": "3",
-    "controlled.shutdown.retry.backoff.ms": "1000",
-    "unclean.leader.election.enable": "false",
-    "min.insync.replicas": "1",
-    "auto.leader.rebalance.enable": "false",
-    "leader.imbalance.check.interval.seconds": "300",
-    "auto.create.topics.enable": "false",
-    "delete.topic.enable": "true",
-    "offsets.topic.num.partitions": "3",
-    "transaction.state.log.num.partitions": "3",
-    "group.initial.rebalance.delay.ms": "0",
-    "num.network.threads": "2",
-    "num.io.threads": "4",
-    "num.replica.fetchers": "1",
-    "background.threads": "4",
-    "log.dirs": "/var/lib/kafka/data",
-    "num.partitions": "1",
-}
-
-DEFAULT_ZK_CONFIG: dict[str, str] = {
-    "tickTime": "500",          # min session timeout = 2 ticks = 1 s, max = 20 ticks = 10 s
-    "initLimit": "20",
-    "syncLimit": "10",
-    "dataDir": "/var/lib/zookeeper",
-    "clientPort": str(ZK_CLIENT_PORT),
-    "maxClientCnxns": "0",
-    "4lw.commands.whitelist": "*",
-    "admin.enableServer": "false",
-    "quorumListenOnAllIPs": "true",
-    "autopurge.purgeInterval": "0",  # keep every transaction log: it is the observer's ground truth
-}
-
-
-# JVM options of every node of an image built here (entrypoint default: -XX:TieredStopAtLevel=1, the
-# C1 JIT only; on a 2-core host C2 compilation in eight JVMs was the main CPU load). Set
-# KAFKA_CHAOS_JVM_OPTS (empty for the JVM's own defaults) to replace it.
-JVM_OPTS_ENV = "KAFKA_CHAOS_JVM_OPTS"
-
-# Container limits (hardening; README "Cluster details"). Every container drops all capabilities but
-# NET_ADMIN (iptables/tc faults run by `docker exec` as root inside it) and gets a memory and a pids limit sized for the images' JVMs: a Kafka node runs a 512 MB heap (plus ~300 MB
-# off-heap, plus a 256 MB tool JVM that admin operations start in it), ZooKeeper a 256 MB heap.
-# Each is overridable by its environment variable (docker sizes like 2g; "0" removes the limit).
-LIMIT_ENV = {"kafka_memory": ("KAFKA_CHAOS_KAFKA_MEMORY", "1536m"),
-             "zookeeper_memory": ("KAFKA_CHAOS_ZOOKEEPER_MEMORY", "768m"),
-             "pids": ("KAFKA_CHAOS_PIDS_LIMIT", "1024")}
-CAP_ADD = ["NET_ADMIN"]
-# A foreign image (--distribution generic) may start as root and switch to its own user, which needs
-# these too (the official apache/kafka image starts as its user already); KAFKA_CHAOS_CAP_ADD
-# (comma-separated) replaces the list for every container.
-GENERIC_CAP_ADD = ["NET_ADMIN", "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL"]
-CAP_ADD_ENV = "KAFKA_CHAOS_CAP_ADD"
-
-
-def container_limits(mode: str, generic: bool = False) -> dict:
-    """docker-py keyword arguments hardening one node's container (``mode``: zookeeper or a Kafka node)."""
-    mem_key = "zookeeper_memory" if mode == "zookeeper" else "kafka_memory"
-    env, default = LIMIT_ENV[mem_key]
-    mem = os.environ.get(env, default).strip()
-    penv, pdefault = LIMIT_ENV["pids"]
-    pids = os.environ.get(penv, pdefault).strip()
-    if not re.fullmatch(r"\d+[bkmg]?", mem.lower()):
-        raise HarnessError(f"{env}={mem!r}: expected a size like 1536m or 2g (0: no limit)")
-    if not pids.isdigit():
-        raise HarnessError(f"{penv}={pids!r}: expected a number of processes (0: no limit)")
-    caps = os.environ.get(CAP_ADD_ENV)
-    cap_add = [c.strip().upper() for c in caps.split(",") if c.strip()] if caps is not None else (
-        GENERIC_CAP_ADD if generic else CAP_ADD)
-    # no "no-new-privileges": with it, `docker exec --user root` in a container whose user is not root
-    # gets no capabilities at all (iptables: "Permission denied (you must be root)")
-    kw = {"cap_drop": ["ALL"], "cap_add": cap_add}
-    if mem not in ("0", "0b", "0k", "0m", "0g"):
-        kw["mem_limit"] = mem
-        kw["memswap_limit"] = mem          # no swap beyond the limit
-    if int(pids) > 0:
-        kw["pids_limit"] = int(pids)
-    return kw
 
 
 def _log(msg: str) -> None:
@@ -162,115 +84,6 @@ class ClusterSpec:
         if self.port_base is not None and not 1024 <= self.port_base <= 65000:
             raise HarnessError(f"--port-base must be between 1024 and 65000, not {self.port_base}")
         distributions.get(self.distribution)     # unknown names fail here, with the choices
-
-
-# -- nodes ---------------------------------------------------------------------------------------
-class Node:
-    """One container (a broker or a ZooKeeper server) with the process-level operations faults use."""
-
-    def __init__(self, cluster_name: str, role: str, node_id: int, container_name: str, alias: str,
-                 host_port: int, started_line: str | None = None):
-        self.cluster_name = cluster_name
-        self.role = role
-        self.node_id = node_id
-        self.name = container_name
-        self.alias = alias
-        self.host_port = host_port
-        # the log line that ends startup (distribution-specific); "" = none, running is enough
-        self.started_line = f"[KafkaServer id={node_id}] started" if started_line is None else started_line
-
-    def __repr__(self) -> str:
-        return f"Node({self.name})"
-
-    @property
-    def container(self):
-        return docker_util.client().containers.get(self.name)
-
-    def status(self) -> str:
-        """Docker status: running, paused, exited, ..."""
-        import docker.errors  # lazy: docker-py, kept off the CLI's start-up
-        try:
-            return self.container.status
-        except docker.errors.NotFound:
-            return "missing"
-
-    def ip(self) -> str | None:
-        nets = self.container.attrs["NetworkSettings"]["Networks"]
-        net = nets.get(f"kc-{self.cluster_name}")
-        return (net or {}).get("IPAddress") or None
-
-    def kill(self, signal: str = "SIGKILL") -> None:
-        self.container.kill(signal=signal)
-
-    def stop(self, timeout: int = 60) -> None:
-        """Clean stop: SIGTERM (a broker runs controlled shutdown), SIGKILL after ``timeout`` s."""
-        self.container.stop(timeout=timeout)
-
-    def start(self) -> None:
-        self.container.start()
-
-    def pause(self) -> None:
-        self.container.pause()
-
-    def unpause(self) -> None:
-        if self.status() == "paused":
-            self.container.unpause()
-
-    def exec(self, cmd: list[str] | str, check: bool = False) -> tuple[int, str]:
-        """Run ``cmd`` in the container as root (whatever user the image runs as: faults need
-        iptables and tc, which only root may use; the container itself is never privileged)."""
-        res = self.container.exec_run(cmd, demux=False, user="root")
-        out = (res.output or b"").decode(errors="replace")
-        if check and res.exit_code != 0:
-            raise ClusterError(f"{self.name}: `{cmd if isinstance(cmd, str) else ' '.join(cmd)}` failed: {out.strip()[:300]}")
-        return res.exit_code, out
-
-    def read_file(self, path: str) -> bytes:
-        """Read one file from the container (works while it is stopped)."""
-        stream, _ = self.container.get_archive(path)
-        buf = io.BytesIO(b"".join(stream))
-        with tarfile.open(fileobj=buf) as tar:
-            member = tar.next()
-            if member is None or not member.isfile():
-                raise ClusterError(f"{self.name}:{path} is not a regular file")
-            return tar.extractfile(member).read()
-
-    def list_dir(self, path: str) -> list[str]:
-        """Names of the entries of a directory in the container (works while it is stopped)."""
-        stream, _ = self.container.get_archive(path)
-        buf = io.BytesIO(b"".join(stream))
-        base = path.rstrip("/").rsplit("/", 1)[-1]
-        names = []
-        with tarfile.open(fileobj=buf) as tar:
-            for m in tar.getmembers():
-                parts = m.name.split("/")
-                if len(parts) == 2 and parts[0] == base:
-                    names.append(parts[1])
-        return sorted(names)
-
-    def logs(self, tail: int = 50) -> str:
-        return self.container.logs(tail=tail).decode(errors="replace")
-
-    def started(self) -> bool:
-        """A broker: it logged ``[KafkaServer id=N] started`` (ZooKeeper mode; the distribution's
-        :attr:`started_line` in general) since its container last started.
-
-        Registration in ZooKeeper comes before the end of ``KafkaServer.startup()``; a broker that
-        loses its session before startup completed exits ("fatal exception during startup"), so a
-        broker counts as ready only after this line.
-        """
-        c = self.container
-        if c.status != "running":
-            return False
-        since_s = c.attrs["State"].get("StartedAt", "")
-        try:
-            since = datetime.fromisoformat(since_s[:26].rstrip("Z") + "+00:00") if since_s else None
-        except ValueError:
-            since = None
-        if not self.started_line:
-            return True
-        logs = c.logs(since=since) if since else c.logs(tail=2000)
-        return self.started_line.encode() in logs
 
 
 # -- ports ---------------------------------------------------------------------------------------
@@ -402,7 +215,7 @@ class Cluster:
         reap_orphans()
         self.image = images.image_for(self.spec.kafka_version, self.spec.image, build_missing=self.spec.build_missing)
         self.distribution.check_image(self.image)
-        if client.networks.list(names=[self.network_name]) or _containers(f"{LABEL_CLUSTER}={self.name}"):
+        if client.networks.list(names=[self.network_name]) or labelled_containers(f"{LABEL_CLUSTER}={self.name}"):
             raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
         n_zk = self.control.zookeeper_count(self.spec.zookeepers)
         zk_ports = _pick_ports(n_zk, self.spec.port_base + 100 if self.spec.port_base else None, "ZooKeeper")
@@ -675,84 +488,3 @@ class Cluster:
         return cl
 
 
-# -- cleanup -------------------------------------------------------------------------------------
-def _containers(label: str) -> list[dict]:
-    """Containers with ``label`` as summary dicts (Id, Names, Labels, State) from one API call.
-
-    Unlike ``containers.list()`` this does not inspect each container, so it cannot race with a
-    concurrent removal.
-    """
-    return docker_util.client().api.containers(all=True, filters={"label": label})
-
-
-def list_clusters() -> dict[str, list[str]]:
-    """Cluster name → container names, for everything carrying the harness label."""
-    out: dict[str, list[str]] = {}
-    for c in _containers(f"{LABEL}=1"):
-        out.setdefault(c["Labels"].get(LABEL_CLUSTER, "?"), []).append(c["Names"][0].lstrip("/"))
-    return out
-
-
-def _remove_labelled(label: str) -> dict[str, int]:
-    """Force-remove every container (with its anonymous volumes), network and volume carrying ``label``."""
-    import docker.errors  # lazy: docker-py, kept off the CLI's start-up
-    client = docker_util.client()
-    counts = {"containers": 0, "networks": 0, "volumes": 0}
-
-    def attempt(kind: str, remove) -> None:
-        try:
-            remove()
-            counts[kind] += 1
-        except docker.errors.NotFound:  # removed meanwhile (another cleanup, auto-remove)
-            pass
-        except docker.errors.APIError as e:   # 409: another process is removing it right now
-            if e.status_code != 409 or "in progress" not in str(e):
-                raise
-
-    for c in _containers(label):
-        attempt("containers", lambda: client.api.remove_container(c["Id"], force=True, v=True))
-    for net in client.networks.list(filters={"label": label}):
-        attempt("networks", net.remove)
-    for vol in client.volumes.list(filters={"label": label}):
-        attempt("volumes", lambda: vol.remove(force=True))
-    return counts
-
-
-def remove_cluster(name: str) -> int:
-    """Force-remove the containers, volumes and network of one cluster; returns containers removed.
-
-    Looks again (up to 3 passes) while any is left: a container whose create request was sent just
-    before an interruption appears only once the engine finished creating it."""
-    label = f"{LABEL_CLUSTER}={name}"
-    removed = 0
-    for attempt in range(3):
-        removed += _remove_labelled(label)["containers"]
-        if attempt == 2:
-            break
-        time.sleep(0.3)
-        client = docker_util.client()
-        if not (_containers(label) or client.networks.list(filters={"label": label})):
-            break
-    return removed
-
-
-def reap_orphans() -> list[str]:
-    """Remove the containers, networks and volumes whose owner process on this host is gone (never a
-    live owner's, another host's or a `cluster up` cluster's: harness/lifecycle.py); returns the names of
-    the clusters they belonged to."""
-    return sorted({i.cluster for i in reap(docker_util.client()) if i.cluster})
-
-
-def cleanup_all() -> dict[str, int]:
-    """Remove everything carrying the harness label: containers, networks, volumes."""
-    return _remove_labelled(f"{LABEL}=1")
-
-
-def leftovers() -> dict[str, list[str]]:
-    """Names of labelled containers, networks and volumes still present."""
-    client = docker_util.client()
-    return {
-        "containers": [c["Names"][0].lstrip("/") for c in _containers(f"{LABEL}=1")],
-        "networks": [n.name for n in client.networks.list(filters={"label": f"{LABEL}=1"})],
-        "volumes": [v.name for v in client.volumes.list(filters={"label": f"{LABEL}=1"})],
-    }

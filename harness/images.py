@@ -52,7 +52,7 @@ FALLBACK_LOG4J = "2.24.3"
 
 _HERE = Path(__file__).resolve().parent / "image_files"
 # The JVMs of an image built here run as this unprivileged user (uid 1000), which owns only the data and
-# config directories; `docker exec` runs faults as root (harness/cluster.py Node.exec). Part of the input
+# config directories; `docker exec` runs faults as root (harness/node.py Node.exec). Part of the input
 # hash, so images built before (JVM as root) are rebuilt by `kafka-chaos images build`.
 RUN_USER = "kafka"
 IMAGE_LAYOUT = f"user={RUN_USER}"

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from harness.errors import ScenarioError
 from harness.nemesis.catalog import CATALOG, FaultSpecError, fault_info, validate_params
-from harness.nemesis.faults import FaultError
+from harness.nemesis.fault_base import FaultError
 from harness.nemesis.targets import TargetError, parse_target
 from harness.record import RecordError, load_json_object
 

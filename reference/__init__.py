@@ -7,6 +7,7 @@ rule (``D1``..``D20``) it implements. Where to find a rule:
 
 * ``elections.py``   -- §4.1-§4.6 election strategies and the controller-side ISR removal
 * ``model.py``       -- §2, §5, §10: the controller event loop (broker/controller events)
+* ``model_events.py`` -- §10.2: the model's input events (one dataclass each)
 * ``reassignment.py``-- §7: KIP-455 and legacy (pre-2.4) reassignment
 * ``deletion.py``    -- §6.2: topic deletion
 * ``invariants.py``  -- §8.2: single-state and transition hard invariants
@@ -14,6 +15,8 @@ rule (``D1``..``D20``) it implements. Where to find a rule:
 * ``events.py``      -- adapter from run-record ``zk.*`` events to typed observations
 * ``profiles.py``    -- ``apache-zk-<version>`` / ``kraft-<version>`` / ``compatible`` profiles, version gates
 * ``kraft.py``       -- §8.1, §9: KRaft runs judged from protocol samples (``check_protocol_conformance``)
+* ``kraft_rules.py`` / ``kraft_samples.py`` / ``kraft_liveness.py`` -- the KRaft rule table, protocol
+  samples as records, faults as the KRaft checker's liveness signal
 * ``render.py``      -- model writes rendered as run-record events
 """
 

@@ -23,8 +23,8 @@ What a sample is worth (§8.1)
   Rules on transitions are stated so that a gap can only hide a violation, never invent one; where
   that is impossible the remaining false-positive mode is named below and in docs/reference-model.md.
 
-Rules (ids and sections in :data:`KRAFT_RULES`)
-------------------------------------------------
+Rules (ids and sections: ``KRAFT_RULES`` in reference/kraft_rules.py)
+----------------------------------------------------------------------
 * Per entry: H5 leader ∈ ISR, H6 leader ∈ replicas, H7 ISR never empty (§9.3: fencing the last ISR
   member leaves it in the ISR with leader -1; only with ELR (§9.5) may the ISR be empty, and then
   the leader is -1), H8 ISR ⊆ replicas (KRaft validates it on every change, §9.4), K2 ELR shape.
@@ -63,235 +63,26 @@ Rules (ids and sections in :data:`KRAFT_RULES`)
 
 Not checkable from samples: H2, H9 (no partition epoch in the protocol), H12 (recovery state), H10
 beyond H4, H13, H14, H16 (no reassignment records), and KRaft D-rules that need the controller's view
-of fencing (D3, D12, D18 timing).
+of fencing (D3, D12, D18 timing). Samples as records: reference/kraft_samples.py; faults as liveness: kraft_liveness.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from reference.actions import partitions_of, record_unclean_permission
-from reference.result import MAX_REPORTED, ConformanceResult, Divergence
+from reference.kraft_liveness import Liveness
+from reference.kraft_rules import KRAFT_RULES, KraftDivergence
+from reference.kraft_samples import STATE_ERRORS, PObs, QObs, ints, partition_obs
 from reference.profiles import Profile
+from reference.result import MAX_REPORTED, ConformanceResult
 
 UNCLEAN_KEY = "unclean.leader.election.enable"
 SESSION_KEY = "broker.session.timeout.ms"
 DEFAULT_SESSION_S = 9.0          # broker.session.timeout.ms default (§9.3, D20)
 DEFAULT_GRACE_S = 30.0           # generous slack for detection, controller failover and load (§8.4)
-STOP_TIMEOUT_S = 30.0            # nemesis default: SIGKILL after stop_timeout_s (docs/faults.md)
-DOWN_FAULTS = frozenset({"kill", "stop", "pause", "isolate"})   # the broker cannot heartbeat
 MV_ISR_SHRINK_NO_BUMP = (3, 6)   # MV 3.6-IV0: an ISR shrink no longer bumps LE (§9.2, D7)
 ELR_CODE = (4, 0)                # ELR usable (opt-in in 4.0, default for new clusters from 4.1, §9.5)
-LEADER_ERRORS = (None, "NONE", "REPLICA_NOT_AVAILABLE")           # entries that pair a real leader with LE
-STATE_ERRORS = LEADER_ERRORS + ("LEADER_NOT_AVAILABLE", "LISTENER_NOT_FOUND")   # real LE/ISR/replicas
-
-# id -> (spec sections, kind, title)
-KRAFT_RULES: dict[str, tuple[str, str, str]] = {
-    "H1": ("§8.2/§9.1", "invariant", "Raft epoch never decreases in one broker's answers; one quorum leader per "
-           "epoch, so a quorum-leader change raises the epoch"),
-    "K1": ("§9.1", "invariant", "the quorum leader is a voter"),
-    "H3": ("§8.2/§9.2", "invariant", "leader epoch never decreases in one broker's answers (per topic incarnation)"),
-    "H4": ("§8.2/§9.2", "invariant", "one leader per (partition, leader epoch) across all answers"),
-    "H5": ("§8.2", "invariant", "leader is in the ISR"),
-    "H6": ("§8.2/§9.6", "invariant", "leader is a replica"),
-    "H7": ("§8.2/§9.3/§9.5", "invariant", "ISR never empty (the last member is kept, §9.3); with ELR only with "
-           "leader -1"),
-    "H8": ("§8.2/§9.4", "invariant", "ISR ⊆ replicas"),
-    "H11": ("§8.2/§9.4/§9.5", "invariant", "a new leader comes from the previous ISR (or the ELR / last known "
-            "leader) unless unclean election is permitted"),
-    "H19": ("§8.2/§9.3", "invariant", "a broker that must have been fenced is neither elected nor added to an ISR"),
-    "K2": ("§9.5", "invariant", "ELR ∩ ISR = ∅ and ELR ⊆ replicas"),
-    "H15": ("§8.2/§9.6", "invariant", "reassignment shape in ListPartitionReassignments: AR ∩ RR = ∅, AR, RR ⊆ RS, "
-            "ORS and TRS non-empty, AR ∪ RR non-empty"),
-    "D15": ("§9.6/§8.3", "divergence", "KRaft reassignment encoding: RS = T ++ sorted(current − T), AR and RR sorted"),
-    "D8": ("§9.3/§8.3", "divergence", "without ELR a leaderless partition keeps exactly its last ISR member"),
-    "D7": ("§9.2/§8.3", "divergence", "KRaft leader-epoch bumps: MV ≥ 3.6 only on a leader change or a replica "
-           "removal; MV < 3.6 also on every ISR shrink"),
-    "K3": ("§9.3/§8.4", "progress", "a leader on a dead broker is replaced within session timeout + grace "
-           "(every profile: a fenced leader must not stay leader in any KRaft-compatible broker)"),
-}
-
-
-def kraft_rule_id(rule: str) -> str:
-    """``"H11"`` -> ``"§8.2/§9.4/§9.5/H11"``."""
-    return f"{KRAFT_RULES[rule][0]}/{rule}"
-
-
-@dataclass
-class KraftDivergence(Divergence):
-    """A :class:`Divergence` whose id and kind come from :data:`KRAFT_RULES`; ``t`` = sample time."""
-
-    t: float | None = None
-
-    @property
-    def rule_id(self) -> str:
-        return kraft_rule_id(self.rule)
-
-    @property
-    def kind(self) -> str:
-        return KRAFT_RULES[self.rule][1]
-
-    def to_dict(self) -> dict:
-        d = super().to_dict()
-        d["t"] = self.t
-        return d
-
-    def __str__(self) -> str:
-        return f"[{self.rule_id}] {self.subject} seq={self.seq} t={self.t}: {self.explanation}"
-
-
-class PObs(NamedTuple):
-    """One partition entry of one Metadata answer."""
-
-    seq: int
-    t: float
-    by: int | None
-    leader: int
-    le: int | None
-    isr: tuple
-    rs: tuple
-    elr: tuple | None
-    lke: tuple | None
-    error: str | None
-
-    @property
-    def has_leader(self) -> bool:
-        return self.error in LEADER_ERRORS and self.leader >= 0
-
-    def to_dict(self) -> dict:
-        d = {"leader": self.leader, "leader_epoch": self.le, "isr": list(self.isr), "replicas": list(self.rs),
-             "answered_by": self.by, "error": self.error, "seq": self.seq, "t": self.t}
-        if self.elr is not None:
-            d["eligible_leader_replicas"] = list(self.elr)
-            d["last_known_elr"] = list(self.lke or ())
-        return d
-
-
-class QObs(NamedTuple):
-    seq: int
-    t: float
-    by: int | None
-    leader: int | None
-    epoch: int
-
-    def to_dict(self) -> dict:
-        return {"leader_id": self.leader, "leader_epoch": self.epoch, "answered_by": self.by, "seq": self.seq,
-                "t": self.t}
-
-
-def _ints(xs) -> tuple:
-    return tuple(int(x) for x in (xs or ()))
-
-
-# ------------------------------------------------------------------------------ faults → liveness
-def params_restart(fault: str, params: dict) -> bool:
-    """Does healing this fault bring its brokers back? Not a kill/stop with ``heal: none`` (left down
-    until a later start/restart)."""
-    return not (fault in ("kill", "stop") and params.get("heal") == "none")
-
-
-class Liveness:
-    """Which brokers are *certainly down* (cannot heartbeat) and which are untouched by faults.
-
-    Built from ``fault.start`` / ``fault.end`` (and ``phase faults.healed``) in event order; queries
-    answer for "now" (the event being processed)."""
-
-    def __init__(self):
-        self.open: dict = {}                     # fault_id -> (fault, brokers, down_from | None, params)
-        self.left_down: dict[int, float] = {}    # kill/stop with heal "none": down until a start/restart
-        self.last_touched: dict[int, float] = {}  # broker -> last time a fault on it ended
-        self.omitted: dict[int, set[int]] = {}    # answering broker -> down brokers its answers left out
-        self.revived: dict[int, float] = {}       # broker -> when an answer listed it again (re-registered)
-        # records with ``fault.heal`` (when a heal begins) say when a broker may run again; only older
-        # records, without it, need the inference from answers in :meth:`listed`
-        self.heals_recorded = False
-
-    def _forget_answers(self, ids) -> None:
-        """A fault on ``ids`` starts or ends: their earlier answers and revivals prove nothing more."""
-        for b in ids:
-            self.omitted.pop(b, None)
-            self.revived.pop(b, None)
-            for s in self.omitted.values():
-                s.discard(b)
-
-    def listed(self, by: int, brokers: frozenset, t: float) -> None:
-        """One protocol answer of broker ``by`` listing the unfenced brokers ``brokers`` (KRaft Metadata).
-        A certainly-down broker that ``by`` omitted before and lists now was unfenced after registering
-        anew, which only a running broker does (§9.3): the heal has restarted it. Used only for records
-        without ``fault.heal`` events (those say exactly when the restart began)."""
-        if self.heals_recorded:
-            return
-        for b in self._down_brokers():
-            if b not in brokers:
-                self.omitted.setdefault(by, set()).add(b)
-            elif b in self.omitted.get(by, ()):
-                self.revived[b] = t
-                for s in self.omitted.values():
-                    s.discard(b)
-
-    def _down_brokers(self) -> set[int]:
-        out = {b for _, ids, d, _ in self.open.values() if d is not None for b in ids} | set(self.left_down)
-        return {b for b in out if self.down_since(b) is not None}
-
-    def start(self, ev: dict, t: float) -> None:
-        fault = ev.get("fault")
-        ids = frozenset(int(b) for b in ev.get("broker_ids") or [])
-        params = ev.get("params") or {}
-        self._forget_answers(ids)
-        if fault in ("start", "restart"):
-            for b in ids:
-                self.left_down.pop(b, None)
-        down_from = None
-        if fault in DOWN_FAULTS and (fault != "isolate" or _cuts_brokers(params.get("links"))):
-            down_from = t + float(params.get("stop_timeout_s", STOP_TIMEOUT_S)) if fault == "stop" else t
-        self.open[ev.get("fault_id", id(ev))] = (fault, ids, down_from, params)
-
-    def end(self, ev: dict, t: float) -> None:
-        rec = self.open.pop(ev.get("fault_id"), None)
-        if rec is None:
-            return
-        fault, ids, down_from, params = rec
-        self._forget_answers(ids)
-        for b in ids:
-            self.last_touched[b] = t
-        if down_from is not None and fault in ("kill", "stop") and params.get("heal") == "none" \
-                and ev.get("ok") is not False:
-            for b in ids:
-                self.left_down[b] = min(self.left_down.get(b, down_from), down_from)
-
-    def heal_begins(self, ev: dict, t: float) -> None:
-        """``fault.heal``: the heal of a fault begins; a broker it killed, stopped or paused may run
-        (and heartbeat, §9.3) again from now on, so it is no longer certainly down. It stays under the
-        fault (not healthy) until ``fault.end``."""
-        rec = self.open.get(ev.get("fault_id"))
-        if rec is not None and params_restart(rec[0], rec[3]):
-            fault, ids, _, params = rec
-            self.open[ev.get("fault_id")] = (fault, ids, None, params)
-
-    def healed(self, t: float) -> None:
-        for b in list(self.left_down):
-            self.last_touched[b] = t
-        self.left_down.clear()
-
-    def down_since(self, b: int) -> float | None:
-        """Since when ``b`` has been continuously certainly down (None: it is not)."""
-        ts = [d for f, ids, d, _ in self.open.values() if d is not None and b in ids]
-        if b in self.left_down:
-            ts.append(self.left_down[b])
-        ts = [d for d in ts if d > self.revived.get(b, -math.inf)]   # down again only by a later fault
-        return min(ts) if ts else None
-
-    def touched_since(self, b: int, t: float) -> bool:
-        """Was ``b`` under any fault at some time since ``t`` (or is it now)?"""
-        return self.healthy_since(b) is None or self.last_touched.get(b, -math.inf) >= t
-
-    def healthy_since(self, b: int | None) -> float | None:
-        """Since when ``b`` has been under no fault at all (None: under one now, or unknown broker)."""
-        if b is None or b in self.left_down or any(b in ids for _, ids, _, _ in self.open.values()):
-            return None
-        return self.last_touched.get(b, -math.inf)
 
 
 # ------------------------------------------------------------------------------ the checker
@@ -421,7 +212,7 @@ class KraftChecker:
             if not e.get("topic"):
                 continue
             self.reassigned.add(e["topic"])
-            rs, ar, rr = _ints(e.get("replicas")), _ints(e.get("adding_replicas")), _ints(e.get("removing_replicas"))
+            rs, ar, rr = ints(e.get("replicas")), ints(e.get("adding_replicas")), ints(e.get("removing_replicas"))
             subject = f"{e['topic']}-{e.get('partition')}"
             after = {"replicas": list(rs), "adding": list(ar), "removing": list(rr), "seq": ev.get("seq")}
             trs, ors = [r for r in rs if r not in rr], [r for r in rs if r not in ar]
@@ -505,12 +296,7 @@ class KraftChecker:
             if p.get("error") not in STATE_ERRORS:
                 continue
             self.stats["partition_entries"] += 1
-            le = p.get("leader_epoch")
-            elr = p.get("eligible_leader_replicas")
-            o = PObs(ev.get("seq", 0), self._t, by, -1 if p.get("leader") is None else int(p["leader"]),
-                     None if le is None else int(le), _ints(p.get("isr")), _ints(p.get("replicas")),
-                     None if elr is None else _ints(elr),
-                     None if elr is None else _ints(p.get("last_known_elr")), p.get("error"))
+            o = partition_obs(ev.get("seq", 0), self._t, by, p)
             key = (topic, self.incarnation.get(topic, 0), int(p["partition"]))
             subject = f"{topic}-{p['partition']}"
             if o.elr:
@@ -690,15 +476,6 @@ class KraftChecker:
                          f"{o.t - d:.1f}s after it went down (t={d:.1f}); it should have been fenced and replaced "
                          f"(or the partition left leaderless) within {self.session_s:g}s + {self.grace_s:g}s",
                          None, o.to_dict(), ["leader != " + str(x)], key=(x, d))
-
-
-def _cuts_brokers(links) -> bool:
-    """An ``isolate`` cuts the broker-broker links (the KRaft controllers' too) unless ``links`` says
-    otherwise (docs/faults.md; default: every peer link)."""
-    if links is None:
-        return True
-    names = links if isinstance(links, list) else str(links).split(",")
-    return any(str(n).strip() in ("broker-broker", "inter-broker") for n in names)
 
 
 def _topics_of(params: dict) -> set[str]:

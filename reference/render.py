@@ -8,7 +8,7 @@ shutdown, ``action`` events for reassignments, unclean elections and config chan
 
 from __future__ import annotations
 
-from reference import model as m
+from reference import model_events as m
 from reference.context import Write
 from reference.profiles import GATE_KIP455, GATE_RECOVERY
 

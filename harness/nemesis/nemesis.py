@@ -28,7 +28,8 @@ from harness.errors import HarnessError
 from harness.lifecycle import Shield
 from harness.nemesis import netrules
 from harness.nemesis.catalog import FaultSpecError, fault_info, validate_params
-from harness.nemesis.faults import FAULT_CLASSES, Context, Fault, FaultError, start_node
+from harness.nemesis.fault_base import Context, Fault, FaultError
+from harness.nemesis.faults import FAULT_CLASSES, start_node
 from harness.nemesis.targets import TargetUnresolved, parse_target, resolve
 from harness.nemesis.view import ZkView
 

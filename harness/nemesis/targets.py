@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 from harness.nemesis.catalog import FaultSpecError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.cluster import Cluster, Node
+    from harness.cluster import Cluster
     from harness.nemesis.view import View
+    from harness.node import Node
 
 SIMPLE = ("controller", "random-broker", "random-zk", "random-minority", "zookeeper-leader",
           "all-brokers", "all-zk")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness.cluster import list_clusters, reap_orphans
+from harness.cleanup import list_clusters, reap_orphans
 
 pytestmark = pytest.mark.docker
 

@@ -16,7 +16,8 @@ import sys
 
 import pytest
 
-from harness.cluster import Cluster, list_clusters
+from harness.cleanup import list_clusters
+from harness.cluster import Cluster
 
 pytestmark = pytest.mark.docker
 

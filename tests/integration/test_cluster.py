@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from harness.cluster import LABEL_CLUSTER, leftovers
+from harness.cleanup import leftovers
+from harness.docker_util import LABEL_CLUSTER
 
 pytestmark = pytest.mark.docker
 
@@ -149,7 +150,8 @@ def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(broker_i
 def test_node_jvms_run_c1_only_unless_overridden(broker_image, monkeypatch, override):
     """Images built here run every JVM with -XX:TieredStopAtLevel=1 (the C1 JIT: far less CPU on a
     small host); KAFKA_CHAOS_JVM_OPTS replaces that for every node."""
-    from harness.cluster import JVM_OPTS_ENV, Cluster, ClusterSpec
+    from harness.cluster import Cluster, ClusterSpec
+    from harness.node_settings import JVM_OPTS_ENV
     if override is None:
         monkeypatch.delenv(JVM_OPTS_ENV, raising=False)
     else:

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from harness import distributions, images
-from harness.cluster import Cluster, ClusterSpec, leftovers
+from harness.cleanup import leftovers
+from harness.cluster import Cluster, ClusterSpec
 from harness.errors import HarnessError
 from harness.record import read_run
 from harness.runner import execute

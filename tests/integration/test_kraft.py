@@ -15,7 +15,9 @@ import uuid
 import pytest
 
 from harness import images
-from harness.cluster import LABEL_CLUSTER, Cluster, ClusterSpec, leftovers
+from harness.cleanup import leftovers
+from harness.cluster import Cluster, ClusterSpec
+from harness.docker_util import LABEL_CLUSTER
 from harness.errors import HarnessError
 from harness.observer.protocol_sampler import ProtocolSampler
 

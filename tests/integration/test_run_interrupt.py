@@ -11,7 +11,7 @@ import time
 import pytest
 
 from harness import docker_util
-from harness.cluster import list_clusters
+from harness.cleanup import list_clusters
 from harness.record import read_run
 
 pytestmark = pytest.mark.docker

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from harness.nemesis.faults import FaultError
+from harness.nemesis.fault_base import FaultError
 from harness.schedule import Schedule, ScheduleItem, run_schedule
 
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 from harness import distributions as d
-from harness.cluster import DEFAULT_BROKER_CONFIG, Cluster, ClusterSpec
+from harness.cluster import Cluster, ClusterSpec
+from harness.node_settings import DEFAULT_BROKER_CONFIG
 from harness.control_plane import ProtocolControlPlane, ZkControlPlane
 from harness.errors import HarnessError
 

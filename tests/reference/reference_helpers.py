@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 
-from reference.model import BrokerStartup, ControllerElected, ControllerModel, CreateTopic
+from reference.model import ControllerModel
+from reference.model_events import BrokerStartup, ControllerElected, CreateTopic
 from reference.state import ClusterState, LeaderAndIsr, ModelConfig
 
 

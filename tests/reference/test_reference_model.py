@@ -2,9 +2,9 @@
 
 import pytest
 
-from reference.model import (AlterPartition, AutoRebalance, BrokerBounce, BrokerFailure, BrokerStartup,
-                             CompleteTopicDeletion, ControlledShutdown, ControllerElected, ControllerLost,
-                             CreateTopic, DeleteTopic, ElectPreferred, ElectUnclean, Reassign, SetUnclean)
+from reference.model_events import (AlterPartition, AutoRebalance, BrokerBounce, BrokerFailure, BrokerStartup,
+                                    CompleteTopicDeletion, ControlledShutdown, ControllerElected, ControllerLost,
+                                    CreateTopic, DeleteTopic, ElectPreferred, ElectUnclean, Reassign, SetUnclean)
 from reference.state import RECOVERING
 from reference_helpers import boot, only, set_partition, state_writes
 

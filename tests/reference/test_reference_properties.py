@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from reference import check_conformance
 from reference.invariants import model_state_violations
-from reference.model import BrokerStartup, ControllerElected, ControllerModel, CreateTopic, DeleteTopic
+from reference.model import ControllerModel
+from reference.model_events import BrokerStartup, ControllerElected, CreateTopic, DeleteTopic
 from reference.render import Renderer, metadata_for
 from reference.state import ModelConfig
 

@@ -184,7 +184,7 @@ def test_cluster_up_clusters_outlive_their_creator_until_cluster_down(broker_ima
     up = _kc("cluster", "up", "--name", name, "--brokers", "1", "--broker-image", broker_image.tag)
     try:
         assert up.returncode == 0, up.stderr[-1500:]
-        from harness.cluster import list_clusters
+        from harness.cleanup import list_clusters
         assert name in list_clusters()                   # its creator has exited
         assert _kc("images", "list").returncode == 0
         dry = _kc("cleanup", "--dead-only", "--dry-run")
@@ -193,5 +193,5 @@ def test_cluster_up_clusters_outlive_their_creator_until_cluster_down(broker_ima
     finally:
         down = _kc("cluster", "down", "--name", name)
     assert down.returncode == 0, down.stderr
-    from harness.cluster import list_clusters
+    from harness.cleanup import list_clusters
     assert name not in list_clusters()

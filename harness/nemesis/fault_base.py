@@ -1,0 +1,108 @@
+"""What every fault is: the :class:`Fault` base class (``apply()`` and an idempotent ``heal()``), the
+:class:`Context` it acts in (cluster, view, seeded RNG, addresses for network rules), the errors a
+fault raises and :func:`run_script` (a shell script run as root inside a node's container).
+
+The faults themselves: harness/nemesis/faults.py (process, ZooKeeper and controller, client) and
+harness/nemesis/net_faults.py (iptables and tc).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from harness import docker_util
+from harness.errors import HarnessError
+from harness.nemesis import netrules
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.cluster import Cluster
+    from harness.nemesis.view import View
+    from harness.node import Node
+
+ZK_CLIENT_PORT = 2181
+
+
+class FaultError(HarnessError):
+    """Applying or healing a fault failed (the environment did not do what was asked)."""
+
+
+class FaultUnsupported(FaultError):
+    """The environment cannot inject this fault (e.g. the kernel has no netem qdisc)."""
+
+
+@dataclass
+class Context:
+    """What faults need: the cluster, the current view and the seeded RNG."""
+    cluster: "Cluster"
+    view: "View"
+    rng: random.Random
+    _gateway: str | None = field(default=None, repr=False)
+
+    def gateway(self) -> str | None:
+        """Gateway of the cluster network (the source address of host clients via docker-proxy)."""
+        if self._gateway is None:
+            net = docker_util.client().networks.get(self.cluster.network_name)
+            cfg = (net.attrs.get("IPAM") or {}).get("Config") or [{}]
+            self._gateway = cfg[0].get("Gateway")
+        return self._gateway
+
+    def net_node(self, node: "Node") -> netrules.NetNode:
+        ip = node.ip()
+        if not ip:
+            raise FaultError(f"{node.name} has no address on {self.cluster.network_name} (is it running?)")
+        port = node.host_port if node.role == "broker" else ZK_CLIENT_PORT
+        return netrules.NetNode(node.name, node.alias, node.role, ip, port, self.gateway())
+
+    def everyone(self) -> list["Node"]:
+        return self.cluster.nodes()
+
+    def session_timeout_s(self) -> float:
+        return self.cluster.zk_session_timeout_s()
+
+
+def run_script(node: "Node", script: str, what: str) -> str:
+    """Run a shell script in the container; FaultError (with its output) when it fails."""
+    try:
+        code, out = node.exec(["sh", "-c", script])
+    except Exception as e:  # noqa: BLE001 - docker API: paused, gone, ...
+        raise FaultError(f"{what} on {node.name}: docker exec failed: {e}") from None
+    if code != 0:
+        raise FaultError(f"{what} on {node.name} failed (exit {code}): {out.strip()[:400]}")
+    return out
+
+
+class Fault:
+    """Base class. ``nodes`` are the resolved targets; ``healed`` turns True once heal ran."""
+
+    name = "?"
+    # True: the fault calls :meth:`restoring` itself at the moment its effect is undone (a container
+    # started or unpaused), which may be long after its heal began (a killed broker's start waits for
+    # its old ZooKeeper session to expire); False: the nemesis records ``fault.heal`` when heal begins
+    # (a network fault's rules are removed right after)
+    marks_restore = False
+
+    def __init__(self, ctx: Context, fault_id: int, target: str, nodes: list["Node"], params: dict):
+        self.ctx, self.fault_id, self.target, self.nodes, self.params = ctx, fault_id, target, nodes, params
+        self.healed = False
+        self.detail: dict = {}       # what apply found/did (e.g. the controller id deleted), for logs
+        self.on_restore = None       # set by the nemesis: records ``fault.heal`` (once)
+
+    def restoring(self) -> None:
+        """The fault's effect is undone now (called as soon as the Docker start / unpause returned)."""
+        if self.on_restore is not None:
+            self.on_restore(self)
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.node_id for n in self.nodes if n.role == "broker"]
+
+    def apply(self) -> None:
+        raise NotImplementedError
+
+    def heal(self) -> None:
+        """Undo the fault; safe to call any number of times."""
+
+    def __repr__(self) -> str:
+        return f"<{self.name}#{self.fault_id} {self.target} -> {[n.alias for n in self.nodes]}>"

@@ -1,0 +1,65 @@
+"""The KRaft rule table (:data:`KRAFT_RULES`: id -> spec sections, kind, title) and the divergence
+that reports one of them (:class:`KraftDivergence`).
+
+The rules themselves are applied by the checker in reference/kraft.py (its docstring states each).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reference.result import Divergence
+
+# id -> (spec sections, kind, title)
+KRAFT_RULES: dict[str, tuple[str, str, str]] = {
+    "H1": ("§8.2/§9.1", "invariant", "Raft epoch never decreases in one broker's answers; one quorum leader per "
+           "epoch, so a quorum-leader change raises the epoch"),
+    "K1": ("§9.1", "invariant", "the quorum leader is a voter"),
+    "H3": ("§8.2/§9.2", "invariant", "leader epoch never decreases in one broker's answers (per topic incarnation)"),
+    "H4": ("§8.2/§9.2", "invariant", "one leader per (partition, leader epoch) across all answers"),
+    "H5": ("§8.2", "invariant", "leader is in the ISR"),
+    "H6": ("§8.2/§9.6", "invariant", "leader is a replica"),
+    "H7": ("§8.2/§9.3/§9.5", "invariant", "ISR never empty (the last member is kept, §9.3); with ELR only with "
+           "leader -1"),
+    "H8": ("§8.2/§9.4", "invariant", "ISR ⊆ replicas"),
+    "H11": ("§8.2/§9.4/§9.5", "invariant", "a new leader comes from the previous ISR (or the ELR / last known "
+            "leader) unless unclean election is permitted"),
+    "H19": ("§8.2/§9.3", "invariant", "a broker that must have been fenced is neither elected nor added to an ISR"),
+    "K2": ("§9.5", "invariant", "ELR ∩ ISR = ∅ and ELR ⊆ replicas"),
+    "H15": ("§8.2/§9.6", "invariant", "reassignment shape in ListPartitionReassignments: AR ∩ RR = ∅, AR, RR ⊆ RS, "
+            "ORS and TRS non-empty, AR ∪ RR non-empty"),
+    "D15": ("§9.6/§8.3", "divergence", "KRaft reassignment encoding: RS = T ++ sorted(current − T), AR and RR sorted"),
+    "D8": ("§9.3/§8.3", "divergence", "without ELR a leaderless partition keeps exactly its last ISR member"),
+    "D7": ("§9.2/§8.3", "divergence", "KRaft leader-epoch bumps: MV ≥ 3.6 only on a leader change or a replica "
+           "removal; MV < 3.6 also on every ISR shrink"),
+    "K3": ("§9.3/§8.4", "progress", "a leader on a dead broker is replaced within session timeout + grace "
+           "(every profile: a fenced leader must not stay leader in any KRaft-compatible broker)"),
+}
+
+
+def kraft_rule_id(rule: str) -> str:
+    """``"H11"`` -> ``"§8.2/§9.4/§9.5/H11"``."""
+    return f"{KRAFT_RULES[rule][0]}/{rule}"
+
+
+@dataclass
+class KraftDivergence(Divergence):
+    """A :class:`Divergence` whose id and kind come from :data:`KRAFT_RULES`; ``t`` = sample time."""
+
+    t: float | None = None
+
+    @property
+    def rule_id(self) -> str:
+        return kraft_rule_id(self.rule)
+
+    @property
+    def kind(self) -> str:
+        return KRAFT_RULES[self.rule][1]
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        d["t"] = self.t
+        return d
+
+    def __str__(self) -> str:
+        return f"[{self.rule_id}] {self.subject} seq={self.seq} t={self.t}: {self.explanation}"
