@@ -80,6 +80,9 @@ class Distribution:
     name = ""
     has_zookeeper = False
     observation = "protocol"      # how a run sees the control plane: harness/observer/source.py
+    # the node keeps Apache Kafka's KRaft metadata log (__cluster_metadata-0) where the harness can read it
+    # after the run (harness/observer/kraft_history.py)
+    metadata_log = False
 
     def control_plane(self, cluster) -> ControlPlane:
         """How ``cluster`` (a :class:`harness.cluster.Cluster` of this distribution) is observed:
@@ -178,6 +181,7 @@ class ApacheKraft(Distribution):
 
     name = "apache-kraft"
     has_zookeeper = False
+    metadata_log = True
     min_version = (3, 3)
 
     def check_image(self, image) -> None:
@@ -254,6 +258,7 @@ class Generic(ApacheKraft):
     """Any image configured by environment variables; KRaft layout, readiness by protocol only."""
 
     name = "generic"
+    metadata_log = False        # a vendor broker: no Apache metadata log at a known place
 
     def __init__(self, env_prefix: str = "KAFKA_", cluster_id_env: str = "CLUSTER_ID"):
         if not re.fullmatch(r"[A-Z][A-Z0-9_]*", env_prefix):

@@ -239,3 +239,9 @@ def history_from_metadata_log(log: MetadataLog) -> KraftHistory:
                         starts_at_beginning=log.starts_at_beginning, offset_gaps=list(log.offset_gaps),
                         torn_tails=log.torn_tails, undecoded=undecoded, problems=b.problems,
                         record_counts=counts)
+
+
+def emit_history(emit, hist: KraftHistory) -> None:
+    """Write the history into a run record, one event per ``meta.*`` entry (``source: "metadata_log"``)."""
+    for ev in hist.events:
+        emit(ev["type"], **{k: v for k, v in ev.items() if k != "type"})
