@@ -388,8 +388,8 @@ def parse_segment_bytes(buf: bytes, path: str = "<bytes>") -> SegmentFile:
     pos = 0
     while pos < len(buf):
         rest = len(buf) - pos
-        if not buf[pos:].strip(b"\0"):
-            break
+        if buf[pos] == 0 and not any(buf[pos:pos + 12]) and not buf[pos:].strip(b"\0"):
+            break                       # a batch has a non-zero length: only padding starts with 12 zeros
         if rest < BATCH_HEADER:
             out.torn_tail = f"{rest} bytes at byte {pos}, shorter than a batch header"
             break
