@@ -70,6 +70,13 @@ def _partitions(hist) -> dict[str, list[dict]]:
     return out
 
 
+def counts_of(log) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in log.records:
+        out[r.type] = out.get(r.type, 0) + 1
+    return out
+
+
 def _log(*batches: bytes):
     return read_metadata_blobs({SEGMENT: b"".join(batches)})
 
@@ -85,10 +92,10 @@ def test_real_segment_is_complete_and_every_record_decodes(real_hist, real_bytes
     assert not [r for r in log.records if r.problem or r.type == "unknown"]
     assert real_hist.complete and real_hist.first_offset == 0 and not real_hist.torn_tails
     assert real_hist.problems == [] and real_hist.undecoded == []
-    assert log.records[0].type == "LeaderChangeMessage" and log.records[0].control
+    assert all(r.control for r in log.records if r.type == "LeaderChangeMessage") and counts_of(log)["LeaderChangeMessage"]
     counts = real_hist.record_counts
     assert counts["TopicRecord"] == 1 and counts["PartitionRecord"] == 2 and counts["NoOpRecord"] > 0
-    if version.startswith("4."):                        # 4.x writes its bootstrap records as a transaction
+    if tuple(map(int, version.split(".")[:2])) >= (3, 9):                              # bootstrap records written as a metadata transaction
         assert counts["BeginTransactionRecord"] == counts["EndTransactionRecord"] == 1
 
 
@@ -117,9 +124,6 @@ def test_real_history_shows_the_killed_leaders_replacement(real_hist, expected):
     assert change["offset"] < fenced["offset"] <= change["offset"] + 3
     again = [e for e in b if e["record"] == "RegisterBrokerRecord"]
     assert len(again) == 2 and again[1]["broker_epoch"] > again[0]["broker_epoch"]
-    # a KRaft broker epoch is the offset of its registration record
-    assert all(e["broker_epoch"] == e["offset"] for e in real_hist.events
-               if e["type"] == "meta.broker" and e["record"] == "RegisterBrokerRecord")
     assert b[-1]["fenced"] is False and b[-1]["registered"]
 
 
@@ -127,9 +131,12 @@ def test_real_history_event_format(real_hist):
     offsets = [e["offset"] for e in real_hist.events]
     assert offsets == sorted(offsets)
     for e in real_hist.events:
-        assert e["source"] == "metadata_log" and e["raft_epoch"] == 1 and e["time_ms"] > 1.6e12
-    lc = real_hist.events[0]
-    assert lc["type"] == "meta.leader_change" and lc["voters"] == [1, 2, 3] and lc["leader_id"] in (1, 2, 3)
+        assert e["source"] == "metadata_log" and e["raft_epoch"] >= 1 and e["time_ms"] > 1.6e12
+    epochs = [e["raft_epoch"] for e in real_hist.events]
+    assert epochs == sorted(epochs)                     # a new Raft leader only appends after the old ones
+    lcs = [e for e in real_hist.events if e["type"] == "meta.leader_change"]
+    assert lcs and all(e["voters"] == [1, 2, 3] and e["leader_id"] in (1, 2, 3) for e in lcs)
+    assert len({e["raft_epoch"] for e in lcs}) == len(lcs)     # one LeaderChangeMessage per Raft epoch
     feats = {e["name"]: e["level"] for e in real_hist.events if e["type"] == "meta.feature"}
     assert feats["metadata.version"] > 0
     (t,) = [e for e in real_hist.events if e["type"] == "meta.topic"]
