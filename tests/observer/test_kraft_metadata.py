@@ -95,7 +95,7 @@ def test_real_segment_is_complete_and_every_record_decodes(real_hist, real_bytes
     assert all(r.control for r in log.records if r.type == "LeaderChangeMessage") and counts_of(log)["LeaderChangeMessage"]
     counts = real_hist.record_counts
     assert counts["TopicRecord"] == 1 and counts["PartitionRecord"] == 2 and counts["NoOpRecord"] > 0
-    if tuple(map(int, version.split(".")[:2])) >= (3, 9):                              # bootstrap records written as a metadata transaction
+    if tuple(map(int, version.split(".")[:2])) >= (3, 9):     # bootstrap records as a metadata transaction
         assert counts["BeginTransactionRecord"] == counts["EndTransactionRecord"] == 1
 
 
