@@ -87,6 +87,9 @@ class Distribution:
     # "kraft" (§9); the profile a run is judged with follows from it (:meth:`profile`)
     controller_model = "kraft"
     observation = "protocol"      # how a run sees the control plane: harness/observer/source.py
+    # the node keeps Apache Kafka's KRaft metadata log (__cluster_metadata-0) where the harness can read it
+    # after the run (harness/observer/kraft_history.py)
+    metadata_log = False
 
     @property
     def has_zookeeper(self) -> bool:
@@ -214,6 +217,7 @@ class ApacheKraft(Distribution):
     """Apache Kafka in KRaft mode: combined broker+controller nodes forming the quorum."""
 
     name = "apache-kraft"
+    metadata_log = True
     min_version = (3, 3)
 
     def check_image(self, image) -> None:
@@ -290,6 +294,7 @@ class Generic(ApacheKraft):
     """Any image configured by environment variables; KRaft layout, readiness by protocol only."""
 
     name = "generic"
+    metadata_log = False        # a vendor broker: no Apache metadata log at a known place
 
     def __init__(self, env_prefix: str = "KAFKA_", cluster_id_env: str = "CLUSTER_ID"):
         if not re.fullmatch(r"[A-Z][A-Z0-9_]*", env_prefix):

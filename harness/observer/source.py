@@ -9,13 +9,17 @@ branches on the mode itself.
 - ``zookeeper`` (Apache Kafka in ZooKeeper mode): the live ZooKeeper watcher is the view; Admin-API
   samples; after the run ZooKeeper's transaction log is read and reconciled with the watch (every
   partition-state version, gaps named).
-- ``protocol`` (KRaft and brokers that are not Apache Kafka): the Kafka protocol is the only window
-  (Metadata, DescribeQuorum): a protocol view and protocol samples; no history after the run yet.
+- ``protocol`` (KRaft and brokers that are not Apache Kafka): the Kafka protocol is the live window
+  (Metadata, DescribeQuorum): a protocol view and protocol samples. After the run, when the adapter
+  says the nodes keep Apache Kafka's KRaft metadata log (``Distribution.metadata_log``), that log is
+  read and its ``meta.*`` history (``source: "metadata_log"``) added to the record.
 """
 
 from __future__ import annotations
 
 from .admin_sampler import AdminSampler
+from .kraft_events import emit_history
+from .kraft_history import read_kraft_history
 from .protocol_sampler import ProtocolSampler
 from .protocol_view import ProtocolView
 from .reconcile import emit_reconciled, reconcile
@@ -89,6 +93,17 @@ class ProtocolSource(ObservationSource):
 
     def stop(self) -> None:
         _stop_quietly(self.sampler)
+
+    def finish(self, cluster, rec) -> None:
+        """Apache KRaft: the metadata log's history into the record, its counts into the metadata."""
+        if self.view is None or not cluster.started or not getattr(cluster.distribution, "metadata_log", False):
+            return
+        hist = read_kraft_history(cluster)
+        if hist is None:
+            rec.update_metadata(observer={"source": "metadata_log", "readable": False})
+            return
+        emit_history(rec.emit, hist)
+        rec.update_metadata(observer={"readable": True, **hist.summary()})
 
 
 SOURCES = {"zookeeper": ZooKeeperSource, "protocol": ProtocolSource}
