@@ -36,7 +36,7 @@ from reports.certificate import write_certificate
 from suites.catalog import SCENARIOS
 
 from . import __version__, distributions, images, runner
-from .cluster import DEFAULT_BROKER_CONFIG
+from .node_settings import DEFAULT_BROKER_CONFIG
 from .errors import HarnessError
 from .options import config_args, config_pairs
 from .parallel import Job, run_children

@@ -70,10 +70,6 @@ class ClusterSpec:
     distribution: str | None = None     # harness/distributions.py: apache-zk (default), apache-kraft, generic
     node_env: dict[str, str] = field(default_factory=dict)  # extra environment for every Kafka node
 
-    @property
-    def has_zookeeper(self) -> bool:
-        return distributions.get(self.distribution).has_zookeeper
-
     def validate(self) -> None:
         if not 1 <= self.brokers <= 9:
             raise HarnessError(f"--brokers must be between 1 and 9, not {self.brokers}")

@@ -25,7 +25,10 @@ import uuid
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from .errors import AdminOpError, ClusterError, HarnessError
+from . import control_history
+from .errors import AdminOpError, ClusterError, HarnessError, NotSupported
+from .observer.kraft_history import metadata_marker, read_kraft_history
+from .observer.zk_history import read_zk_history
 from .protocol import ProtocolClient, ProtocolError
 
 
@@ -73,6 +76,20 @@ class ControlPlane:
     def topic_assignment(self, topic: str) -> dict[int, tuple[list[int], list[int], list[int]]]:
         """``{partition: (replicas, adding_replicas, removing_replicas)}`` of ``topic`` now ({}: no such topic)."""
         raise NotImplementedError
+
+    # ---- the controller's writes (harness/control_history.py)
+    def history_marker(self) -> int:
+        """The newest write's ``seq`` now: pass it to :meth:`writes_since` to get what follows."""
+        raise self._no_history("history_marker")
+
+    def writes_since(self, marker: int) -> list[dict]:
+        """Every controller write after ``marker``, read from the control plane's own log now, in
+        :mod:`harness.control_history`'s form; AdminOpError when no log is readable."""
+        raise self._no_history("writes_since")
+
+    def _no_history(self, helper: str) -> NotSupported:
+        return NotSupported(f"{helper}: {self.cluster.distribution.name} keeps no controller log the harness can "
+                            "read; check the states the protocol shows (ctx.view.partition_state) instead")
 
     def session_timeout_s(self) -> float:
         return int(self.cluster.broker_config.get("zookeeper.session.timeout.ms", "18000")) / 1000.0
@@ -174,6 +191,21 @@ class ZkControlPlane(ControlPlane):
         except NoNodeError:
             return None
         return json.loads(data)["brokerid"]
+
+    def history_marker(self) -> int:
+        """The zxid of the newest ZooKeeper transaction: a ``sync`` makes the server answer with its
+        last processed zxid."""
+        zk = self.zk()
+        zk.sync("/")
+        return int(zk.last_zxid or 0)
+
+    def writes_since(self, marker: int) -> list[dict]:
+        """From ZooKeeper's own transaction log, copied out of the ZooKeeper containers now (the
+        preallocated log file takes seconds: read once per check)."""
+        hist = read_zk_history(self.cluster)
+        if hist is None:
+            raise AdminOpError("no ZooKeeper transaction log could be read")
+        return control_history.from_zk_events(hist.events, marker)
 
     def topic_assignment(self, topic: str) -> dict[int, tuple[list[int], list[int], list[int]]]:
         """The topic znode now: ``{partition: (replicas, adding_replicas, removing_replicas)}``."""
@@ -301,9 +333,29 @@ class ProtocolControlPlane(ControlPlane):
         return out
 
     def broker_epoch(self, broker_id: int) -> int | None:
-        """Not exposed by client APIs without ZooKeeper: raises what :meth:`zk` raises."""
-        self.zk()
-        return None
+        """The epoch of ``broker_id``'s current registration (None when it has none): not exposed by
+        client APIs without ZooKeeper, so read from the metadata log (the offset of its
+        RegisterBrokerRecord); raises what :meth:`zk` raises when the distribution keeps none."""
+        if not self.cluster.distribution.metadata_log:
+            self.zk()
+        regs = [w for w in self.writes_since(-1) if w["kind"] == "broker" and w["broker_id"] == broker_id]
+        return regs[-1]["broker_epoch"] if regs and regs[-1]["registered"] else None
+
+    def history_marker(self) -> int:
+        """The offset of the newest record in the metadata log now."""
+        if not self.cluster.distribution.metadata_log:
+            raise self._no_history("history_marker")
+        newest = metadata_marker(self.cluster)
+        return -1 if newest is None else newest
+
+    def writes_since(self, marker: int) -> list[dict]:
+        """From the ``__cluster_metadata`` log, copied out of the nodes now (harness/observer/kraft_history.py)."""
+        if not self.cluster.distribution.metadata_log:
+            raise self._no_history("writes_since")
+        hist = read_kraft_history(self.cluster)
+        if hist is None:
+            raise AdminOpError("no node's metadata log could be read")
+        return control_history.from_metadata_events(hist.events, marker)
 
     def not_ready(self, want: set[int]) -> str | None:
         """Each broker in ``want`` answers Metadata listing all of them, the quorum has a leader

@@ -91,10 +91,6 @@ class Distribution:
     # after the run (harness/observer/kraft_history.py)
     metadata_log = False
 
-    @property
-    def has_zookeeper(self) -> bool:
-        return "zookeeper" in self.roles
-
     def control_plane(self, cluster) -> ControlPlane:
         """How ``cluster`` (a :class:`harness.cluster.Cluster` of this distribution) is observed:
         registrations, controller, broker epochs, readiness (:mod:`harness.control_plane`)."""

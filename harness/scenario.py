@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from reference import versions
+from reference import semantics, versions
 
 from . import distributions
 from .errors import HarnessError, ScenarioError
@@ -117,6 +117,22 @@ class RunContext:
         self.seed = seed
         self.expectations: list[dict] = []
         self._deadline = time.monotonic() + scenario.max_duration_s
+
+    # ---- what the distribution adapter says about this cluster's controller
+    @property
+    def semantics(self) -> semantics.Semantics:
+        """What the scenario may expect of this cluster's controller where the ZooKeeper-mode and the
+        KRaft controller differ (reference/semantics.py), by the distribution's ``controller_model``."""
+        return semantics.for_model(self.cluster.distribution.controller_model)
+
+    def history_marker(self) -> int:
+        """A marker for :meth:`writes_since` (the newest controller write now)."""
+        return self.cluster.control.history_marker()
+
+    def writes_since(self, marker: int) -> list[dict]:
+        """Every controller write after ``marker`` from the control plane's own log (the ZooKeeper txn
+        log, the KRaft metadata log), in harness/control_history.py's form."""
+        return self.cluster.control.writes_since(marker)
 
     # ---- faults
     def fault(self, fault: str, target: str | None = None, **params):

@@ -17,6 +17,7 @@ wait for a state rather than read it once, which is what ``RunContext.wait_until
 
 from __future__ import annotations
 
+from harness.errors import HarnessError
 from harness.protocol import ProtocolError
 
 
@@ -105,5 +106,26 @@ class ProtocolView:
         return [r for r in p.replicas if r != p.leader]
 
     def broker_epochs(self) -> dict[int, int]:
-        """Not exposed by client APIs in KRaft (docs/kraft.md): always empty."""
-        return {}
+        """Broker id -> the epoch of its current registration. Client APIs do not expose it in KRaft
+        (docs/kraft.md); the metadata log does (RegisterBrokerRecord, §9.3), read when the
+        distribution keeps one; {} for a broker that keeps none (a vendor's)."""
+        if not self.cluster.distribution.metadata_log:
+            return {}
+        try:
+            writes = self.cluster.control.writes_since(-1)
+        except HarnessError:
+            return {}
+        out: dict[int, int] = {}
+        for w in writes:
+            if w["kind"] == "broker":
+                if w["registered"]:
+                    out[w["broker_id"]] = w["broker_epoch"]
+                else:
+                    out.pop(w["broker_id"], None)
+        return out
+
+    def topic_id(self, topic: str) -> str | None:
+        """The topic id of a Metadata v10+ answer (§9.8), hex; None when the topic does not exist."""
+        md = self._metadata([topic])
+        tid = None if md is None else next((t.topic_id for t in md.topics if t.name == topic and t.error is None), None)
+        return tid.hex() if tid and any(tid) else None

@@ -400,6 +400,16 @@ class ZkWatcher:
         with self._lock:
             return dict(self._brokers)
 
+    def topic_id(self, topic: str) -> str | None:
+        """The ``topic_id`` of ``/brokers/topics/<topic>`` read now (2.8+; §6.1 step 3), None when
+        the topic (or its id) does not exist."""
+        path = f"{kz.TOPICS}/{topic}"
+        try:
+            data, st = self.client.get_async(path).get(timeout=2.0)
+        except NoNodeError:
+            return None
+        return kz.topic_fields(path, topic, data, st.version)["topic_id"]
+
     def topics(self) -> list[str]:
         with self._lock:
             return sorted(self._topics)

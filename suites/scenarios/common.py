@@ -35,11 +35,6 @@ def fault_times(ctx: RunContext, handle) -> dict[str, float]:
     return out
 
 
-def has_zookeeper(ctx: RunContext) -> bool:
-    """The cluster runs with ZooKeeper (apache-zk); False on KRaft, observed through the protocol only."""
-    return ctx.cluster.distribution.has_zookeeper
-
-
 def diagnose(ctx: RunContext, brokers) -> dict:
     """What the record should keep when a broker does not rejoin: every broker's KAFKA_CHAOS chains
     (leftover rules) and the recent replication / ISR / controller-request log lines of ``brokers``

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from harness.scenario import RunContext, Scenario
 
-from .common import T, has_zookeeper
+from .common import T
 
 
 def _controller_fault(fault: str, target: str = "controller"):
@@ -22,12 +22,8 @@ def _controller_fault(fault: str, target: str = "controller"):
                            lambda: ctx.controller() is not None and (ctx.view.controller_epoch() or 0) > e0, 30)
         else:
             ctx.wait_until(f"a new controller replaces {c0}", lambda: ctx.controller() not in (None, c0), 40)
-        if has_zookeeper(ctx):
-            ctx.wait_until("controller epoch is old + 1 (§2.2, D11)",
-                           lambda: ctx.view.controller_epoch() == e0 + 1, 10)
-        else:
-            ctx.wait_until("the Raft epoch of the quorum rose (§9.1)",
-                           lambda: (ctx.view.controller_epoch() or -1) > e0, 10)
+        sem = ctx.semantics
+        ctx.wait_until(sem.controller_epoch_rule, lambda: sem.controller_epoch_ok(e0, ctx.view.controller_epoch()), 10)
         ctx.heal(h)
         ctx.wait_until("every partition has a live leader", lambda: all(
             (ctx.leader(T, p) or -1) in ctx.live_brokers() for p in range(3)), 60)

@@ -20,18 +20,19 @@ What the spec says and the scripts check (ZooKeeper's transaction log is read af
 from __future__ import annotations
 
 from harness import admin_ops as ao
+from harness.control_history import of_partition
 from harness.scenario import RunContext, Scenario, TopicSpec
 
-from .common import T, has_zookeeper, state
+from .common import T, state
 
 ASSIGN = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
 TOPICS = [TopicSpec(T, 3, 3, assignment=ASSIGN)]
 PARTS = [(T, p) for p in ASSIGN]
 
 
-def _state_writes(events: list[dict], p: int) -> list[dict]:
-    return [e for e in events if e["type"] == "zk.partition_state" and e["topic"] == T and e["partition"] == p
-            and not e.get("deleted")]
+def _state_writes(writes: list[dict], p: int) -> list[dict]:
+    """The leadership writes of ``chaos-p`` among the controller's writes (harness/control_history.py)."""
+    return of_partition(writes, "state", T, p)
 
 
 def _controller_writes(writes: list[dict], start: dict) -> list[tuple[dict, dict]]:
@@ -46,31 +47,15 @@ def _controller_writes(writes: list[dict], start: dict) -> list[tuple[dict, dict
 
 
 def _expect_preferred_write(ctx: RunContext, evs: list[dict], p: int, before: dict, how: str) -> None:
-    """Exactly one controller write for ``chaos-p`` among ``evs`` (txn-log events after the act):
-    leader RS[0], ISR unchanged, LE + 1 (§4.3)."""
+    """Exactly one controller write for ``chaos-p`` among ``evs`` (the controller's writes after the act):
+    leader RS[0], ISR unchanged, LE + 1 (§4.3, §9.4)."""
     cw = _controller_writes(_state_writes(evs, p), before)
     pref = ASSIGN[p][0]
     ctx.expect(f"{T}-{p}: {how} wrote leader {pref} (RS[0]) with the ISR unchanged and leader epoch + 1, "
-               "in one controller write (§4.3)",
+               "in one controller write (§4.3, §9.4)",
                len(cw) == 1 and cw[0][1]["leader"] == pref and sorted(cw[0][1]["isr"]) == sorted(cw[0][0]["isr"])
                and cw[0][1]["leader_epoch"] == cw[0][0]["leader_epoch"] + 1,
                {"before": before, "controller writes": [w for _, w in cw]})
-
-
-def _expect_preferred_kraft(ctx: RunContext, before: dict, others: dict, how: str) -> None:
-    """KRaft (no write log; the protocol shows leader, leader epoch, ISR): ``chaos-0`` moved from
-    broker 2 to RS[0] = 1 with exactly one leader-epoch bump since ``before`` (broker 1 rejoining the
-    ISR keeps the epoch with MV >= 3.6, §9.2; the preferred election bumps it once, §9.4), and it is
-    back in the ISR; ``chaos-1``/``chaos-2``, led by their RS[0] throughout, kept leader and epoch."""
-    now = state(ctx, 0)
-    ctx.expect(f"{T}-0: {how} elected RS[0] = 1 with leader epoch {before['leader_epoch']} + 1 and the full "
-               "ISR (§9.2, §9.4)", now["leader"] == 1 and now["leader_epoch"] == before["leader_epoch"] + 1
-               and sorted(now["isr"]) == [1, 2, 3], {"before": before, "after": now})
-    for p in (1, 2):
-        st = state(ctx, p)
-        ctx.expect(f"{T}-{p}: no election (leader and leader epoch unchanged)",
-                   st["leader"] == others[p]["leader"] and st["leader_epoch"] == others[p]["leader_epoch"],
-                   {"before": others[p], "after": st})
 
 
 def _move_leadership_away(ctx: RunContext, p: int):
@@ -100,15 +85,13 @@ def manual(ctx: RunContext) -> None:
                ctx.leader(T, 0) == 2, state(ctx, 0))
     before = state(ctx, 0)
     others = {p: state(ctx, p) for p in (1, 2)}
-    marker = ao.last_zxid(ctx.cluster) if has_zookeeper(ctx) else None
+    marker = ctx.history_marker()
     res = ctx.action("elect_preferred", lambda: ao.elect_preferred(ctx.cluster, PARTS),
                      partitions=[{"topic": t, "partition": p} for t, p in PARTS], via="admin-api")
     ctx.expect(f"{T}-0 elected; {T}-1 and {T}-2 already led by RS[0]: ELECTION_NOT_NEEDED (§4.3, §9.4)",
                res == {(T, 0): None, (T, 1): "ELECTION_NOT_NEEDED", (T, 2): "ELECTION_NOT_NEEDED"}, ao.by_name(res))
     ctx.wait_until(f"{T}-0: leader 1 again", lambda: ctx.leader(T, 0) == 1, 30)
-    if not has_zookeeper(ctx):
-        return _expect_preferred_kraft(ctx, before, others, "ElectLeaders(PREFERRED)")
-    evs = ao.zk_writes_since(ctx.cluster, marker, ("zk.partition_state",))
+    evs = ctx.writes_since(marker)
     _expect_preferred_write(ctx, evs, 0, before, "ElectLeaders(PREFERRED)")
     for p in (1, 2):
         cw = [w for _, w in _controller_writes(_state_writes(evs, p), others[p])]
@@ -119,22 +102,15 @@ def auto_rebalance(ctx: RunContext) -> None:
     """With auto.leader.rebalance.enable and a 5 s check interval, chaos-0's leadership returns to broker
     1 by itself once it is back in the ISR."""
     h = _move_leadership_away(ctx, 0)
-    if not has_zookeeper(ctx):
-        before = state(ctx, 0)
-        others = {p: state(ctx, p) for p in (1, 2)}
-        ctx.heal(h)
-        ctx.wait_until(f"{T}-0: leader 1 again without any admin act (auto rebalance, §9.4)",
-                       lambda: ctx.leader(T, 0) == 1, 120)
-        return _expect_preferred_kraft(ctx, before, others, "the auto rebalance")
-    marker = ao.last_zxid(ctx.cluster)
+    marker = ctx.history_marker()
     ctx.heal(h)
-    ctx.wait_until(f"{T}-0: leader 1 again without any admin act (auto rebalance, §4.7)",
-                   lambda: ctx.leader(T, 0) == 1, 90)
-    writes = _state_writes(ao.zk_writes_since(ctx.cluster, marker, ("zk.partition_state",)), 0)
+    ctx.wait_until(f"{T}-0: leader 1 again without any admin act (auto rebalance, §4.7, §9.4)",
+                   lambda: ctx.leader(T, 0) == 1, 120)
+    writes = _state_writes(ctx.writes_since(marker), 0)
     k = next((i for i, w in enumerate(writes) if w["leader"] == 1), None)
     prev = writes[k - 1] if k else None
     ctx.expect(f"{T}-0: the rebalance elected 1 only once it was in the ISR, ISR unchanged, leader epoch + 1 "
-               "(§4.3)", prev is not None and prev["leader"] == 2 and 1 in prev["isr"]
+               "(§4.3, §9.4)", prev is not None and prev["leader"] == 2 and 1 in prev["isr"]
                and sorted(writes[k]["isr"]) == sorted(prev["isr"]) and writes[k]["leader_epoch"] == prev["leader_epoch"] + 1,
                {"writes": writes})
 
@@ -148,18 +124,18 @@ def controlled_shutdown(ctx: RunContext) -> None:
     led = b - 1                                          # chaos-(b-1) has RS[0] = b
     ctx.wait_until(f"{T}-{led} led by broker {b}", lambda: ctx.leader(T, led) == b, 30)
     before = {p: state(ctx, p) for p in ASSIGN}
-    marker = ao.last_zxid(ctx.cluster)
+    marker = ctx.history_marker()
     h = ctx.fault("stop", f"broker:{b}")                # SIGTERM: controlled shutdown, then exit
     ctx.wait_until(f"broker {b} deregistered", lambda: b not in ctx.live_brokers(), 60)
-    evs = ao.zk_writes_since(ctx.cluster, marker)
-    gone = [e["zxid"] for e in evs if e["type"] == "zk.broker" and e["broker_id"] == b and not e["registered"]]
+    evs = ctx.writes_since(marker)
+    gone = [w["seq"] for w in evs if w["kind"] == "broker" and w["broker_id"] == b and not w["registered"]]
     ctx.expect(f"broker {b}'s registration went away once", len(gone) == 1, gone)
     gone_z = gone[0] if gone else float("inf")
     for p, rs in ASSIGN.items():
         st0 = before[p]
         ctl_writes = _controller_writes(_state_writes(evs, p), st0)
-        early = [(a, w) for a, w in ctl_writes if w["zxid"] < gone_z]
-        late = [w for _, w in ctl_writes if w["zxid"] > gone_z]
+        early = [(a, w) for a, w in ctl_writes if w["seq"] < gone_z]
+        late = [w for _, w in ctl_writes if w["seq"] > gone_z]
         ok = len(early) == 1
         if ok:
             a, w = early[0]
@@ -180,7 +156,7 @@ def controlled_shutdown(ctx: RunContext) -> None:
                    not late, late)
     ctx.expect(f"the controller ({ctl}) and its epoch ({epoch}) did not change",
                ctx.controller() == ctl and ctx.view.controller_epoch() == epoch
-               and not [e for e in evs if e["type"] == "zk.controller_epoch"],
+               and not [w for w in evs if w["kind"] == "controller_epoch"],
                {"controller": ctx.controller(), "epoch": ctx.view.controller_epoch()})
     ctx.heal(h)
     ctx.wait_until(f"broker {b} back in every ISR", lambda: all(b in ctx.isr(T, p) for p in ASSIGN), 60)

@@ -1,78 +1,64 @@
 """3. Topic creation and deletion (spec §6.1-§6.3, §8.4 P4).
 
 A second topic (``doomed``) is created and deleted with the Admin API while the workload writes to
-``chaos``; the ZooKeeper transaction log then holds the whole deletion flow the reference model
-checks: the ``/admin/delete_topics`` marker, one §4.6 ISR-removal write per live replica (leader -1,
-LE + 1 each), then the removal of the topic subtree, its config and the marker.
+``chaos``; the controller's own log (ZooKeeper's transaction log, the KRaft metadata log) then holds
+the whole deletion the scenario and the reference model check. ZooKeeper mode: the
+``/admin/delete_topics`` marker, one §4.6 ISR-removal write per live replica (leader -1, LE + 1
+each), then the removal of the topic subtree, its config and the marker, halted while a replica's
+broker is down (P4). KRaft: one RemoveTopicRecord, not halted (§9.7). Which applies is
+``ctx.semantics`` (reference/semantics.py).
 """
 
 from __future__ import annotations
 
-import json
 import time
 
-from kazoo.exceptions import NoNodeError
-
-from harness import admin_ops as ao
 from harness.scenario import RunContext, Scenario
 
-from .common import T, has_zookeeper, state
+from .common import T, state
 
 DOOMED = "doomed"  # the topic these scenarios create and delete (the workload keeps writing to ``chaos``)
 PARTS = 2
 
 
-def _znode(ctx: RunContext, path: str) -> dict | None:
-    """The JSON of a znode read from ZooKeeper now (None if it does not exist)."""
-    try:
-        data, _ = ctx.cluster.zk().get(path)
-    except NoNodeError:
-        return None
-    return json.loads(data) if data else {}
-
-
-def _exists(ctx: RunContext, path: str) -> bool:
-    return ctx.cluster.zk().exists(path) is not None
-
-
 def topic_id(ctx: RunContext, name: str) -> str | None:
-    """The topic id in ``/brokers/topics/<name>`` (2.8+), None when the topic does not exist; on KRaft
-    the ``TopicId`` of a Metadata v10+ answer (§9.8), hex."""
-    if not has_zookeeper(ctx):
-        md = ctx.cluster.protocol_metadata([name])
-        tid = next((t.topic_id for t in md.topics if t.name == name and t.error is None), None)
-        return tid.hex() if tid and any(tid) else None
-    z = _znode(ctx, f"/brokers/topics/{name}")
-    return None if z is None else z.get("topic_id")
+    """The topic id of ``name`` (hex; §6.1 step 3, §9.8), None when the topic does not exist."""
+    return ctx.view.topic_id(name)
 
 
-def _unlisted_watching(ctx: RunContext, name: str, seen: list[dict]):
-    """A wait predicate: ``name`` is no longer listed by Metadata; meanwhile every partition entry of
-    ``name`` a protocol Metadata answer still shows is appended to ``seen`` (KRaft: there is no write
-    log to read the deletion's states from)."""
-    def pred() -> bool:
-        md = ctx.cluster.protocol_metadata([name])
-        for t in md.topics:
-            if t.name == name and t.error is None:
-                seen.extend({"partition": q.partition, "leader": q.leader, "leader_epoch": q.leader_epoch,
-                             "isr": list(q.isr)} for q in t.partitions if q.error is None)
-        return not _listed(ctx, name)
-    return pred
+def _removal(ctx: RunContext, name: str, marker: int) -> list[dict] | None:
+    """The controller's writes since ``marker`` once they hold the removal of ``name`` (the topic
+    znode deleted, §6.2 step 6; a RemoveTopicRecord, §9.7); None before."""
+    writes = ctx.writes_since(marker)
+    return writes if any(w["kind"] == "topic_removed" and w["topic"] == name for w in writes) else None
 
 
-def _expect_atomic_deletion_kraft(ctx: RunContext, name: str, seen: list[dict]) -> None:
-    """§9.7: a KRaft deletion is one RemoveTopicRecord, with no ``leader = -1`` intermediate state (ZooKeeper
-    mode writes one, §6.2 step 4): no Metadata answer polled while the deletion ran showed the topic
-    leaderless (the states before the DeleteTopics answer are polled too, in ``seen``)."""
-    ctx.expect(f"{name}: no answer showed a partition with leader -1 before the removal (atomic "
-               "RemoveTopicRecord, §9.7)", not any(p["leader"] == -1 for p in seen),
-               {"entries_seen": len(seen), "leaderless": [p for p in seen if p["leader"] == -1][:5]})
+def _wait_removed(ctx: RunContext, name: str, marker: int, timeout_s: float = 90.0) -> list[dict]:
+    """Wait for the removal of ``name`` in the controller's log; returns the writes since ``marker``."""
+    got: list[list[dict]] = []
+
+    def removed() -> bool:
+        writes = _removal(ctx, name, marker)
+        if writes is not None:
+            got.append(writes)
+        return writes is not None
+    ctx.wait_until(f"{name}: the controller removed the topic (§6.2 step 6, §9.7)", removed, timeout_s, interval_s=2.0)
+    return got[-1]
 
 
-def _gone(ctx: RunContext, name: str) -> bool:
-    """§6.2 step 6 is done: topic subtree, config and delete marker are all removed."""
-    return not any(_exists(ctx, p) for p in (f"/brokers/topics/{name}", f"/config/topics/{name}",
-                                             f"/admin/delete_topics/{name}"))
+def _expect_deletion_writes(ctx: RunContext, name: str, writes: list[dict], parts: int = PARTS) -> None:
+    """How the partitions of ``name`` went: ZooKeeper mode writes each one leaderless (leader -1, LE + 1)
+    before the removal (§6.2 step 4, §6.3); KRaft removes the topic in one RemoveTopicRecord with no
+    leaderless state (§9.7). Read from the controller's own log, so no short-lived write is missed."""
+    states = [w for w in writes if w["kind"] == "state" and w["topic"] == name]
+    shown = [{k: w[k] for k in ("partition", "leader", "leader_epoch", "isr")} for w in states]
+    if ctx.semantics.deletion_writes_leaderless:
+        ctx.expect("every partition was written with leader -1 before its removal (replicas offline, §6.2 step 4, "
+                   "§6.3)", all(any(w["partition"] == p and w["leader"] == -1 for w in states) for p in range(parts)),
+                   shown)
+    else:
+        ctx.expect(f"{name}: no partition was written leaderless before the removal (one RemoveTopicRecord, §9.7)",
+                   not any(w["leader"] == -1 for w in states), shown)
 
 
 def _full_isr(ctx: RunContext, name: str, parts: int = PARTS, rf: int = 3) -> bool:
@@ -110,17 +96,6 @@ def delete(ctx: RunContext, name: str = DOOMED, wait_s: float = 30.0) -> None:
     ctx.action("delete_topic", go, topic=name, operation_timeout_s=wait_s)
 
 
-def _deletion_writes(ctx: RunContext, name: str) -> list[dict]:
-    """The state-znode writes of ``name`` so far, from ZooKeeper's transaction log (the live watcher
-    can miss a write that is overwritten or deleted at once, as the deletion's leader -1 writes are);
-    the watcher's events only when no log is readable."""
-    try:
-        evs = ao.zk_writes_since(ctx.cluster, 0, ("zk.partition_state",))
-    except ao.AdminOpError:
-        evs = ctx.recorder.read_events()
-    return [e for e in evs if e["type"] == "zk.partition_state" and e.get("topic") == name and not e.get("deleted")]
-
-
 def _create_delete(ctx: RunContext) -> None:
     create(ctx)
     before = {p: ctx.view.partition_state(DOOMED, p, fresh=True) for p in range(PARTS)}
@@ -128,109 +103,86 @@ def _create_delete(ctx: RunContext) -> None:
     ctx.expect("the new topic has a topic id (§6.1 step 3, IBP >= 2.8)", bool(tid), tid)
     ctx.expect("new partitions start at leader epoch 0 (§4.1.1, D3)",
                all(s is not None and s["leader_epoch"] == 0 for s in before.values()), before)
+    marker = ctx.history_marker()
     delete(ctx)
-    zk, seen = has_zookeeper(ctx), []
     ctx.wait_until(f"{DOOMED}: Metadata stops listing the topic (§6.2 step 3, §8.1 caveat 4)",
-                   (lambda: not _listed(ctx, DOOMED)) if zk else _unlisted_watching(ctx, DOOMED, seen),
-                   60, interval_s=0.2 if zk else 0.05)
-    if not zk:
-        _expect_atomic_deletion_kraft(ctx, DOOMED, seen)
-        ctx.expect(f"{T} keeps its leaders while {DOOMED} is deleted",
-                   all(ctx.leader(T, p) is not None for p in range(3)), [state(ctx, p) for p in range(3)])
-        return
-    ctx.wait_until(f"{DOOMED}: topic znode, config and marker removed (§6.2 step 6)",
-                   lambda: _gone(ctx, DOOMED), 90)
-    writes = _deletion_writes(ctx, DOOMED)
-    ctx.expect("every partition was written with leader -1 before its removal (replicas offline, §6.2 step 4, §6.3)",
-               all(any(e["partition"] == p and e["leader"] == -1 for e in writes) for p in range(PARTS)),
-               [{k: e[k] for k in ("partition", "leader", "leader_epoch", "isr")} for e in writes])
+                   lambda: not _listed(ctx, DOOMED), 60, interval_s=0.2)
+    _expect_deletion_writes(ctx, DOOMED, _wait_removed(ctx, DOOMED, marker))
     ctx.expect(f"{T} keeps its leaders while {DOOMED} is deleted",
                all(ctx.leader(T, p) is not None for p in range(3)), [state(ctx, p) for p in range(3)])
 
 
 def _delete_with_broker_down(ctx: RunContext) -> None:
+    """ZooKeeper mode halts the deletion while a broker holding a replica is down and completes it
+    after the broker returns (§6.2 step 2, P4, §5.3 step 5); KRaft removes the topic at once and the
+    returning broker drops its replicas when it replays the metadata log (§9.7)."""
     create(ctx)
     controller = ctx.controller()
     victim = next(b for b in ctx.live_brokers() if b != controller)  # hosts a replica: RF = #brokers
     h = ctx.fault("kill", f"broker:{victim}")
     ctx.wait_until(f"broker {victim} is unregistered (dead for the controller)",
                    lambda: victim not in ctx.live_brokers(), 40)
-    if not has_zookeeper(ctx):
-        return _delete_with_broker_down_kraft(ctx, victim, h)
-    delete(ctx, wait_s=0)  # the broker only writes the marker; completion cannot happen now
-    ctx.wait_until(f"/admin/delete_topics/{DOOMED} exists", lambda: _exists(ctx, f"/admin/delete_topics/{DOOMED}"), 30)
-    ctx.sleep(8)
-    ctx.expect(f"deletion is halted while broker {victim} holding a replica is down (§6.2 step 2, P4)",
-               _exists(ctx, f"/brokers/topics/{DOOMED}") and _exists(ctx, f"/admin/delete_topics/{DOOMED}"),
-               {"topics": ctx.view.topics(), "queued": ctx.view.delete_topics()})
+    marker = ctx.history_marker()
+    waits = ctx.semantics.deletion_waits_for_replicas
+    delete(ctx, wait_s=0 if waits else 30)  # ZooKeeper: the broker only writes the marker; completion cannot happen now
+    if waits:
+        ctx.sleep(8)
+        ctx.expect(f"deletion is halted while broker {victim} holding a replica is down (§6.2 step 2, P4)",
+                   _removal(ctx, DOOMED, marker) is None, {"topics": ctx.view.topics()})
+    else:
+        ctx.wait_until(f"{DOOMED}: Metadata stops listing the topic while broker {victim} is still down "
+                       "(no halt in KRaft, §9.7)", lambda: not _listed(ctx, DOOMED), 60, interval_s=0.2)
+        ctx.expect(f"broker {victim} was still down when the deletion completed",
+                   victim not in ctx.live_brokers(), {"live": ctx.live_brokers()})
+        _expect_deletion_writes(ctx, DOOMED, _wait_removed(ctx, DOOMED, marker, 30))
     ctx.heal(h)
     ctx.wait_until(f"broker {victim} registered again", lambda: victim in ctx.live_brokers(), 60)
-    ctx.wait_until(f"{DOOMED}: deletion completes after broker {victim} returned (§5.3 step 5, §6.2 step 7)",
-                   lambda: _gone(ctx, DOOMED), 90)
-    ctx.wait_until(f"{T}: full ISR again", lambda: _full_isr(ctx, T, 3), 60)
-
-
-def _delete_with_broker_down_kraft(ctx: RunContext, victim: int, h) -> None:
-    """KRaft: deletion is one RemoveTopicRecord (§9.7) and does not wait for the replicas' brokers (no
-    P4 halt as in ZooKeeper mode, §6.2 step 2): it completes while ``victim`` is down; the returning
-    broker drops its replicas when it replays the metadata log."""
-    delete(ctx)
-    seen: list[dict] = []
-    ctx.wait_until(f"{DOOMED}: Metadata stops listing the topic while broker {victim} is still down "
-                   "(no halt in KRaft, §9.7)", _unlisted_watching(ctx, DOOMED, seen), 60, interval_s=0.05)
-    ctx.expect(f"broker {victim} was still down when the deletion completed",
-               victim not in ctx.live_brokers(), {"live": ctx.live_brokers()})
-    _expect_atomic_deletion_kraft(ctx, DOOMED, seen)
-    ctx.heal(h)
-    ctx.wait_until(f"broker {victim} registered again", lambda: victim in ctx.live_brokers(), 60)
+    writes = _wait_removed(ctx, DOOMED, marker)
+    if waits:
+        _expect_deletion_writes(ctx, DOOMED, writes)
     ctx.wait_until(f"{DOOMED} stays deleted after broker {victim} returned",
                    lambda: not _listed(ctx, DOOMED) and DOOMED not in ctx.view.topics(), 30)
     ctx.wait_until(f"{T}: full ISR again", lambda: _full_isr(ctx, T, 3), 60)
 
 
 def _recreate(ctx: RunContext) -> None:
+    marker = ctx.history_marker()
     create(ctx)
     old_id = topic_id(ctx, DOOMED)
-    # the deletion's §4.6 writes move the first incarnation's epochs above 0, so a restart at 0 is visible
-    zk = has_zookeeper(ctx)
-    if not zk:
-        # §9.7 writes no leader -1 state at deletion, so move the epoch above 0 first:
-        # the restart at 0 in the second incarnation is then visible
-        _bump_epoch_kraft(ctx, DOOMED)
+    if not ctx.semantics.deletion_writes_leaderless:
+        # §9.7 writes no leaderless state at deletion (ZooKeeper mode's §6.2 step 4 writes bump the
+        # epochs), so move the epoch above 0 first: the restart at 0 in the second incarnation is then visible
+        _bump_epoch(ctx, DOOMED)
     delete(ctx)
-    if zk:
-        ctx.wait_until(f"{DOOMED}: deletion completes (§6.2 step 6)", lambda: _gone(ctx, DOOMED), 90)
+    first = [w for w in _wait_removed(ctx, DOOMED, marker) if w["kind"] == "state" and w["topic"] == DOOMED]
     ctx.wait_until(f"{DOOMED}: Metadata stops listing the topic", lambda: not _listed(ctx, DOOMED), 60)
-    if zk:
-        first_max = max((e["leader_epoch"] for e in _deletion_writes(ctx, DOOMED)), default=0)
-        ctx.expect("the first incarnation ended above leader epoch 0 (its deletion writes bumped it, §6.2 step 4)",
-                   first_max > 0, first_max)
+    first_max = max((w["leader_epoch"] for w in first), default=0)
+    ctx.expect("the first incarnation ended above leader epoch 0 (its deletion writes, §6.2 step 4, or a clean "
+               "stop of its leader, §9.4, bumped it)", first_max > 0, first_max)
+    marker = ctx.history_marker()
     create(ctx)
     new_id = topic_id(ctx, DOOMED)
     ctx.expect("the re-created topic has a new topic id (§6.3)", bool(new_id) and new_id != old_id,
                {"old": old_id, "new": new_id})
-    states = {p: ctx.view.partition_state(DOOMED, p, fresh=True) for p in range(PARTS)}
-    if zk:
-        ctx.expect("the re-created topic's partitions start again at leader epoch 0, partition epoch 0 (§6.3)",
-                   all(s is not None and s["leader_epoch"] == 0 and s["version"] == 0 for s in states.values()),
-                   states)
-    else:   # the protocol shows no partition epoch (§9.8)
-        ctx.expect("the re-created topic's partitions start again at leader epoch 0 (§6.3, §9.7)",
-                   all(s is not None and s["leader_epoch"] == 0 for s in states.values()), states)
+    firsts = {}
+    for w in ctx.writes_since(marker):
+        if w["kind"] == "state" and w["topic"] == DOOMED:
+            firsts.setdefault(w["partition"], w)
+    ctx.expect("the re-created topic's partitions start again at leader epoch 0, partition epoch 0 (§6.3, §9.7)",
+               sorted(firsts) == list(range(PARTS)) and all(w["leader_epoch"] == 0 and w["partition_epoch"] == 0
+                                                             for w in firsts.values()), firsts)
     delete(ctx)
-    if zk:
-        ctx.wait_until(f"{DOOMED}: second incarnation deleted", lambda: _gone(ctx, DOOMED), 90)
-    else:
-        ctx.wait_until(f"{DOOMED}: Metadata stops listing the second incarnation", lambda: not _listed(ctx, DOOMED), 60)
+    _wait_removed(ctx, DOOMED, marker)
+    ctx.wait_until(f"{DOOMED}: Metadata stops listing the second incarnation", lambda: not _listed(ctx, DOOMED), 60)
 
 
-def _bump_epoch_kraft(ctx: RunContext, name: str) -> None:
-    """Raise ``name``-0's leader epoch above 0 (KRaft): clean-stop its leader (controlled shutdown moves
-    the leadership, LE + 1, §9.4), start it again and wait for the full ISR."""
+def _bump_epoch(ctx: RunContext, name: str) -> None:
+    """Raise ``name``-0's leader epoch above 0: clean-stop its leader (controlled shutdown moves the
+    leadership, LE + 1, §4.4, §9.4), start it again and wait for the full ISR."""
     st = ctx.view.partition_state(name, 0, fresh=True)
     assert st is not None, f"{name}-0 has no state"
     h = ctx.fault("stop", f"broker:{st['leader']}", heal="start")
-    ctx.wait_until(f"{name}-0: a new leader after a clean stop of leader {st['leader']} (§9.4)",
+    ctx.wait_until(f"{name}-0: a new leader after a clean stop of leader {st['leader']} (§4.4, §9.4)",
                    lambda: ctx.leader(name, 0) not in (None, st["leader"]), 60)
     ctx.heal(h)
     ctx.wait_until(f"{name}: full ISR again", lambda: _full_isr(ctx, name), 90)

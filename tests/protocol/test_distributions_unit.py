@@ -13,7 +13,7 @@ from harness import distributions as d
 from harness.cluster import Cluster, ClusterSpec
 from harness.node_settings import DEFAULT_BROKER_CONFIG
 from harness.control_plane import ProtocolControlPlane, ZkControlPlane
-from harness.errors import HarnessError
+from harness.errors import HarnessError, NotSupported
 
 
 @dataclass
@@ -151,8 +151,16 @@ def test_each_distribution_names_its_control_plane():
         assert isinstance(cl.control, ProtocolControlPlane)
         with pytest.raises(HarnessError, match="it has no ZooKeeper"):
             cl.zk()
-        with pytest.raises(HarnessError, match="it has no ZooKeeper"):
-            cl.broker_epoch(1)
         assert cl.control.zookeeper_count(3) == 0 and len(cl.control.new_cluster_id()) == 22
+    # broker epochs and the controller's writes: the KRaft metadata log (none readable before the
+    # cluster started); a vendor's broker keeps no log the harness can read
+    kraft = Cluster(ClusterSpec(distribution="apache-kraft"))
+    with pytest.raises(HarnessError, match="no node's metadata log could be read"):
+        kraft.broker_epoch(1)
+    generic = Cluster(ClusterSpec(distribution="generic"))
+    with pytest.raises(HarnessError, match="it has no ZooKeeper"):
+        generic.broker_epoch(1)
+    with pytest.raises(NotSupported, match="writes_since: generic keeps no controller log"):
+        generic.control.writes_since(0)
     zk = Cluster(ClusterSpec(distribution="apache-zk", zookeepers=3)).control
     assert zk.zookeeper_count(3) == 3 and zk.new_cluster_id() is None

@@ -1,0 +1,88 @@
+"""The controller's writes, one format for every control plane: what a scenario reads when it checks
+*how* the controller got to a state (which writes, in which order, with which epochs), not only the
+state it ended in.
+
+ZooKeeper mode takes them from ZooKeeper's transaction log (``zk.*`` events,
+harness/observer/txn_events.py), KRaft from the ``__cluster_metadata`` log (``meta.*`` events,
+harness/observer/kraft_metadata.py). Both are ground truth: every write, in the order the controller
+made it, none missed however short-lived. :meth:`harness.control_plane.ControlPlane.writes_since`
+gives them to scenarios in this form (docs/scenarios.md "The controller's writes"):
+
+``{"kind": "state", "topic", "partition", "seq", "leader", "leader_epoch", "isr", "partition_epoch"}``
+    a write of the partition's leadership: the state znode (every write of it), or a metadata record
+    that set the leader or the ISR (or created the partition);
+``{"kind": "assignment", "topic", "partition", "seq", "replicas", "adding", "removing"}``
+    a write of the partition's replica assignment: the topic znode (each write lists every partition),
+    or a metadata record that set the replicas (or created the partition);
+``{"kind": "topic_removed", "topic", "seq"}``
+    the topic is gone (its znode deleted, a RemoveTopicRecord);
+``{"kind": "broker", "broker_id", "broker_epoch", "registered", "seq"}``
+    a broker registration (znode created / deleted; RegisterBrokerRecord / UnregisterBrokerRecord);
+``{"kind": "controller_epoch", "epoch", "seq"}``
+    a new controller epoch (``/controller_epoch`` written; a LeaderChange control record of the quorum).
+
+``seq`` orders the writes of one history (the zxid; the metadata log offset) and is the marker
+:meth:`~harness.control_plane.ControlPlane.history_marker` returns.
+"""
+
+from __future__ import annotations
+
+# the Kafka field names a PartitionChangeRecord sets, as the metadata decoder lists them in ``changed``
+_STATE_FIELDS = {"leader", "isr"}
+_ASSIGNMENT_FIELDS = {"replicas", "adding", "removing", "addingReplicas", "removingReplicas"}
+
+
+def from_zk_events(events: list[dict], since: int = 0) -> list[dict]:
+    """The writes of ``zk.*`` txn-log events with a zxid above ``since``, in zxid order."""
+    out: list[dict] = []
+    for e in sorted((e for e in events if e.get("zxid", 0) > since), key=lambda e: e["zxid"]):
+        t, z = e.get("type"), e["zxid"]
+        if t == "zk.partition_state" and not e.get("deleted"):
+            out.append({"kind": "state", "topic": e["topic"], "partition": e["partition"], "seq": z,
+                        "leader": e["leader"], "leader_epoch": e["leader_epoch"], "isr": list(e["isr"]),
+                        "partition_epoch": e.get("version")})
+        elif t == "zk.topic" and e.get("deleted"):
+            out.append({"kind": "topic_removed", "topic": e["topic"], "seq": z})
+        elif t == "zk.topic":
+            adding, removing = e.get("adding_replicas") or {}, e.get("removing_replicas") or {}
+            for p, rs in sorted((e.get("partitions") or {}).items(), key=lambda kv: int(kv[0])):
+                out.append({"kind": "assignment", "topic": e["topic"], "partition": int(p), "seq": z,
+                            "replicas": list(rs), "adding": list(adding.get(p, [])),
+                            "removing": list(removing.get(p, []))})
+        elif t == "zk.broker":
+            out.append({"kind": "broker", "broker_id": e["broker_id"], "broker_epoch": e.get("broker_epoch"),
+                        "registered": bool(e.get("registered")), "seq": z})
+        elif t == "zk.controller_epoch":
+            out.append({"kind": "controller_epoch", "epoch": e.get("epoch"), "seq": z})
+    return out
+
+
+def from_metadata_events(events: list[dict], since: int = -1) -> list[dict]:
+    """The writes of ``meta.*`` metadata-log events with an offset above ``since``, in log order."""
+    out: list[dict] = []
+    for e in sorted((e for e in events if e.get("offset", -1) > since), key=lambda e: e["offset"]):
+        t, o = e.get("type"), e["offset"]
+        if t == "meta.partition":
+            created = e.get("record") == "PartitionRecord"
+            changed = set(e.get("changed") or ())
+            if created or changed & _STATE_FIELDS:
+                out.append({"kind": "state", "topic": e["topic"], "partition": e["partition"], "seq": o,
+                            "leader": e["leader"], "leader_epoch": e["leader_epoch"], "isr": list(e["isr"]),
+                            "partition_epoch": e.get("partition_epoch")})
+            if created or changed & _ASSIGNMENT_FIELDS:
+                out.append({"kind": "assignment", "topic": e["topic"], "partition": e["partition"], "seq": o,
+                            "replicas": list(e["replicas"]), "adding": list(e.get("adding") or []),
+                            "removing": list(e.get("removing") or [])})
+        elif t == "meta.topic_removed":
+            out.append({"kind": "topic_removed", "topic": e["topic"], "seq": o})
+        elif t == "meta.broker" and e.get("record") in ("RegisterBrokerRecord", "UnregisterBrokerRecord"):
+            out.append({"kind": "broker", "broker_id": e["broker_id"], "broker_epoch": e.get("broker_epoch"),
+                        "registered": bool(e.get("registered")), "seq": o})
+        elif t == "meta.leader_change":
+            out.append({"kind": "controller_epoch", "epoch": e.get("raft_epoch"), "seq": o})
+    return out
+
+
+def of_partition(writes: list[dict], kind: str, topic: str, partition: int) -> list[dict]:
+    """The writes of one kind for ``topic-partition``, in order."""
+    return [w for w in writes if w["kind"] == kind and w.get("topic") == topic and w.get("partition") == partition]

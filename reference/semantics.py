@@ -1,0 +1,95 @@
+"""What a scenario may expect of the controller, per controller model: the few facts where the
+ZooKeeper-mode controller (controller-spec §1-§8) and the KRaft controller (§9) differ in a way a
+scenario's own expectations see. A scenario writes one flow and asks these (``ctx.semantics``,
+chosen by the distribution adapter's ``controller_model``) instead of branching on the mode; the
+conformance checkers (reference/checker.py, reference/kraft.py) judge the whole record on top.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def _distinct(xs):
+    out = []
+    for x in xs:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+@dataclass(frozen=True)
+class Semantics:
+    model: str
+    # §6.2 step 2 / P4 (ZK): deletion waits while a broker holding a replica is down; §9.7 (KRaft): it does not
+    deletion_waits_for_replicas: bool
+    # §6.2 step 4 (ZK): each partition is written leaderless (leader -1) before its removal; §9.7: one RemoveTopicRecord
+    deletion_writes_leaderless: bool
+    # §2.2 D11 (ZK): the controller epoch rises by exactly 1 per election; §9.1 (KRaft): the Raft epoch
+    # rises by at least 1 (a vote that elects nobody also takes an epoch)
+    controller_epoch_exact: bool
+    # §4.10 / §9.2: a leader-side ISR change (AlterPartition) keeps the leader epoch in both models
+    registration_epoch: str          # what the broker epoch is: "czxid" (§5.1) or "offset" (§9.3)
+    cite: str                        # the spec sections this model's expectations come from
+
+    def reassignment_start(self, ors: list[int], target: list[int]) -> tuple[list[int], list[int], list[int]]:
+        """(replicas, adding, removing) the assignment shows once a reassignment of a partition from
+        ``ors`` to ``target`` started: ZK §7.1 ``reassignTo`` = target ++ (ORS − target) in ORS order;
+        KRaft §9.6 = target ++ sorted(ORS − target)."""
+        rest = [r for r in ors if r not in target]
+        rs = _distinct(target + (sorted(rest) if self.model == "kraft" else rest))
+        return rs, [r for r in rs if r not in ors], [r for r in rs if r not in target]
+
+    def reassignment_bumps(self, ors: list[int], target: list[int]) -> tuple[int, str]:
+        """How many times a completed reassignment from ``ors`` to ``target`` bumps the leader epoch,
+        with why: ZK §7.5 one for the start (A1, when a replica is added), one for B3 and one per
+        removed ISR member; KRaft §9.2 none at the start, one when the completion removes a replica."""
+        removed = [r for r in ors if r not in target]
+        if self.model == "kraft":
+            return int(bool(removed)), "§9.2: the completion sets the leader once when it removes a replica"
+        moving = bool(set(target) - set(ors))
+        return int(moving) + 1 + len(removed), "§7.5: one bump per A1, B3 and removed ISR member"
+
+    def reassignment_start_bumps(self, ors: list[int], target: list[int]) -> tuple[int, str]:
+        """Leader-epoch bumps when a reassignment starts: ZK one (A1) when it adds a replica (§7.5);
+        KRaft none (§9.2, §9.6). A cancel then sets the leader once more in both (§7.8 B3, §9.6)."""
+        if self.model == "kraft":
+            return 0, "none at the start, §9.2, §9.6"
+        return int(bool(set(target) - set(ors))), "A1 at the start, §7.5"
+
+    def reassignment_leader(self, old: int, target: list[int]) -> int | None:
+        """The leader a completed reassignment must end with: the old one when it is in the target
+        (§7.4 B3, §9.4); otherwise ZK elects the first target replica (all are in the ISR by then,
+        §4.2) and KRaft any target replica (None: the scenario accepts any)."""
+        if old in target:
+            return old
+        return target[0] if self.model == "zk" else None
+
+    @property
+    def cite_start(self) -> str:
+        return "§9.6" if self.model == "kraft" else "§7.1 U1"
+
+    @property
+    def controller_epoch_rule(self) -> str:
+        return ("controller epoch is old + 1 (§2.2, D11)" if self.controller_epoch_exact
+                else "the Raft epoch of the quorum rose (§9.1)")
+
+    def controller_epoch_ok(self, before: int, after: int | None) -> bool:
+        if after is None:
+            return False
+        return after == before + 1 if self.controller_epoch_exact else after > before
+
+
+ZK = Semantics("zk", deletion_waits_for_replicas=True, deletion_writes_leaderless=True,
+               controller_epoch_exact=True, registration_epoch="czxid", cite="§1-§8")
+KRAFT = Semantics("kraft", deletion_waits_for_replicas=False, deletion_writes_leaderless=False,
+                  controller_epoch_exact=False, registration_epoch="offset", cite="§9")
+_BY_MODEL = {"zk": ZK, "kraft": KRAFT}
+
+
+def for_model(model: str) -> Semantics:
+    """The semantics of controller model ``model`` ("zk" or "kraft": ``Distribution.controller_model``)."""
+    try:
+        return _BY_MODEL[model]
+    except KeyError:
+        raise ValueError(f"unknown controller model {model!r}: expected one of {', '.join(_BY_MODEL)}") from None

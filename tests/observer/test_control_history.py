@@ -1,0 +1,94 @@
+"""The controller's writes in one form for both logs (harness/control_history.py), and what a
+scenario may expect of each controller model (reference/semantics.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.control_history import from_metadata_events, from_zk_events, of_partition
+from reference import semantics
+
+
+def test_zk_txn_events_become_writes_in_zxid_order_after_the_marker():
+    events = [
+        {"type": "zk.partition_state", "zxid": 12, "topic": "t", "partition": 0, "leader": 2, "leader_epoch": 4,
+         "isr": [2, 3], "version": 7},
+        {"type": "zk.topic", "zxid": 11, "topic": "t", "partitions": {"0": [4, 2, 3, 1], "1": [2, 3, 1]},
+         "adding_replicas": {"0": [4]}, "removing_replicas": {"0": [1]}},
+        {"type": "zk.partition_state", "zxid": 9, "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 3,
+         "isr": [1, 2, 3], "version": 6},                                        # before the marker
+        {"type": "zk.partition_state", "zxid": 13, "topic": "t", "partition": 0, "deleted": True},
+        {"type": "zk.topic", "zxid": 14, "topic": "t", "deleted": True},
+        {"type": "zk.broker", "zxid": 15, "broker_id": 2, "registered": False, "broker_epoch": 5},
+        {"type": "zk.controller_epoch", "zxid": 16, "epoch": 3, "version": 2},
+        {"type": "zk.controller", "zxid": 16, "broker_id": 1},                    # not a write kind
+    ]
+    w = from_zk_events(events, since=10)
+    assert [(x["kind"], x["seq"]) for x in w] == [("assignment", 11), ("assignment", 11), ("state", 12),
+                                                   ("topic_removed", 14), ("broker", 15), ("controller_epoch", 16)]
+    assert w[0] == {"kind": "assignment", "topic": "t", "partition": 0, "seq": 11, "replicas": [4, 2, 3, 1],
+                    "adding": [4], "removing": [1]}
+    assert w[1]["partition"] == 1 and w[1]["adding"] == [] and w[1]["removing"] == []
+    assert w[2] == {"kind": "state", "topic": "t", "partition": 0, "seq": 12, "leader": 2, "leader_epoch": 4,
+                    "isr": [2, 3], "partition_epoch": 7}
+    assert w[4] == {"kind": "broker", "broker_id": 2, "broker_epoch": 5, "registered": False, "seq": 15}
+    assert w[5] == {"kind": "controller_epoch", "epoch": 3, "seq": 16}
+    assert [x["seq"] for x in of_partition(w, "state", "t", 0)] == [12]
+
+
+def _part(offset, record, changed, **state):
+    base = {"type": "meta.partition", "offset": offset, "topic": "t", "partition": 0, "topic_id": "ab",
+            "leader": 1, "leader_epoch": 0, "partition_epoch": 0, "isr": [1, 2, 3], "replicas": [1, 2, 3],
+            "adding": [], "removing": [], "elr": [], "last_known_elr": [], "leader_recovery_state": 0,
+            "record": record, "changed": changed}
+    base.update(state)
+    return base
+
+
+def test_metadata_records_become_the_same_writes():
+    events = [
+        {"type": "meta.topic", "offset": 3, "topic": "t", "topic_id": "ab"},
+        _part(4, "PartitionRecord", []),
+        # a reassignment start: replicas only -> an assignment write, no state write
+        _part(7, "PartitionChangeRecord", ["replicas", "addingReplicas", "removingReplicas"],
+              replicas=[4, 2, 3, 1], adding=[4], removing=[1], partition_epoch=1),
+        # the completion: replicas, ISR and leader in one record -> both, same seq
+        _part(9, "PartitionChangeRecord", ["leader", "isr", "replicas"], replicas=[4, 2, 3], isr=[2, 3, 4],
+              leader=2, leader_epoch=1, partition_epoch=2),
+        {"type": "meta.broker", "offset": 10, "broker_id": 4, "broker_epoch": 10, "fenced": True,
+         "registered": True, "record": "RegisterBrokerRecord"},
+        {"type": "meta.broker", "offset": 11, "broker_id": 4, "broker_epoch": 10, "fenced": False,
+         "registered": True, "record": "UnfenceBrokerRecord"},                   # not a registration
+        {"type": "meta.leader_change", "offset": 12, "raft_epoch": 5, "leader_id": 2, "voters": [1, 2, 3]},
+        {"type": "meta.topic_removed", "offset": 13, "topic": "t", "topic_id": "ab"},
+    ]
+    w = from_metadata_events(events, since=3)
+    assert [(x["kind"], x["seq"]) for x in w] == [
+        ("state", 4), ("assignment", 4), ("assignment", 7), ("state", 9), ("assignment", 9), ("broker", 10),
+        ("controller_epoch", 12), ("topic_removed", 13)]
+    assert w[2] == {"kind": "assignment", "topic": "t", "partition": 0, "seq": 7, "replicas": [4, 2, 3, 1],
+                    "adding": [4], "removing": [1]}
+    assert w[3]["leader"] == 2 and w[3]["leader_epoch"] == 1 and w[3]["partition_epoch"] == 2
+    assert w[5] == {"kind": "broker", "broker_id": 4, "broker_epoch": 10, "registered": True, "seq": 10}
+    assert from_metadata_events(events, since=12) == [{"kind": "topic_removed", "topic": "t", "seq": 13}]
+
+
+def test_semantics_per_controller_model():
+    zk, kr = semantics.for_model("zk"), semantics.for_model("kraft")
+    # §7.1 U1 keeps ORS order; §9.6 sorts the replicas being removed
+    assert zk.reassignment_start([3, 1, 2], [4, 1]) == ([4, 1, 3, 2], [4], [3, 2])
+    assert kr.reassignment_start([3, 1, 2], [4, 1]) == ([4, 1, 2, 3], [4], [2, 3])
+    # §7.5: A1 + B3 + one per removed ISR member; §9.2: one when a replica is removed, else none
+    assert zk.reassignment_bumps([1, 2, 3], [4, 2, 3])[0] == 3
+    assert zk.reassignment_bumps([2, 3, 1], [1, 2, 3])[0] == 1          # pure reorder: B3 only
+    assert kr.reassignment_bumps([1, 2, 3], [4, 2, 3])[0] == 1
+    assert kr.reassignment_bumps([2, 3, 1], [1, 2, 3])[0] == 0
+    assert zk.reassignment_start_bumps([1, 2, 3], [4, 2, 3])[0] == 1 and kr.reassignment_start_bumps([1, 2, 3], [4, 2, 3])[0] == 0
+    assert zk.reassignment_leader(5, [1, 2]) == 1 and kr.reassignment_leader(5, [1, 2]) is None
+    assert zk.reassignment_leader(2, [1, 2]) == kr.reassignment_leader(2, [1, 2]) == 2
+    assert zk.controller_epoch_ok(4, 5) and not zk.controller_epoch_ok(4, 6) and not zk.controller_epoch_ok(4, None)
+    assert kr.controller_epoch_ok(4, 6) and not kr.controller_epoch_ok(4, 4)
+    assert zk.deletion_waits_for_replicas and zk.deletion_writes_leaderless
+    assert not kr.deletion_waits_for_replicas and not kr.deletion_writes_leaderless
+    with pytest.raises(ValueError, match="unknown controller model 'raft'"):
+        semantics.for_model("raft")
