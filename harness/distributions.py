@@ -81,7 +81,7 @@ class Distribution:
     name = ""
     # the kinds of node a cluster of this distribution runs besides brokers ("zookeeper": a ZooKeeper
     # ensemble; "controller": a KRaft quorum); scenarios and certify capabilities name the roles they
-    # need (Scenario.not_applicable, certify.Capability.needs_role) instead of asking for a mode
+    # need (Scenario.not_applicable, harness.capabilities.Capability.needs_role) instead of asking for a mode
     roles: tuple[str, ...] = ("broker", "controller")
     # which reference model describes this distribution's controller: "zk" (controller-spec §1-§8) or
     # "kraft" (§9); the profile a run is judged with follows from it (:meth:`profile`)
