@@ -130,7 +130,7 @@ def fencing_deadlines(events: list[dict], meta: list[dict], session_s: float, gr
             if not before or before[-1].get("fenced") is not False or not before[-1].get("registered"):
                 stats["fencings_not_judged"] += 1   # not an unfenced broker when the fault began
                 continue
-            fenced = [e for e in mine if f["start"] - 1.0 <= e["time_ms"] / 1000.0 <= min(f["end"], deadline) + 1.0
+            fenced = [e for e in mine[len(before):] if e["time_ms"] / 1000.0 <= min(f["end"], deadline) + 1.0
                       and (e.get("fenced") is not False or not e.get("registered"))]
             if fenced:                              # how long fencing took, judged or not (the clock check)
                 lat = round(fenced[0]["time_ms"] / 1000.0 - f["start"], 3)
