@@ -17,7 +17,7 @@
   when the fault lasted past the deadline and a majority of the voters (``meta.leader_change``) was never
   under a down fault in that window; a shorter fault may end before the controller had to fence (a paused
   broker that resumes heartbeating), so it is not judged, but the fencing latency seen is recorded
-  (``stats.metadata_log.fencing_latencies_s``: on 4.1.2 kills, 9.6 s with a 9 s session -- the clocks agree).
+  (``stats.metadata_log.fencing_latencies_s``: 8.6-11.5 s on 4.1.2 with a 9 s session -- the clocks agree).
 """
 
 from __future__ import annotations
