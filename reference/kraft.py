@@ -63,7 +63,8 @@ Rules (ids and sections: ``KRAFT_RULES`` in reference/kraft_rules.py)
 
 Not checkable from samples: H2, H9 (no partition epoch in the protocol), H12 (recovery state), H10
 beyond H4, H13, H14, H16 (no reassignment records), and KRaft D-rules that need the controller's view
-of fencing (D3, D12, D18 timing). Samples as records: reference/kraft_samples.py; faults as liveness: kraft_liveness.py.
+of fencing (D3, D12, D18 timing) -- on a record with the metadata log (``meta.*``), L1-L10 (reference/kraft_log.py)
+judge them. Samples as records: reference/kraft_samples.py; faults as liveness: kraft_liveness.py.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ import math
 
 from reference.actions import partitions_of, record_unclean_permission
 from reference.kraft_liveness import Liveness
+from reference.kraft_log import judge_metadata_log
 from reference.kraft_rules import KRAFT_RULES, KraftDivergence
 from reference.kraft_samples import STATE_ERRORS, PObs, QObs, ints, partition_obs
 from reference.profiles import Profile
@@ -495,5 +497,7 @@ def check_protocol_conformance(events: list[dict], metadata: dict | None, profil
 
     ``profile``: a ``kraft-*`` profile (hard invariants + KRaft determinism) or ``compatible`` (hard
     invariants and the K3 progress rule). ``grace_s``: slack added to
-    ``broker.session.timeout.ms`` before a dead broker must have been fenced (H19, K3)."""
-    return KraftChecker(profile, metadata or {}, grace_s).run(events)
+    ``broker.session.timeout.ms`` before a dead broker must have been fenced (H19, K3, L8). A record with
+    the controller's metadata log (``meta.*``) is judged on it too: reference/kraft_log.py."""
+    c = KraftChecker(profile, metadata or {}, grace_s)
+    return judge_metadata_log(c.run(events), events, metadata or {}, profile, c.session_s, grace_s)

@@ -34,6 +34,27 @@ KRAFT_RULES: dict[str, tuple[str, str, str]] = {
            "removal; MV < 3.6 also on every ISR shrink"),
     "K3": ("§9.3/§8.4", "progress", "a leader on a dead broker is replaced within session timeout + grace "
            "(every profile: a fenced leader must not stay leader in any KRaft-compatible broker)"),
+    # on the controller's metadata log (meta.* events, reference/kraft_log.py): every committed record
+    "L1": ("§8.2/§9.4", "invariant", "metadata log: after every record the leader is -1 or in the ISR and a "
+           "replica (PartitionChangeBuilder.electLeader)"),
+    "L2": ("§8.2/§9.3/§9.5", "invariant", "metadata log: ISR ⊆ replicas; the ISR is empty only with ELR enabled "
+           "(PartitionChangeBuilder.build, ReplicationControlManager validateIsr)"),
+    "L3": ("§9.6", "invariant", "metadata log: adding, removing ⊆ replicas, adding ∩ removing = ∅ "
+           "(PartitionReassignmentReplicas)"),
+    "L4": ("§9.5", "invariant", "metadata log: ELR ∩ ISR = ∅ (PartitionChangeBuilder.maybePopulateTargetElr)"),
+    "L5": ("§8.2/§9.4/§9.5", "invariant", "metadata log: a new leader comes from the previous ISR (or the ELR, the "
+           "last known leader, a completing reassignment's new ISR) unless unclean election is permitted "
+           "(PartitionChangeBuilder.electAnyLeader)"),
+    "L6": ("§9.3/§9.4", "invariant", "metadata log: a leader is elected only while registered, unfenced and not "
+           "in controlled shutdown (ReplicationControlManager LeaderAcceptor / isActive)"),
+    "L7": ("§9.3/§8.2", "invariant", "metadata log: a broker joins an ISR only while registered, unfenced and not "
+           "in controlled shutdown (ReplicationControlManager ineligibleReplicasForIsr, KIP-841/903)"),
+    "L8": ("§9.3/§8.4", "progress", "metadata log: a killed, paused or stopped broker is fenced within "
+           "broker.session.timeout.ms + grace (BrokerHeartbeatManager; kraft-* only)"),
+    "L9": ("§8.1/§9.8", "invariant", "every partition state a broker answered (leader epoch, leader, ISR, "
+           "replicas) is a state the metadata log committed (KRaftMetadataCache serves the applied log)"),
+    "L10": ("§9.2/§8.3", "divergence", "metadata log: a record re-sets the same leader (LE + 1) exactly when a "
+            "replica is removed or, MV < 3.6-IV0, the ISR shrinks (PartitionChangeBuilder.triggerLeaderEpochBump*)"),
 }
 
 

@@ -323,8 +323,9 @@ def test_protocol_source_adds_the_history_for_apache_kraft_only(latest_bytes, la
     assert ApacheKraft.metadata_log and not Generic.metadata_log
 
 
-def test_checkers_ignore_metadata_log_events(latest_hist):
-    """A KRaft protocol history judged with and without the meta.* events: the same result."""
+def test_zk_checker_ignores_metadata_log_events_and_kraft_checker_adds_log_rules(latest_hist):
+    """The ZooKeeper-mode checker ignores meta.* events; the KRaft checker keeps every sample finding and
+    adds the metadata-log rules (reference/kraft_log.py) -- here L9, since these samples are made up."""
     meta = {"distribution": "apache-kraft", "kafka_version": "4.1.2", "cluster": {"brokers": 3, "zookeepers": 0},
             "broker_config": {}, "topics": [{"name": "fx", "partitions": 1, "replication_factor": 3, "config": {}}]}
     evs = []
@@ -335,7 +336,12 @@ def test_checkers_ignore_metadata_log_events(latest_hist):
                                     "replicas": [3, 1, 2], "isr": isr, "offline_replicas": [], "error": None}]})
     with_meta = evs + [{"seq": len(evs) + i, "t": 3.0, "wall": 1.7e9 + 9, **e} for i, e in enumerate(latest_hist.events)]
     zk_meta = {**meta, "distribution": "apache-zk", "kafka_version": "3.9.2", "cluster": {"brokers": 3, "zookeepers": 1}}
-    for profile, md in (("kraft-4.1", meta), ("apache-zk-3.9", zk_meta)):
-        a, b = check_conformance(evs, md, profile), check_conformance(with_meta, md, profile)
-        assert (a.verdict, a.stats, [str(d) for d in a.divergences + a.invariant_violations]) == \
-            (b.verdict, b.stats, [str(d) for d in b.divergences + b.invariant_violations]), profile
+    a, b = check_conformance(evs, zk_meta, "apache-zk-3.9"), check_conformance(with_meta, zk_meta, "apache-zk-3.9")
+    assert (a.verdict, a.stats, [str(d) for d in a.divergences + a.invariant_violations]) == \
+        (b.verdict, b.stats, [str(d) for d in b.divergences + b.invariant_violations])
+    a, b = check_conformance(evs, meta, "kraft-4.1"), check_conformance(with_meta, meta, "kraft-4.1")
+    assert a.verdict == "PASS" and "metadata_log" not in a.stats
+    assert {d.rule for d in b.invariant_violations + b.divergences} == {"L9"}      # samples not in the log
+    assert {k: v for k, v in b.stats.items() if k not in ("metadata_log", "observation", "divergences",
+                                                          "invariant_violations")} == \
+        {k: v for k, v in a.stats.items() if k not in ("observation", "divergences", "invariant_violations")}

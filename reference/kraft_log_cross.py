@@ -1,0 +1,148 @@
+"""The KRaft metadata log against the rest of the run record (used by reference/kraft_log.py):
+
+* L9 (§8.1/§9.8, invariant): every partition state a broker answered in a protocol sample is a state the
+  controller committed. A KRaft broker's Metadata answer is its metadata image (``KRaftMetadataCache``:
+  replicas and ISR unfiltered for Metadata v1+, the leader replaced by -1 with LEADER_NOT_AVAILABLE when
+  it has no live endpoint), and the image is the log applied in order, so ``(leader_epoch, leader, ISR,
+  replicas)`` of an answer must equal the state after some ``meta.partition`` of that partition (leader
+  not compared on LEADER_NOT_AVAILABLE / LISTENER_NOT_FOUND entries). Judged only when the record says
+  the history is complete (metadata ``observer.complete``; absent in hand-built records) -- a log that
+  lost its prefix to a snapshot cannot hold every state.
+* L8 (§9.3/§8.4, progress, ``kraft-*`` only): a broker killed, paused or stopped (``stop``: from
+  ``stop_timeout_s`` on) is fenced (or unregistered) in the log within ``broker.session.timeout.ms`` +
+  grace of the fault (BHM: a broker without heartbeats for the session timeout is fenced), counted from
+  the last quorum-leader change in that window (a new active controller starts every session afresh,
+  BHM). Fault times are the events' ``wall`` (host Unix time); log times are ``time_ms`` (the batch's
+  append time from the controller JVM in a container on the same host: one kernel clock). Judged only
+  when the fault lasted past the deadline and a majority of the voters (``meta.leader_change``) was never
+  under a down fault in that window; a shorter fault may end before the controller had to fence (a paused
+  broker that resumes heartbeating), so it is not judged, but the fencing latency seen is recorded
+  (``stats.metadata_log.fencing_latencies_s``: 8.6-11.5 s on 4.1.2 with a 9 s session -- the clocks agree).
+"""
+
+from __future__ import annotations
+
+import math
+
+from reference.kraft_liveness import STOP_TIMEOUT_S, params_restart
+from reference.kraft_samples import LEADER_ERRORS, STATE_ERRORS
+
+L8_FAULTS = ("kill", "pause", "stop")
+
+
+def _tup(xs) -> tuple:
+    return tuple(int(x) for x in (xs or ()))
+
+
+def cross_check(events: list[dict], meta: list[dict], metadata: dict, report) -> dict:
+    """L9: sampled partition states ⊆ committed states."""
+    obs = metadata.get("observer")
+    if isinstance(obs, dict) and obs.get("complete") is not True:
+        return {"samples_cross_checked": 0, "cross_check": "not judged: the metadata log history is not complete"}
+    full: dict[tuple, set] = {}
+    shape: dict[tuple, set] = {}
+    for e in meta:
+        if e["type"] != "meta.partition" or e.get("topic") is None:
+            continue
+        k = (e["topic"], int(e["partition"]))
+        st = (int(e["leader_epoch"]), _tup(e.get("isr")), _tup(e.get("replicas")))
+        shape.setdefault(k, set()).add(st)
+        full.setdefault(k, set()).add((int(e["leader"]),) + st)
+    n = 0
+    for ev in events:
+        if ev.get("type") != "admin.metadata" or ev.get("error") or ev.get("source") != "protocol":
+            continue
+        for p in ev.get("partitions") or []:
+            if p.get("partition") is None or p.get("leader_epoch") is None or p.get("error") not in STATE_ERRORS:
+                continue
+            k = (p.get("topic"), int(p["partition"]))
+            st = (int(p["leader_epoch"]), _tup(p.get("isr")), _tup(p.get("replicas")))
+            leader = -1 if p.get("leader") is None else int(p["leader"])
+            n += 1
+            real_leader = p.get("error") in LEADER_ERRORS
+            if (((leader,) + st) in full.get(k, ()) if real_leader else st in shape.get(k, ())):
+                continue
+            sample = {"topic": k[0], "partition": k[1], "seq": ev.get("seq"), "t": ev.get("t"),
+                      "answered_by": ev.get("answered_by"), "leader": leader, "leader_epoch": st[0],
+                      "isr": list(st[1]), "replicas": list(st[2])}
+            known = sorted(s for s in full.get(k, ()) if s[1] == st[0])
+            report("L9", sample, f"broker {ev.get('answered_by')} answered leader {leader if real_leader else '-'}"
+                   f" at leader epoch {st[0]}, ISR {list(st[1])}, replicas {list(st[2])}: no record of the "
+                   f"metadata log leaves the partition in that state (states at that epoch in the log: "
+                   f"{[(s[0], list(s[2]), list(s[3])) for s in known] or 'none'})",
+                   key=(leader if real_leader else None,) + st)
+    return {"samples_cross_checked": n}
+
+
+def _fault_windows(events: list[dict]) -> list[dict]:
+    """Down faults as ``{fault, brokers, start, end}`` in wall seconds (``end`` inf: never healed)."""
+    open_: dict = {}
+    out: list[dict] = []
+    for ev in sorted((e for e in events if e.get("type") in ("fault.start", "fault.heal", "fault.end", "phase")),
+                     key=lambda e: e.get("seq", 0)):
+        w = ev.get("wall")
+        if not isinstance(w, (int, float)):
+            continue
+        t, fid = ev["type"], ev.get("fault_id")
+        if t == "fault.start":
+            ids = [int(b) for b in ev.get("broker_ids") or []]
+            if ev.get("fault") in ("start", "restart"):
+                for f in out:
+                    if f["end"] == math.inf and set(f["brokers"]) & set(ids):
+                        f["end"] = w
+            if ev.get("fault") in L8_FAULTS and ids:
+                params = ev.get("params") or {}
+                start = w + float(params.get("stop_timeout_s", STOP_TIMEOUT_S)) if ev["fault"] == "stop" else w
+                f = {"fault": ev["fault"], "brokers": ids, "start": start, "end": math.inf, "params": params,
+                     "seq": ev.get("seq"), "t": ev.get("t")}
+                open_[fid] = f
+                out.append(f)
+        elif t in ("fault.heal", "fault.end") and fid in open_:
+            f = open_.pop(fid)
+            if params_restart(f["fault"], f["params"]):
+                f["end"] = min(f["end"], w)
+        elif t == "phase" and ev.get("name") == "faults.healed":
+            for f in out:
+                if f["end"] == math.inf:
+                    f["end"] = w
+            open_.clear()
+    return out
+
+
+def fencing_deadlines(events: list[dict], meta: list[dict], session_s: float, grace_s: float, report) -> dict:
+    """L8: every long enough down fault is followed by the broker's fencing in the log, in time."""
+    bound = session_s + grace_s
+    changes = sorted(e["time_ms"] / 1000.0 for e in meta if e["type"] == "meta.leader_change"
+                     and isinstance(e.get("time_ms"), (int, float)))
+    voters = next((set(e.get("voters") or []) for e in reversed(meta) if e["type"] == "meta.leader_change"), set())
+    bstates = [e for e in meta if e["type"] == "meta.broker" and isinstance(e.get("time_ms"), (int, float))]
+    windows = _fault_windows(events)
+    stats = {"fencings_judged": 0, "fencings_not_judged": 0, "fencing_latencies_s": []}
+    for f in windows:
+        for b in f["brokers"]:
+            deadline = f["start"] + bound
+            for c in changes:                       # a new active controller restarts every session (BHM)
+                if f["start"] <= c <= deadline:
+                    deadline = max(deadline, c + bound)
+            down = {x for g in windows if g["start"] <= deadline and g["end"] > f["start"] for x in g["brokers"]}
+            mine = [e for e in bstates if int(e["broker_id"]) == b]
+            before = [e for e in mine if e["time_ms"] / 1000.0 <= f["start"]]
+            if not before or before[-1].get("fenced") is not False or not before[-1].get("registered"):
+                stats["fencings_not_judged"] += 1   # not an unfenced broker when the fault began
+                continue
+            fenced = [e for e in mine[len(before):] if e["time_ms"] / 1000.0 <= min(f["end"], deadline) + 1.0
+                      and (e.get("fenced") is not False or not e.get("registered"))]
+            if fenced:                              # how long fencing took, judged or not (the clock check)
+                lat = round(fenced[0]["time_ms"] / 1000.0 - f["start"], 3)
+                stats["fencing_latencies_s"].append(lat)
+            if f["end"] <= deadline or not voters or len(voters - down) < len(voters) // 2 + 1:
+                stats["fencings_not_judged"] += 1   # healed before the deadline, or no quorum
+                continue
+            stats["fencings_judged"] += 1
+            if fenced and fenced[0]["time_ms"] / 1000.0 <= deadline:
+                continue
+            until = "the end of the run" if f["end"] == math.inf else f"wall {f['end']:.1f}"
+            report("L8", {"broker_id": b, "seq": f["seq"], "t": f["t"]},
+                   f"broker {b} was down ({f['fault']}) from wall {f['start']:.1f} until {until}, but the metadata log does not fence it by {deadline:.1f} (session timeout {session_s:g}s + "
+                   f"{grace_s:g}s, counted from the last quorum-leader change)", key=(b, f["start"]))
+    return stats
