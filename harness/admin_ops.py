@@ -430,11 +430,9 @@ def topic_assignment(cluster, topic: str) -> dict[int, tuple[list[int], list[int
 def last_zxid(cluster) -> int:
     """The zxid of the newest ZooKeeper transaction (a marker to pass to :func:`zk_writes_since`):
     a ``sync`` makes the server answer with its last processed zxid."""
-    require_zookeeper(cluster, "last_zxid", "the run record's protocol samples (admin.metadata, "
-                      "cluster.protocol_metadata()) to see what changed")
-    zk = cluster.zk()
-    zk.sync("/")
-    return int(zk.last_zxid or 0)
+    require_zookeeper(cluster, "last_zxid", "cluster.control.history_marker() and writes_since() (the "
+                      "controller's writes in either mode) or cluster.protocol_metadata()")
+    return cluster.control.history_marker()
 
 
 def zk_writes_since(cluster, zxid: int, types: tuple[str, ...] = ("zk.topic", "zk.partition_state",
