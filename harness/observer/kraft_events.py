@@ -67,6 +67,12 @@ class KraftHistory:
                 "problems": list(self.problems)}
 
 
+def _copy_state(st: dict) -> dict:
+    """A partition state for an event: its own lists (the values are ints and lists of ints; a
+    deep copy cost half of the decoding time)."""
+    return {k: (v[:] if type(v) is list else v) for k, v in st.items()}
+
+
 def _ints(v) -> list[int]:
     return list(v) if v is not None else []
 
@@ -183,7 +189,7 @@ class KraftEventBuilder:
 
     def _emit_partition(self, rec, f, st, changed):
         self._emit(rec, "meta.partition", {"topic": self.topics.get(f["topic_id"]), "partition": f["partition_id"],
-                                           "topic_id": f["topic_id"], **copy.deepcopy(st), "record": rec.type,
+                                           "topic_id": f["topic_id"], **_copy_state(st), "record": rec.type,
                                            "changed": changed})
 
     # -- brokers, features, the quorum ----------------------------------------------------------
