@@ -171,7 +171,7 @@ def read_struct(r: Reader, fields: tuple, version: int) -> dict:
 
 
 _ENDPOINT = [F("name", "string"), F("host", "string"), F("port", "uint16"), F("security_protocol", "int16")]
-_FEATURE = [F("name", "string"), F("min_supported", "int16"), F("max_supported", "int16")]
+_FEATURE = [F("name", "string"), F("min_supported_version", "int16"), F("max_supported_version", "int16")]
 
 # apiKey -> (name, fields, highest version whose layout this table knows); None = named, not decoded
 METADATA_RECORDS: dict[int, tuple[str, tuple | None, int]] = {
