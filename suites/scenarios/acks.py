@@ -16,6 +16,12 @@ non-idempotent producer with ``retries=0`` so that NOT_ENOUGH_REPLICAS is a defi
 the history (``fail``, never to be read back: the durability check ``failed_visible``);
 ``acks.all_below_min_isr`` keeps the idempotent variant (its refusals are ``info``, retried until
 the delivery timeout).
+
+Layout: four brokers, the partitions on brokers 1, 2 and 4 (``chaos-0`` = [1, 2, 4]). In KRaft the
+first three nodes are the controller quorum (harness/distributions.py), so pausing the followers 2
+and 4 leaves two of the three voters running: the quorum keeps a leader, fences the paused brokers
+and takes the leader's ISR shrink (§9.3), as ZooKeeper mode does with its ensemble untouched. On three
+combined nodes the same pauses would stop the quorum itself and the ISR could not shrink.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ from reference import versions
 from .common import T, state
 
 WINDOW_S = 6.0   # how long the ISR stays below min ISR
+BROKERS = 4
+# broker 3 holds no replica: in KRaft it is the voter that keeps the quorum while 2 and 4 are paused
+ASSIGN = {0: [1, 2, 4], 1: [2, 4, 1], 2: [4, 1, 2]}
 LAG_S = 1.0      # margin at both ends of the window (the leader learns its ISR late, §8.1)
 
 
@@ -146,8 +155,9 @@ def _matrix() -> list[Scenario]:
                 f"acks.a{acks}_minisr{min_isr}",
                 f"acks={acks}, min.insync.replicas={min_isr}, ISR shrunk to the leader alone (seed 001, §5.12)",
                 _shrink_below_min_isr(acks, min_isr), tags=("conformance", "chaos"),
-                broker_config={"min.insync.replicas": str(min_isr)},
-                topics=[TopicSpec(T, 1, 3)], workload=_workload(acks), max_duration_s=150))
+                broker_config={"min.insync.replicas": str(min_isr)}, brokers=BROKERS,
+                topics=[TopicSpec(T, 1, 3, assignment={0: ASSIGN[0]})], workload=_workload(acks),
+                max_duration_s=150, kraft=True))
     return out
 
 
@@ -166,8 +176,8 @@ SCENARIOS: list[Scenario] = _matrix() + [
     Scenario("acks.all_below_min_isr", "idempotent acks=all with min.insync.replicas=2 while the ISR is the "
              "leader alone (refusals retried until the delivery timeout)",
              _acks_below_min_isr, tags=("conformance", "chaos"),
-             broker_config={"min.insync.replicas": "2"},
-             topics=[TopicSpec(T, 3, 3)],
+             broker_config={"min.insync.replicas": "2"}, brokers=BROKERS, kraft=True,
+             topics=[TopicSpec(T, 3, 3, assignment=ASSIGN)],
              # the delivery timeout outlasts the window: a timed-out message makes librdkafka bump the
              # producer epoch and may duplicate in-flight messages (librdkafka #4953), which would
              # leave this run unable to test the broker's duplicate detection
