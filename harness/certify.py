@@ -35,7 +35,7 @@ from typing import Callable
 from reports.certificate import write_certificate
 from suites.catalog import SCENARIOS
 
-from . import __version__, images, runner
+from . import __version__, distributions, images, runner
 from .capabilities import (CAPABILITIES, NO_SCENARIO, SELECT_TAG, CapabilityPlan, Subject, capability, capability_names,
                            plan, resolve_profile, unmapped_scenarios)
 from .errors import HarnessError
@@ -328,9 +328,9 @@ def add_parser(sub) -> None:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="run N scenarios at a time, each in its own process and cluster (default 1)")
-    c.add_argument("--distribution", choices=["apache-zk", "apache-kraft", "generic"], default=None,
-                   help="how the image's clusters run: apache-zk (default for kafka-chaos images), apache-kraft "
-                        "(then use a kraft-<x.y> profile or compatible; scenarios written for ZooKeeper mode only "
+    c.add_argument("--distribution", choices=distributions.NAMES, default=None,
+                   help="how the image's clusters run: apache-zk (default for kafka-chaos images), apache-kraft or "
+                        "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for ZooKeeper mode only "
                         "are NOT-APPLICABLE) or generic (default for any other image: configured by KAFKA_* "
                         "variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
     c.set_defaults(func=cmd_certify)

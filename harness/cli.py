@@ -95,6 +95,8 @@ def _print_cluster(cl) -> None:
         print(f"zookeeper.connect={cl.zookeeper_connect}")
     else:
         print(f"distribution={cl.distribution.name}")
+    if cl.controllers:     # a dedicated quorum: each controller's id, container and published CONTROLLER port
+        print("controllers=" + ",".join(f"{c.node_id}@{c.name}:127.0.0.1:{c.host_port}" for c in cl.controllers))
 
 
 @contextlib.contextmanager
@@ -129,7 +131,7 @@ def cmd_cluster_up(args) -> int:
     spec = ClusterSpec(brokers=args.brokers, zookeepers=args.zookeepers, kafka_version=args.kafka_version,
                        image=args.broker_image, broker_config=config_pairs(args.config), name=args.name,
                        persistent=True, port_base=args.port_base, build_missing=args.build,
-                       distribution=args.distribution)
+                       distribution=args.distribution, controllers=args.controllers)
     cl = Cluster(spec)
     with _starting(spec.name):
         cl.start()
@@ -330,9 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--kafka-version", metavar="V", help="Kafka version (default: latest 3.9.x)")
     g.add_argument("--broker-image", metavar="IMG", help="an image present locally")
     up.add_argument("--config", action="append", metavar="KEY=VALUE", help="broker config override (repeatable)")
-    up.add_argument("--distribution", choices=["apache-zk", "apache-kraft", "generic"], default=None,
-                    help="apache-zk (default: ZooKeeper mode), apache-kraft (KRaft: combined broker+controller "
-                         "nodes, no ZooKeeper) or generic (a foreign image configured by KAFKA_* variables)")
+    up.add_argument("--distribution", choices=distributions.NAMES, default=None, help=distributions.CHOICES_HELP)
+    up.add_argument("--controllers", type=int, default=3, choices=[1, 3, 5],
+                    help="controller-only nodes of apache-kraft-dedicated (default 3; ids 101, 102, ...)")
     up.add_argument("--port-base", type=int, help="fixed host ports: brokers BASE+id, ZooKeeper BASE+100+n")
     up.add_argument("--build", action="store_true", help="build the image first if it is missing")
     up.set_defaults(func=cmd_cluster_up)

@@ -33,7 +33,7 @@ from typing import Iterable
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from . import distributions, docker_util, images
+from . import distributions, docker_util, images, node_groups
 from .cleanup import labelled_containers, reap_orphans, remove_cluster
 from .clientlog import with_logger
 from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST, LABEL_OWNER_PID,
@@ -41,7 +41,7 @@ from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST,
 from .errors import ClusterError, HarnessError, PortConflict
 from .lifecycle import Shield
 from .node import Node
-from .node_settings import DEFAULT_BROKER_CONFIG, DEFAULT_ZK_CONFIG, JVM_OPTS_ENV, ZK_CLIENT_PORT, container_limits
+from .node_settings import DEFAULT_BROKER_CONFIG, ZK_CLIENT_PORT
 from .owner import this_owner
 from .protocol import first_answer
 
@@ -67,14 +67,17 @@ class ClusterSpec:
     port_base: int | None = None        # fixed host ports: brokers port_base+id, ZooKeeper port_base+100+n
     startup_timeout_s: float = 120.0
     build_missing: bool = False
-    distribution: str | None = None     # harness/distributions.py: apache-zk (default), apache-kraft, generic
+    distribution: str | None = None     # harness/distributions.py: apache-zk (default), apache-kraft, generic, ...
     node_env: dict[str, str] = field(default_factory=dict)  # extra environment for every Kafka node
+    controllers: int = 3                # apache-kraft-dedicated: controller-only nodes besides the brokers
 
     def validate(self) -> None:
         if not 1 <= self.brokers <= 9:
             raise HarnessError(f"--brokers must be between 1 and 9, not {self.brokers}")
         if self.zookeepers not in (1, 3, 5):
             raise HarnessError(f"--zookeepers must be 1, 3 or 5, not {self.zookeepers}")
+        if self.controllers not in (1, 3, 5):
+            raise HarnessError(f"--controllers must be 1, 3 or 5, not {self.controllers}")
         if self.name is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", self.name):
             raise HarnessError(f"cluster name {self.name!r}: use lower-case letters, digits and '-' (max 31)")
         if self.port_base is not None and not 1024 <= self.port_base <= 65000:
@@ -140,7 +143,8 @@ class Cluster:
         self.spec.validate()
         self.name = self.spec.name or f"t{secrets.token_hex(3)}"
         self.network_name = f"kc-{self.name}"
-        self.zookeepers: list[Node] = []
+        # the nodes besides the brokers, by role (ZooKeeper servers, dedicated controllers: harness/node_groups.py)
+        self.aux_nodes: dict[str, list[Node]] = {}
         self.brokers: dict[int, Node] = {}
         self.image: images.ImageInfo | None = None
         self.broker_config: dict[str, str] = {}
@@ -150,7 +154,21 @@ class Cluster:
         self.control = self.distribution.control_plane(self)   # harness/control_plane.py
         self.cluster_id: str | None = None          # KRaft cluster id (None in ZooKeeper mode)
 
-    # ---- addresses
+    # ---- nodes and addresses
+    @property
+    def zookeepers(self) -> list[Node]:
+        """The ZooKeeper servers ([] without ZooKeeper)."""
+        return self.aux_nodes.get("zookeeper", [])
+
+    @property
+    def controllers(self) -> list[Node]:
+        """The controller-only KRaft nodes ([] unless the quorum is dedicated: apache-kraft-dedicated)."""
+        return self.aux_nodes.get("controller", [])
+
+    def kafka_nodes(self) -> list[Node]:
+        """Every Kafka node: the brokers, then the controller-only nodes."""
+        return [self.brokers[b] for b in self.broker_ids] + list(self.controllers)
+
     @property
     def broker_ids(self) -> list[int]:
         return sorted(self.brokers)
@@ -172,7 +190,8 @@ class Cluster:
         return ",".join(f"{self.brokers[b].alias}:{INTERNAL_PORT}" for b in self.broker_ids)
 
     def nodes(self) -> list[Node]:
-        return list(self.zookeepers) + [self.brokers[b] for b in self.broker_ids]
+        """Every node: the ZooKeeper servers, the brokers, then the controllers."""
+        return list(self.zookeepers) + self.kafka_nodes()
 
     def node(self, name: str) -> Node:
         for n in self.nodes():
@@ -213,12 +232,12 @@ class Cluster:
         self.distribution.check_image(self.image)
         if client.networks.list(names=[self.network_name]) or labelled_containers(f"{LABEL_CLUSTER}={self.name}"):
             raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
-        n_zk = self.control.zookeeper_count(self.spec.zookeepers)
-        zk_ports = _pick_ports(n_zk, self.spec.port_base + 100 if self.spec.port_base else None, "ZooKeeper")
+        groups = self.distribution.node_groups(self.spec)
+        self.aux_nodes = {g.role: node_groups.make_nodes(
+            self.name, g, _pick_ports(len(g.ids), self.spec.port_base + g.port_offset if self.spec.port_base else None,
+                                      g.role), self.distribution.started_line) for g in groups}
         b_ports = _pick_ports(self.spec.brokers,
                               self.spec.port_base + 1 if self.spec.port_base else None, "broker")
-        self.zookeepers = [Node(self.name, "zookeeper", i + 1, f"kc-{self.name}-zk{i + 1}", f"zk{i + 1}",
-                                zk_ports[i]) for i in range(n_zk)]
         self.brokers = {i + 1: Node(self.name, "broker", i + 1, f"kc-{self.name}-b{i + 1}", f"broker{i + 1}",
                                     b_ports[i], self.distribution.started_line(i + 1))
                         for i in range(self.spec.brokers)}
@@ -227,15 +246,17 @@ class Cluster:
             net = Network(docker_network_kw={"labels": self._labels(), "driver": "bridge"})
             net.name = self.network_name
             net.create()
-            _log(f"{self.name}: starting {len(self.zookeepers)} ZooKeeper + {len(self.brokers)} brokers "
-                 f"({self.image.tag}, {self.distribution.name})")
-            for z in self.zookeepers:
-                self._container(DockerContainer, net, z, "zookeeper", self._zk_config(z)).start()
+            _log(f"{self.name}: starting {self._layout()} ({self.image.tag}, {self.distribution.name})")
             self.broker_config = self._broker_config_common()
+            for g in groups:
+                members = self.aux_nodes[g.role]
+                for node in members:
+                    plan = self.distribution.aux_plan(g, node, members, self.broker_config, self.kafka_nodes(),
+                                                      self.cluster_id, self.spec.node_env)
+                    self._container(DockerContainer, net, node, plan).start()
             for b in self.broker_ids:
                 node = self.brokers[b]
-                self._container(DockerContainer, net, node, "broker", self._broker_config(node),
-                                plan=self._node_plan(node)).start()
+                self._container(DockerContainer, net, node, self._node_plan(node)).start()
             self.started = True
             self.wait_ready(self.spec.startup_timeout_s)
         except BaseException:
@@ -245,50 +266,25 @@ class Cluster:
         _log(f"{self.name}: ready in {time.monotonic() - t0:.1f} s")
         return self
 
-    def _container(self, cls, net, node: Node, mode: str, config: dict[str, str],
-                   plan: distributions.NodePlan | None = None):
-        """The container of one node; ``mode`` is its role label (zookeeper, broker), ``plan`` the
-        distribution's command and environment for a Kafka node."""
-        port = ZK_CLIENT_PORT if mode == "zookeeper" else node.host_port
-        env = {"KC_CONFIG": "\n".join(f"{k}={v}" for k, v in config.items())}
-        command: str | None = mode
-        labels = self._labels(mode, node.node_id)
-        if mode == "zookeeper":
-            env["KC_ZK_MYID"] = str(node.node_id)
-        elif plan is not None:
-            env, command = dict(plan.env), plan.command
-            labels[distributions.LABEL_DISTRIBUTION] = self.distribution.name
-        c = cls(self.image.tag).with_name(node.name)
-        if command is not None:
-            c = c.with_command(command)
-        c = (c.with_network(net)
-             .with_network_aliases(node.alias)
-             .with_kwargs(labels=labels, hostname=node.alias, init=False, stop_signal="SIGTERM",
-                          **container_limits(mode, generic=self.distribution.name == "generic")))
-        # published on loopback only (docker-py accepts (host_ip, port); testcontainers' helper does not)
-        c.ports[f"{port}/tcp"] = ("127.0.0.1", node.host_port)
-        for k, v in env.items():
-            c.with_env(k, v)
-        if JVM_OPTS_ENV in os.environ and self.distribution.name != "generic":
-            c.with_env("KC_JVM_OPTS", os.environ[JVM_OPTS_ENV])   # replaces the image's JIT default
-        return c
+    def _layout(self) -> str:
+        """What the cluster runs: "1 ZooKeeper + 3 brokers", "0 ZooKeeper + 3 brokers + 3 controllers"."""
+        return " + ".join([f"{len(self.zookeepers)} ZooKeeper", f"{len(self.brokers)} brokers"] + [
+            f"{len(ns)} {role}s" for role, ns in self.aux_nodes.items() if role != "zookeeper"])
 
-    def _zk_config(self, z: Node) -> dict[str, str]:
-        cfg = dict(DEFAULT_ZK_CONFIG)
-        if len(self.zookeepers) > 1:
-            for other in self.zookeepers:
-                cfg[f"server.{other.node_id}"] = f"{other.alias}:2888:3888"
-        return cfg
+    def _container(self, cls, net, node: Node, plan: distributions.NodePlan):
+        """The container of one node (harness/node_groups.py); ``plan``: the distribution's command,
+        environment and configuration for it."""
+        labels = self._labels(node.role, node.node_id)
+        if node.role != "zookeeper":
+            labels[distributions.LABEL_DISTRIBUTION] = self.distribution.name
+        return node_groups.container(cls, self.image.tag, net, node, plan, labels,
+                                     generic=self.distribution.name == "generic")
 
     def _broker_config_common(self) -> dict[str, str]:
         return self.distribution.common_config(DEFAULT_BROKER_CONFIG, len(self.brokers), self.spec.broker_config)
 
-    def _broker_config(self, node: Node) -> dict[str, str]:
-        return self.distribution.node_config(self.broker_config, node, [self.brokers[b] for b in self.broker_ids],
-                                             self.internal_zookeeper_connect)
-
     def _node_plan(self, node: Node) -> distributions.NodePlan:
-        return self.distribution.plan(self.broker_config, node, [self.brokers[b] for b in self.broker_ids],
+        return self.distribution.plan(self.broker_config, node, self.kafka_nodes(),
                                       self.internal_zookeeper_connect, self.cluster_id, self.spec.node_env)
 
     # ---- the control plane (harness/control_plane.py: ZooKeeper or the Kafka protocol)
@@ -446,6 +442,7 @@ class Cluster:
                 "kafka_version": self.image.kafka_version if self.image else None,
                 "distribution": self.distribution.name, "cluster_id": self.cluster_id,
                 "brokers": len(self.brokers), "zookeepers": len(self.zookeepers),
+                **({"controllers": len(self.controllers)} if self.controllers else {}),
                 "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
                 "broker_config": self.broker_config}
 
@@ -460,22 +457,26 @@ class Cluster:
         spec = ClusterSpec(name=name, persistent=c0.labels.get(LABEL_PERSISTENT) == "1")
         spec.brokers = max(1, sum(1 for c in cs if c.labels.get(LABEL_ROLE) == "broker"))
         spec.zookeepers = sum(1 for c in cs if c.labels.get(LABEL_ROLE) == "zookeeper") or 1
+        spec.controllers = sum(1 for c in cs if c.labels.get(LABEL_ROLE) == "controller") or 3
         spec.distribution = next((c.labels[distributions.LABEL_DISTRIBUTION] for c in cs
                                   if distributions.LABEL_DISTRIBUTION in c.labels), None)
         cl = cls(spec)
+        groups = {g.role: g for g in cl.distribution.node_groups(spec)}
         for c in cs:
             role, nid = c.labels.get(LABEL_ROLE), int(c.labels.get(LABEL_NODE_ID, "0"))
             ports = c.attrs["HostConfig"].get("PortBindings") or {}
             host_port = next((int(b[0]["HostPort"]) for b in ports.values() if b), 0)
-            if role == "zookeeper":
-                cl.zookeepers.append(Node(name, role, nid, c.name, f"zk{nid}", host_port))
+            if role in groups:
+                cl.aux_nodes.setdefault(role, []).append(node_groups.attached_node(
+                    name, groups[role], nid, c.name, host_port, cl.distribution.started_line))
             elif role == "broker":
                 cl.brokers[nid] = Node(name, role, nid, c.name, f"broker{nid}", host_port,
                                        cl.distribution.started_line(nid))
                 env = dict(e.split("=", 1) for e in c.attrs["Config"].get("Env", []) if "=" in e)
                 cl.broker_config = dict(l.split("=", 1) for l in env.get("KC_CONFIG", "").splitlines() if "=" in l)
                 cl.cluster_id = env.get("KC_CLUSTER_ID") or env.get("CLUSTER_ID") or cl.cluster_id
-        cl.zookeepers.sort(key=lambda n: n.node_id)
+        for ns in cl.aux_nodes.values():
+            ns.sort(key=lambda n: n.node_id)
         try:
             cl.image = images.inspect(c0.image.tags[0] if c0.image.tags else c0.image.id)
         except HarnessError:

@@ -17,6 +17,7 @@ One class per mode, chosen by the distribution adapter (:meth:`harness.distribut
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import time
@@ -49,8 +50,10 @@ class ControlPlane:
 
     # ---- starting the cluster
     def zookeeper_count(self, requested: int) -> int:
-        """How many ZooKeeper servers the cluster starts (``requested``: the spec's number)."""
-        return 0
+        """How many ZooKeeper servers the cluster starts when its spec asks for ``requested``: what its
+        distribution's node groups say (:meth:`harness.distributions.Distribution.node_groups`)."""
+        spec = dataclasses.replace(self.cluster.spec, zookeepers=requested)
+        return sum(len(g.ids) for g in self.cluster.distribution.node_groups(spec) if g.role == "zookeeper")
 
     def new_cluster_id(self) -> str | None:
         """The cluster id the nodes are formatted with (None: the cluster makes its own)."""
@@ -126,6 +129,10 @@ class ControlPlane:
         """What readiness of ``want`` still waits for (None: ready)."""
         raise NotImplementedError
 
+    def wait_node_ready(self, node, timeout_s: float) -> None:
+        """After a node that is no broker (a dedicated controller) was started: until it serves again."""
+        raise HarnessError(f"{node.name}: {self.cluster.distribution.name} cannot tell when a {node.role} node serves")
+
     def await_old_registration_gone(self, broker_id: int) -> None:
         """Before starting a broker that is not running: wait until its old registration is gone."""
 
@@ -144,9 +151,6 @@ class ZkControlPlane(ControlPlane):
     def __init__(self, cluster):
         super().__init__(cluster)
         self._zk = None
-
-    def zookeeper_count(self, requested: int) -> int:
-        return requested
 
     def zk(self):
         """A started kazoo client on the published ZooKeeper ports (shared; closed by :meth:`close`).
@@ -356,6 +360,34 @@ class ProtocolControlPlane(ControlPlane):
         if hist is None:
             raise AdminOpError("no node's metadata log could be read")
         return control_history.from_metadata_events(hist.events, marker)
+
+    def wait_node_ready(self, node, timeout_s: float) -> None:
+        """A dedicated controller: until it finished its startup, the quorum has a leader again and the
+        node leads it or caught up with the leader's log since this wait began (DescribeQuorum through
+        the brokers; without the catch-up time, DescribeQuorum v0, a log end offset is enough)."""
+        deadline = time.monotonic() + timeout_s
+        since_ms = int(time.time() * 1000) - 1000      # the containers share the host's clock
+        last = "not checked"
+        while time.monotonic() < deadline:
+            self.cluster._check_running([node])
+            try:
+                q = self.cluster.quorum()
+                me = next((v for v in q.voters if v.replica_id == node.node_id), None)
+                if not node.started():
+                    last = "startup not finished"
+                elif q.error is not None or q.leader_id < 0:
+                    last = f"the metadata quorum has no leader ({q.error or 'leader -1'})"
+                elif me is None:
+                    last = f"not a voter of the quorum ({sorted(v.replica_id for v in q.voters)})"
+                elif q.leader_id == node.node_id or me.last_caught_up_timestamp >= since_ms or (
+                        me.last_caught_up_timestamp < 0 and me.log_end_offset >= 0):
+                    return
+                else:
+                    last = f"not caught up with the leader {q.leader_id} (log end {me.log_end_offset})"
+            except ProtocolError as e:
+                last = str(e)
+            time.sleep(0.5)
+        raise ClusterError(f"{node.name} not serving {timeout_s:.0f} s after its start ({last})")
 
     def not_ready(self, want: set[int]) -> str | None:
         """Each broker in ``want`` answers Metadata listing all of them, the quorum has a leader

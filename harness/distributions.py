@@ -29,6 +29,7 @@ addresses whatever the distribution.
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -38,6 +39,7 @@ from reference.profiles import profile_for
 
 from .control_plane import ControlPlane, ProtocolControlPlane, ZkControlPlane, new_cluster_id
 from .errors import HarnessError
+from .node_settings import DEFAULT_ZK_CONFIG, ZK_CLIENT_PORT
 
 INTERNAL_PORT = 9093
 CONTROLLER_PORT = 9094
@@ -58,7 +60,25 @@ KRAFT_DEFAULTS: dict[str, str] = {
 class NodeLike(Protocol):
     node_id: int
     alias: str
-    host_port: int
+    host_port: int      # a node may also have ``role`` (broker, zookeeper, controller); broker when absent
+
+
+def role_of(node: NodeLike) -> str:
+    return getattr(node, "role", "broker")
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """Nodes of one role a distribution runs besides its brokers (:meth:`Distribution.node_groups`):
+    a ZooKeeper ensemble, a dedicated KRaft controller quorum. The cluster starts them before the
+    brokers, in this order, as containers ``kc-<cluster>-<prefix><id>`` reachable as ``<alias><id>``
+    on the cluster network, with ``container_port`` published on 127.0.0.1 (harness/node_groups.py)."""
+    role: str                       # the node's role (Node.role, the container's role label)
+    ids: tuple[int, ...]
+    prefix: str                     # container name: kc-<cluster>-<prefix><id>
+    alias: str                      # network alias and host name: <alias><id>
+    container_port: int             # the port inside the container published on a host port
+    port_offset: int                # with ClusterSpec.port_base: host ports BASE+offset, BASE+offset+1, ...
 
 
 @dataclass
@@ -95,6 +115,18 @@ class Distribution:
         """How ``cluster`` (a :class:`harness.cluster.Cluster` of this distribution) is observed:
         registrations, controller, broker epochs, readiness (:mod:`harness.control_plane`)."""
         return ProtocolControlPlane(cluster)
+
+    def node_groups(self, spec) -> list[NodeGroup]:
+        """The nodes a cluster of ``spec`` (a :class:`harness.cluster.ClusterSpec`) runs besides the
+        brokers (none: only brokers)."""
+        return []
+
+    def aux_plan(self, group: NodeGroup, node: NodeLike, members: list[NodeLike], common: dict[str, str],
+                 kafka_nodes: list[NodeLike], cluster_id: str | None = None,
+                 extra_env: dict[str, str] | None = None) -> NodePlan:
+        """How one node of ``group`` starts (``members``: the group's nodes; ``kafka_nodes``: every Kafka
+        node, brokers and controllers; ``common``: :meth:`common_config`)."""
+        raise HarnessError(f"distribution {self.name} runs no {group.role} nodes")
 
     def check_image(self, image) -> None:
         """Raise :class:`HarnessError` when ``image`` (an ``images.ImageInfo``) cannot run this way."""
@@ -170,6 +202,13 @@ def _listeners(node: NodeLike, controller: bool) -> dict[str, str]:
     }
 
 
+def controller_listeners() -> dict[str, str]:
+    """A controller-only node: the CONTROLLER listener alone (Kafka refuses any other, and any
+    advertised listener, with ``process.roles=controller``)."""
+    return {"listeners": f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT"}
+
+
 class ApacheZk(Distribution):
     """Apache Kafka brokers registered in ZooKeeper (what ``harness/cluster.py`` always did)."""
 
@@ -180,6 +219,17 @@ class ApacheZk(Distribution):
 
     def control_plane(self, cluster) -> ControlPlane:
         return ZkControlPlane(cluster)
+
+    def node_groups(self, spec) -> list[NodeGroup]:
+        """The ZooKeeper ensemble: ``spec.zookeepers`` servers ``kc-<name>-zk<N>`` (alias ``zk<N>``)."""
+        return [NodeGroup("zookeeper", tuple(range(1, spec.zookeepers + 1)), "zk", "zk", ZK_CLIENT_PORT, 100)]
+
+    def aux_plan(self, group, node, members, common, kafka_nodes, cluster_id=None, extra_env=None):
+        cfg = dict(DEFAULT_ZK_CONFIG)
+        if len(members) > 1:
+            for other in members:
+                cfg[f"server.{other.node_id}"] = f"{other.alias}:2888:3888"
+        return NodePlan("zookeeper", {"KC_CONFIG": properties_text(cfg), "KC_ZK_MYID": str(node.node_id)}, cfg)
 
     def check_image(self, image) -> None:
         # 4.x images are labelled apache-kraft: say why they cannot run here before the generic refusal
@@ -229,6 +279,10 @@ class ApacheKraft(Distribution):
         ids = sorted(n.node_id for n in nodes)
         return ids[:3] if len(ids) >= 3 else ids[:1]
 
+    def process_roles(self, node: NodeLike, voters: list[int]) -> str:
+        """``process.roles`` of ``node``: combined on the voters, broker elsewhere."""
+        return "broker,controller" if node.node_id in voters else "broker"
+
     def common_config(self, defaults, brokers, overrides):
         base = {k: v for k, v in defaults.items() if not k.startswith(_ZK_ONLY_PREFIXES)}
         base.update(KRAFT_DEFAULTS)
@@ -237,12 +291,15 @@ class ApacheKraft(Distribution):
     def node_config(self, common, node, nodes, zookeeper_connect=""):
         voters = self.voter_ids(nodes)
         by_id = {n.node_id: n for n in nodes}
-        is_voter = node.node_id in voters
+        roles = self.process_roles(node, voters)
         cfg = dict(common)
-        cfg.update(_listeners(node, controller=is_voter))
+        if roles == "controller":
+            cfg.update(controller_listeners())
+        else:
+            cfg.update(_listeners(node, controller="controller" in roles))
         cfg.update({
             "node.id": str(node.node_id),
-            "process.roles": "broker,controller" if is_voter else "broker",
+            "process.roles": roles,
             "controller.quorum.voters": ",".join(f"{v}@{by_id[v].alias}:{CONTROLLER_PORT}" for v in voters),
             "controller.listener.names": "CONTROLLER",
         })
@@ -321,12 +378,22 @@ class Generic(ApacheKraft):
 
 
 _ADAPTERS = {"apache-zk": ApacheZk, "apache-kraft": ApacheKraft, "generic": Generic}
-NAMES = tuple(_ADAPTERS)
+# Adapters in modules of their own (each names its class ``ADAPTER``), imported when first asked for: a
+# new distribution is a module and a line here; the runner, the CLI and the scenarios take it from NAMES.
+_MODULES = {"apache-kraft-dedicated": "harness.distributions_dedicated"}
+NAMES = tuple(_ADAPTERS) + tuple(_MODULES)
+# one line per adapter for the --distribution help of every command
+CHOICES_HELP = ("apache-zk (default: ZooKeeper mode, observed through ZooKeeper), apache-kraft (KRaft: combined "
+                "broker+controller nodes, observed through the Kafka protocol), apache-kraft-dedicated (KRaft "
+                "with a dedicated quorum: controller-only nodes besides the brokers) or generic (a foreign image "
+                "configured by KAFKA_* variables, KRaft)")
 
 
 def get(name: str | None) -> Distribution:
     """The adapter called ``name`` (None: the default, ``apache-zk``)."""
     key = name or DEFAULT
+    if key in _MODULES:
+        return importlib.import_module(_MODULES[key]).ADAPTER()
     if key not in _ADAPTERS:
         raise HarnessError(f"unknown distribution {name!r}: choose one of {', '.join(NAMES)}")
     return _ADAPTERS[key]()

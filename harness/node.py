@@ -1,4 +1,4 @@
-"""One node of a cluster: a broker's or a ZooKeeper server's container and the process-level
+"""One node of a cluster: a broker's, a ZooKeeper server's or a controller's container and the process-level
 operations faults use (kill, stop, start, pause, ``docker exec`` as root, reading files, logs, and
 whether a broker finished its startup).
 
@@ -14,19 +14,23 @@ from datetime import datetime
 
 from . import docker_util
 from .errors import ClusterError
+from .node_settings import ZK_CLIENT_PORT
 
 
 class Node:
-    """One container (a broker or a ZooKeeper server) with the process-level operations faults use."""
+    """One container (a broker, a ZooKeeper server, a controller) with the process-level operations faults use."""
 
     def __init__(self, cluster_name: str, role: str, node_id: int, container_name: str, alias: str,
-                 host_port: int, started_line: str | None = None):
+                 host_port: int, started_line: str | None = None, client_port: int | None = None):
         self.cluster_name = cluster_name
-        self.role = role
+        self.role = role        # broker | zookeeper | controller (a dedicated KRaft controller)
         self.node_id = node_id
         self.name = container_name
         self.alias = alias
         self.host_port = host_port
+        # the port inside the container published on host_port: a broker listens on host_port itself
+        self.client_port = client_port if client_port is not None else (
+            ZK_CLIENT_PORT if role == "zookeeper" else host_port)
         # the log line that ends startup (distribution-specific); "" = none, running is enough
         self.started_line = f"[KafkaServer id={node_id}] started" if started_line is None else started_line
 

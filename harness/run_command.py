@@ -51,11 +51,9 @@ def add_parser(sub) -> None:
     g = r.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V")
     g.add_argument("--broker-image", metavar="IMG")
-    r.add_argument("--distribution", choices=["apache-zk", "apache-kraft", "generic"], default=None,
-                   help="apache-zk (default: ZooKeeper mode, observed through ZooKeeper), apache-kraft (KRaft, "
-                        "observed through the Kafka protocol) or generic (a foreign image configured by KAFKA_* "
-                        "variables; the default for an image not built here); scenarios that need ZooKeeper "
-                        "are skipped without it")
+    r.add_argument("--distribution", choices=distributions.NAMES, default=None,
+                   help=distributions.CHOICES_HELP + "; generic is the default for an image not built here; "
+                        "scenarios that need ZooKeeper are skipped without it")
     r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
                                      "or compatible)")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",

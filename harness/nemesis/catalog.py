@@ -40,7 +40,7 @@ class FaultInfo:
     kind: str                       # process | network | degradation | zookeeper | controller
     default_target: str
     instant: bool = False
-    roles: tuple[str, ...] = ("broker", "zookeeper")
+    roles: tuple[str, ...] = ("broker", "zookeeper", "controller")
     params: dict[str, tuple] = field(default_factory=dict)
     doc: str = ""
 

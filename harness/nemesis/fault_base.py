@@ -52,7 +52,7 @@ class Context:
         ip = node.ip()
         if not ip:
             raise FaultError(f"{node.name} has no address on {self.cluster.network_name} (is it running?)")
-        port = node.host_port if node.role == "broker" else ZK_CLIENT_PORT
+        port = node.host_port if node.role == "broker" else getattr(node, "client_port", ZK_CLIENT_PORT)
         return netrules.NetNode(node.name, node.alias, node.role, ip, port, self.gateway())
 
     def everyone(self) -> list["Node"]:

@@ -60,7 +60,12 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
         return
     node.start()
     started()
-    if wait:
+    if wait and node.role != "zookeeper":   # a dedicated KRaft controller
+        try:
+            ctx.cluster.control.wait_node_ready(node, timeout_s)
+        except HarnessError as e:
+            raise FaultError(str(e)) from None
+    elif wait:
         deadline = time.monotonic() + timeout_s
         while zookeeper_mode(node) is None:
             if time.monotonic() > deadline:
@@ -75,8 +80,8 @@ class _Restartable(Fault):
         if self.params.get("heal", "start") == "none":
             return
         errors = []
-        # ZooKeeper first: brokers need it to register
-        for n in sorted(self.nodes, key=lambda n: n.role != "zookeeper"):
+        # ZooKeeper (or the controllers) first: brokers need it to register
+        for n in sorted(self.nodes, key=lambda n: n.role == "broker"):
             try:
                 start_node(self.ctx, n, self.params.get("wait", True), self.params.get("timeout_s", 60.0),
                            started=self.restoring)

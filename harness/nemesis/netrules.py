@@ -9,11 +9,13 @@ Link classes (see :mod:`harness.nemesis.catalog`):
 
 - ``broker-broker``, ``broker-zk``, ``zk-zk``: all IP traffic between the two nodes' addresses on
   the cluster network (inter-broker replication uses the INTERNAL listener, port 9093; brokers reach
-  ZooKeeper on 2181; ZooKeeper servers talk on 2888/3888);
+  ZooKeeper on 2181; ZooKeeper servers talk on 2888/3888). A dedicated KRaft controller counts as a
+  broker here: every link between Kafka nodes (brokers and controllers, CONTROLLER listener 9094) is
+  ``broker-broker``, as it is between combined nodes;
 - ``client``: host clients. They reach a container through docker-proxy, i.e. from the network
   gateway, on the node's client port (a broker's EXTERNAL listener port, which only host clients
-  use; ZooKeeper's 2181, where the rule also matches the gateway address so brokers keep their
-  sessions). Inter-broker replication is untouched by a ``client`` cut.
+  use; ZooKeeper's 2181 or a dedicated controller's 9094, where the rule also matches the gateway
+  address so brokers keep their sessions and their quorum). Inter-broker replication is untouched by a ``client`` cut.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class NetNode:
     """A container as seen by the rule generator."""
     name: str               # container name (unique)
     alias: str              # broker<id> / zk<n>
-    role: str               # broker | zookeeper
+    role: str               # broker | zookeeper | controller (a dedicated KRaft controller)
     ip: str                 # address on the cluster network
     client_port: int        # port host clients connect to inside the container
     gateway: str | None = None   # the network gateway: source of host-client traffic
@@ -41,7 +43,7 @@ class NetNode:
 
 def link_kind(a: NetNode, b: NetNode) -> str:
     roles = {a.role, b.role}
-    if roles == {"broker"}:
+    if roles <= {"broker", "controller"}:   # between Kafka nodes, dedicated KRaft controllers included
         return "broker-broker"
     if roles == {"zookeeper"}:
         return "zk-zk"
@@ -71,8 +73,9 @@ def peer_rules(local: NetNode, peers: list[NetNode], links, direction: str, tag:
 
 def client_rules(local: NetNode, direction: str, tag: str) -> list[Rule]:
     """Rules in ``local`` dropping host-client traffic on its client port."""
-    src = ["-s", f"{local.gateway}/32"] if local.role == "zookeeper" and local.gateway else []
-    dst = ["-d", f"{local.gateway}/32"] if local.role == "zookeeper" and local.gateway else []
+    # ZooKeeper's and a controller's client port serve the brokers too: match the gateway only
+    src = ["-s", f"{local.gateway}/32"] if local.role != "broker" and local.gateway else []
+    dst = ["-d", f"{local.gateway}/32"] if local.role != "broker" and local.gateway else []
     rules: list[Rule] = []
     if direction in ("in", "both"):
         rules.append(_drop(CHAIN_IN, src + ["-p", "tcp", "--dport", str(local.client_port)], tag))

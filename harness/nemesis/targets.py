@@ -149,7 +149,9 @@ def resolve_one(t: Target, cluster: "Cluster", view: "View", rng: "random.Random
         cid = _call(view.controller_id)
         if cid is None:
             raise TargetUnresolved("controller: /controller is empty (no controller elected)")
-        return [_broker(cluster, cid, "controller")]
+        # a dedicated quorum (apache-kraft-dedicated): the active controller is a controller-only node
+        dedicated = next((n for n in getattr(cluster, "controllers", []) if n.node_id == cid), None)
+        return [dedicated or _broker(cluster, cid, "controller")]
     if t.kind == "random-broker":
         return [cluster.brokers[rng.choice(cluster.broker_ids)]]
     if t.kind == "random-zk":

@@ -2,7 +2,8 @@
 truth of every decision of the controller (docs/observer.md, "KRaft metadata log").
 
 Every node replicates ``__cluster_metadata-0`` (voters as quorum members, broker-only nodes as
-observers) under ``metadata.log.dir`` (default: the first of ``log.dirs``). The segments are copied out
+observers) under ``metadata.log.dir`` (default: the first of ``log.dirs``); in the dedicated layout
+(``apache-kraft-dedicated``) the voters are the controller-only nodes, read first. The segments are copied out
 with ``docker cp`` semantics (:meth:`harness.cluster.Node.read_file`), which also works on a stopped or
 killed container. A node's log may lack the tail that was not yet replicated to it, and the leader's
 may end with records not yet committed; the most complete readable history is kept.
@@ -30,7 +31,9 @@ def metadata_log_dir(config: dict[str, str]) -> str:
 
 
 def _nodes_voters_first(cluster) -> list:
-    nodes = [cluster.brokers[b] for b in sorted(cluster.brokers)]
+    """Every Kafka node (the brokers and any controller-only nodes of a dedicated quorum), the quorum's
+    voters first: their logs are the most complete."""
+    nodes = [cluster.brokers[b] for b in sorted(cluster.brokers)] + list(getattr(cluster, "controllers", []))
     voter_ids = getattr(cluster.distribution, "voter_ids", None)
     voters = set(voter_ids(nodes)) if voter_ids else set()
     return [n for n in nodes if n.node_id in voters] + [n for n in nodes if n.node_id not in voters]
