@@ -14,6 +14,9 @@ Adapters (``ClusterSpec.distribution``):
     form the static quorum (``controller.quorum.voters``); the others are brokers only. The
     CONTROLLER listener (port 9094) exists on the Docker network only. The entrypoint's ``kraft``
     mode formats the storage with ``$KC_CLUSTER_ID`` (idempotent) and runs ``kafka.Kafka``.
+``apache-kraft-dedicated`` (:mod:`harness.distributions_dedicated`)
+    KRaft with a dedicated quorum: ``ClusterSpec.controllers`` controller-only nodes (ids 101, ...)
+    besides the broker-only nodes 1..N.
 ``generic``
     A user-supplied image, configured by environment variables the way the official
     ``apache/kafka`` image is: every property ``a.b_c-d`` becomes ``KAFKA_A_B__C___D`` (prefix
@@ -22,7 +25,10 @@ Adapters (``ClusterSpec.distribution``):
     Properties are checked to read back unchanged through the official image's decoding
     (``kafka.docker.KafkaDockerWrapper``); docs/examples/official-style-image is such an image.
 
-Every node has ``INTERNAL://broker<ID>:9093`` (inter-broker) and ``EXTERNAL://127.0.0.1:<P>``
+The nodes a cluster runs besides its brokers (a ZooKeeper ensemble, dedicated controllers) are the
+adapter's :class:`NodeGroup` s (:meth:`Distribution.node_groups`, started by harness/node_groups.py).
+
+Every broker has ``INTERNAL://broker<ID>:9093`` (inter-broker) and ``EXTERNAL://127.0.0.1:<P>``
 published on 127.0.0.1:P, exactly as in ZooKeeper mode, so clients and faults see the same
 addresses whatever the distribution.
 """

@@ -34,9 +34,13 @@ def _nodes_voters_first(cluster) -> list:
     """Every Kafka node (the brokers and any controller-only nodes of a dedicated quorum), the quorum's
     voters first: their logs are the most complete."""
     nodes = [cluster.brokers[b] for b in sorted(cluster.brokers)] + list(getattr(cluster, "controllers", []))
-    voter_ids = getattr(cluster.distribution, "voter_ids", None)
-    voters = set(voter_ids(nodes)) if voter_ids else set()
+    voters = _voter_ids(cluster, nodes)
     return [n for n in nodes if n.node_id in voters] + [n for n in nodes if n.node_id not in voters]
+
+
+def _voter_ids(cluster, nodes) -> set[int]:
+    voter_ids = getattr(cluster.distribution, "voter_ids", None)
+    return set(voter_ids(nodes)) if voter_ids else set()
 
 
 def _segment_names(node, d: str) -> list[str]:
@@ -55,10 +59,17 @@ def read_node_history(cluster, node) -> KraftHistory | None:
 
 
 def read_kraft_history(cluster) -> KraftHistory | None:
-    """The most complete metadata-log history among the cluster's nodes, voters first (None when no
-    node's log is readable). A node whose log cannot be read gets a one-line note on stderr."""
+    """The most complete metadata-log history among the quorum's voters (the controllers), or, when no
+    voter's log is readable and complete, among every node (None when no node's log is readable). The
+    voters' logs are the ground truth: an observer (a broker-only node) only copies the leader's, and
+    reading it later would only add the no-op records written meanwhile. A node whose log cannot be
+    read gets a one-line note on stderr."""
     best = None
-    for node in _nodes_voters_first(cluster):
+    nodes = _nodes_voters_first(cluster)
+    n_voters = len(_voter_ids(cluster, nodes))
+    for i, node in enumerate(nodes):
+        if i == n_voters and best is not None and best[1].complete:
+            break                       # a voter's complete log: the observers add nothing
         try:
             hist = read_node_history(cluster, node)
         except Exception as e:  # noqa: BLE001 - a node's log may be unreadable after a fault; try the others
