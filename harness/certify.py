@@ -330,9 +330,9 @@ def add_parser(sub) -> None:
                    help="run N scenarios at a time, each in its own process and cluster (default 1)")
     c.add_argument("--distribution", choices=distributions.NAMES, default=None,
                    help="how the image's clusters run: apache-zk (default for kafka-chaos images), apache-kraft or "
-                        "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for ZooKeeper mode only "
-                        "are NOT-APPLICABLE) or generic (default for any other image: configured by KAFKA_* "
-                        "variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
+                        "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for "
+                        "ZooKeeper mode only are NOT-APPLICABLE) or generic (default for any other image: configured "
+                        "by KAFKA_* variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
     c.set_defaults(func=cmd_certify)
 
 

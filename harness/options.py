@@ -37,5 +37,5 @@ def check_distribution_fits(kafka_version: str | None, distribution: str | None,
     distribution = distribution or default
     if distribution == "apache-zk" and key >= (4, 0):
         raise HarnessError(f"Kafka {version} has no ZooKeeper mode; use --distribution apache-kraft")
-    if distribution.startswith("apache-kraft") and key < (3, 3):     # apache-kraft, apache-kraft-dedicated
+    if (distribution or "").startswith("apache-kraft") and key < (3, 3):   # apache-kraft, apache-kraft-dedicated
         raise HarnessError(f"Kafka {version} has no production KRaft mode; use 3.3 or newer")

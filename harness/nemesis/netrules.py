@@ -15,7 +15,8 @@ Link classes (see :mod:`harness.nemesis.catalog`):
 - ``client``: host clients. They reach a container through docker-proxy, i.e. from the network
   gateway, on the node's client port (a broker's EXTERNAL listener port, which only host clients
   use; ZooKeeper's 2181 or a dedicated controller's 9094, where the rule also matches the gateway
-  address so brokers keep their sessions and their quorum). Inter-broker replication is untouched by a ``client`` cut.
+  address so brokers keep their sessions and their quorum). Inter-broker replication is untouched
+  by a ``client`` cut.
 """
 
 from __future__ import annotations
