@@ -287,6 +287,10 @@ class Cluster:
         return self.distribution.node_config(self.broker_config, node, [self.brokers[b] for b in self.broker_ids],
                                              self.internal_zookeeper_connect)
 
+    def runs_controller(self, node: Node) -> bool:
+        """Whether ``node`` runs a KRaft controller (its ``process.roles`` names one): it has a CONTROLLER listener."""
+        return node.role != "zookeeper" and "controller" in self._broker_config(node).get("process.roles", "")
+
     def _node_plan(self, node: Node) -> distributions.NodePlan:
         return self.distribution.plan(self.broker_config, node, [self.brokers[b] for b in self.broker_ids],
                                       self.internal_zookeeper_connect, self.cluster_id, self.spec.node_env)
