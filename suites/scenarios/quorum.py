@@ -262,9 +262,13 @@ def _majority_loss(ctx: RunContext) -> None:
                "its LeaderChange in the metadata log", bool(regained) and bool(fences)
                and fences[0]["seq"] > regained[0]["seq"], {"leader_changes": regained, "fences": fences})
     moved = next((w for w in of_partition(writes, "state", T, 1) if w["leader"] != victim), None)
-    ctx.expect(f"{T}-1: leader 4, leader epoch + 1, written after the fencing (§9.3, §9.2)",
+    # ReplicationControlManager.handleBrokerFenced writes the broker's ISR and leader changes first, then
+    # the fencing record, in one batch
+    ctx.expect(f"{T}-1: leader 4, leader epoch + 1, in the fencing's batch: after the new LeaderChange, just "
+               "before the fencing record (§9.3, §9.2)",
                moved is not None and moved["leader"] == 4 and moved["leader_epoch"] == before[1]["leader_epoch"] + 1
-               and bool(fences) and moved["seq"] >= fences[0]["seq"], {"before": before[1], "write": moved})
+               and bool(fences) and bool(regained) and regained[0]["seq"] < moved["seq"] < fences[0]["seq"],
+               {"before": before[1], "write": moved})
     for p in (0, 2):
         shrink = next((w for w in of_partition(writes, "state", T, p) if victim not in w["isr"]), None)
         ctx.expect(f"{T}-{p}: {victim} left the ISR only after the quorum was back", shrink is not None
