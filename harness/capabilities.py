@@ -38,6 +38,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("reassignment", "Partition reassignment", ("reassignment",)),
     Capability("preferred_election", "Preferred leader election and controlled shutdown", ("preferred_election",)),
     Capability("zookeeper", "ZooKeeper faults", ("zookeeper",), needs_role="zookeeper"),
+    Capability("quorum", "KRaft controller quorum faults", ("quorum",), needs_role="controller"),
     Capability("network", "Network partitions", ("network",)),
     Capability("unclean", "Unclean leader election", ("unclean",)),
 )

@@ -283,6 +283,15 @@ class Cluster:
     def _broker_config_common(self) -> dict[str, str]:
         return self.distribution.common_config(DEFAULT_BROKER_CONFIG, len(self.brokers), self.spec.broker_config)
 
+    def runs_controller(self, node: Node) -> bool:
+        """Whether ``node`` runs a KRaft controller (a dedicated controller node, or a Kafka node whose
+        ``process.roles`` names one): it has a CONTROLLER listener."""
+        if node.role == "zookeeper":
+            return False
+        if node.role == "controller":
+            return True
+        return "controller" in self._node_plan(node).config.get("process.roles", "")
+
     def _node_plan(self, node: Node) -> distributions.NodePlan:
         return self.distribution.plan(self.broker_config, node, self.kafka_nodes(),
                                       self.internal_zookeeper_connect, self.cluster_id, self.spec.node_env)

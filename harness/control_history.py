@@ -18,8 +18,14 @@ gives them to scenarios in this form (docs/scenarios.md "The controller's writes
     the topic is gone (its znode deleted, a RemoveTopicRecord);
 ``{"kind": "broker", "broker_id", "broker_epoch", "registered", "seq"}``
     a broker registration (znode created / deleted; RegisterBrokerRecord / UnregisterBrokerRecord);
-``{"kind": "controller_epoch", "epoch", "seq"}``
-    a new controller epoch (``/controller_epoch`` written; a LeaderChange control record of the quorum).
+``{"kind": "fence", "broker_id", "broker_epoch", "fenced", "seq"}``
+    KRaft only: the controller fenced (``fenced`` true) or unfenced a registered broker
+    (FenceBrokerRecord / UnfenceBrokerRecord, or a BrokerRegistrationChangeRecord that changes the
+    fenced flag; controller-spec §9.3). A new registration starts fenced and is a ``broker`` write;
+    ZooKeeper mode has no fencing (a broker is registered or not);
+``{"kind": "controller_epoch", "epoch", "leader_id", "seq"}``
+    a new controller epoch (``/controller_epoch`` written; a LeaderChange control record of the quorum,
+    which also names the new quorum leader: ``leader_id``, None in ZooKeeper mode).
 
 ``seq`` orders the writes of one history (the zxid; the metadata log offset) and is the marker
 :meth:`~harness.control_plane.ControlPlane.history_marker` returns.
@@ -53,15 +59,25 @@ def from_zk_events(events: list[dict], since: int = 0) -> list[dict]:
             out.append({"kind": "broker", "broker_id": e["broker_id"], "broker_epoch": e.get("broker_epoch"),
                         "registered": bool(e.get("registered")), "seq": z})
         elif t == "zk.controller_epoch":
-            out.append({"kind": "controller_epoch", "epoch": e.get("epoch"), "seq": z})
+            out.append({"kind": "controller_epoch", "epoch": e.get("epoch"), "leader_id": None, "seq": z})
     return out
 
 
 def from_metadata_events(events: list[dict], since: int = -1) -> list[dict]:
     """The writes of ``meta.*`` metadata-log events with an offset above ``since``, in log order."""
     out: list[dict] = []
-    for e in sorted((e for e in events if e.get("offset", -1) > since), key=lambda e: e["offset"]):
+    fenced: dict[int, bool | None] = {}       # each broker's fenced flag so far (the whole log is replayed)
+    for e in sorted((e for e in events if e.get("offset", -1) >= 0), key=lambda e: e["offset"]):
         t, o = e.get("type"), e["offset"]
+        if t == "meta.broker":
+            was, now = fenced.get(e["broker_id"]), e.get("fenced")
+            fenced[e["broker_id"]] = now
+            if (o > since and e.get("registered") and now is not None and was is not None and now != was
+                    and e.get("record") not in ("RegisterBrokerRecord", "UnregisterBrokerRecord")):
+                out.append({"kind": "fence", "broker_id": e["broker_id"], "broker_epoch": e.get("broker_epoch"),
+                            "fenced": bool(now), "seq": o})
+        if o <= since:
+            continue
         if t == "meta.partition":
             created = e.get("record") == "PartitionRecord"
             changed = set(e.get("changed") or ())
@@ -79,7 +95,8 @@ def from_metadata_events(events: list[dict], since: int = -1) -> list[dict]:
             out.append({"kind": "broker", "broker_id": e["broker_id"], "broker_epoch": e.get("broker_epoch"),
                         "registered": bool(e.get("registered")), "seq": o})
         elif t == "meta.leader_change":
-            out.append({"kind": "controller_epoch", "epoch": e.get("raft_epoch"), "seq": o})
+            out.append({"kind": "controller_epoch", "epoch": e.get("raft_epoch"), "leader_id": e.get("leader_id"),
+                        "seq": o})
     return out
 
 

@@ -30,6 +30,13 @@ class StepTimeout(ExpectationFailed):
     """The cluster did not reach an expected state in the bounded time (progress rule, spec §8.4)."""
 
 
+# why a scenario that needs a role does not apply to a distribution without it (Scenario.not_applicable)
+ROLE_REASONS = {
+    "zookeeper": "written for ZooKeeper mode only",
+    "controller": "needs controller nodes (a KRaft quorum)",
+}
+
+
 @dataclass
 class TopicSpec:
     name: str
@@ -67,24 +74,31 @@ class Scenario:
     # what the run must exercise, judged by harness.checkers.coverage.check_coverage (keys of its DEFAULT_NEEDS,
     # e.g. {"settle_s": 10, "acked_after_heal": 0}); None: the defaults
     coverage: dict[str, Any] | None = None
+    # the node roles besides brokers the scenario needs (Distribution.roles must have each); None: from
+    # ``kraft`` (False: a ZooKeeper ensemble, True: none). ("controller",): a KRaft quorum
+    needs_roles: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.needs_roles is None:
+            self.needs_roles = () if self.kraft else ("zookeeper",)
+        self.needs_roles = tuple(self.needs_roles)
+        unknown = [r for r in self.needs_roles if r not in ROLE_REASONS]
+        if unknown:
+            raise ScenarioError(f"{self.name}: unknown role(s) {unknown} in needs_roles; known: {', '.join(ROLE_REASONS)}")
 
     @property
     def family(self) -> str:
         return self.name.split(".", 1)[0]
 
-    @property
-    def needs_roles(self) -> tuple[str, ...]:
-        """The node roles besides brokers this scenario needs (``kraft`` False: a ZooKeeper ensemble)."""
-        return () if self.kraft else ("zookeeper",)
-
     def not_applicable(self, kafka_version: str | None, distribution=None) -> str | None:
         """Why this scenario cannot run on that broker (None when it can): a ``min_version`` above the
         broker's Kafka version (unknown versions are run), or a distribution (a
         :class:`harness.distributions.Distribution`; None: the default) that runs none of a role the
-        scenario needs (:attr:`needs_roles`: one written for ZooKeeper mode only)."""
+        scenario needs (:attr:`needs_roles`; the reason per role: :data:`ROLE_REASONS`)."""
         roles = distributions.get(None).roles if distribution is None else distribution.roles
-        if any(r not in roles for r in self.needs_roles):
-            return "written for ZooKeeper mode only"
+        for r in self.needs_roles:
+            if r not in roles:
+                return ROLE_REASONS[r]
         if self.min_version and kafka_version and versions.older_than(kafka_version, self.min_version):
             return f"needs Kafka {self.min_version}+ (this is {kafka_version})"
         return None

@@ -38,12 +38,13 @@ def scen(name: str, tags=("conformance", "chaos"), min_version=None, broker_conf
 # -- the table -------------------------------------------------------------------------------------
 def test_table_maps_every_capability_of_the_issue_to_its_family():
     want = {"acks", "broker_failover", "controller_failover", "isr", "topics", "restart", "reassignment",
-            "preferred_election", "zookeeper", "network", "unclean"}
+            "preferred_election", "zookeeper", "quorum", "network", "unclean"}
     assert {c.name for c in CAPABILITIES} == want
     assert {c.name: c.families for c in CAPABILITIES} == {n: (n,) for n in want}
     families = [f for c in CAPABILITIES for f in c.families]
     assert len(families) == len(set(families)), "a family is evidence for one capability only"
-    assert [(c.name, c.needs_role) for c in CAPABILITIES if c.needs_role] == [("zookeeper", "zookeeper")]
+    assert [(c.name, c.needs_role) for c in CAPABILITIES if c.needs_role] == [("zookeeper", "zookeeper"),
+                                                                               ("quorum", "controller")]
     assert all(c.title for c in CAPABILITIES)
 
 
@@ -83,6 +84,15 @@ def test_plan_without_zookeeper_and_with_unknown_version():
     assert "version is unknown" in sp.reason
 
 
+def test_quorum_capability_needs_a_controller_quorum():
+    scenarios = [Scenario("quorum.kill_leader", "q", None, kraft=True, needs_roles=("controller",))]
+    zk = {p.capability.name: p for p in certify.plan(scenarios, ZK_39)}
+    assert zk["quorum"].na_reason == "the broker runs no controller nodes (apache-zk)"
+    assert [s.reason for s in zk["quorum"].scenarios] == ["needs controller nodes"]
+    kraft = {p.capability.name: p for p in certify.plan(scenarios, KRAFT)}
+    assert kraft["quorum"].na_reason == "" and [s.name for s in kraft["quorum"].applicable] == ["quorum.kill_leader"]
+
+
 def test_plan_selection_and_unmapped_scenarios():
     scenarios = [scen("controller_failover.kill_controller"), scen("acks.x"), scen("chaosmonkey.random")]
     plans = certify.plan(scenarios, ZK_39, ["controller_failover"])
@@ -105,10 +115,14 @@ def test_plan_of_the_real_catalog_finds_the_existing_families():
     plans = {p.capability.name: p for p in certify.plan(SCENARIOS, ZK_39)}
     families = {s.family for s in SCENARIOS if "conformance" in s.tags}
     for name, p in plans.items():
-        if name in families:
+        if p.capability.needs_role == "controller":      # a KRaft quorum: no such nodes in ZooKeeper mode
+            assert p.applicable == [] and p.na_reason == "the broker runs no controller nodes (apache-zk)"
+        elif name in families:
             assert p.applicable, f"{name}: its conformance scenarios exist but none applies"
         else:
             assert p.na_reason in (NO_SCENARIO,) or p.na_reason.startswith("no applicable scenario")
+    kraft = {p.capability.name: p for p in certify.plan(SCENARIOS, KRAFT)}
+    assert len(kraft["quorum"].applicable) >= 5
 
 
 # -- profiles ----------------------------------------------------------------------------------------
@@ -535,6 +549,6 @@ def test_scope_says_all_only_when_every_capability_was_decided(tmp_path):
         started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
         selected=None, unmapped=[])
     assert cert["overall"] == CERTIFIED and cert["scope"]["complete"] is True
-    assert cert["scope_text"].startswith("every capability of this harness version was selected (11); "
-                                         "decided (1): controller_failover; not applicable (10): acks (")
+    assert cert["scope_text"].startswith("every capability of this harness version was selected (12); "
+                                         "decided (1): controller_failover; not applicable (11): acks (")
     assert "all capabilities" not in render_html(cert)

@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from harness.errors import ScenarioError
 
 # Link classes a network fault can cut (docs/faults.md "Links").
-LINKS = ("broker-broker", "broker-zk", "zk-zk", "client")
+LINKS = ("broker-broker", "broker-zk", "zk-zk", "client", "controller")
 PEER_LINKS = ("broker-broker", "broker-zk", "zk-zk")
 _LINK_ALIASES = {
     "broker-broker": "broker-broker", "inter-broker": "broker-broker",
     "broker-zk": "broker-zk", "zk-broker": "broker-zk",
     "zk-zk": "zk-zk", "quorum": "zk-zk",
     "client": "client", "client-broker": "client", "broker-client": "client", "client-zk": "client",
+    # the KRaft CONTROLLER listener only (port 9094): a subset of broker-broker in combined mode
+    "controller": "controller", "broker-controller": "controller", "controller-broker": "controller",
 }
 
 
@@ -58,9 +60,9 @@ CATALOG: dict[str, FaultInfo] = {f.name: f for f in [
     FaultInfo("restart", "process", "random-broker", instant=True,
               params={"stop_timeout_s": NUM, **_WAIT}, doc="clean stop then start"),
     FaultInfo("pause", "process", "random-broker", doc="freeze the container's cgroup; heal unpauses"),
-    FaultInfo("isolate", "network", "random-broker", params=dict(_NET),
+    FaultInfo("isolate", "network", "random-broker", params={**_NET, "peers": (str,)},
               doc="cut each target node from every other node of the cluster"),
-    FaultInfo("link_cut", "network", "random-broker", params=dict(_NET),
+    FaultInfo("link_cut", "network", "random-broker", params={**_NET, "peers": (str,)},
               doc="cut only the selected link classes of the target nodes"),
     FaultInfo("partition", "network", "random-minority", params={**_NET, "groups": (list,)},
               doc="split the cluster: the target nodes on one side, every other node on the other"),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness import docker_util
+from harness.distributions import CONTROLLER_PORT
 from harness.errors import HarnessError
 from harness.nemesis import netrules
 
@@ -53,7 +54,9 @@ class Context:
         if not ip:
             raise FaultError(f"{node.name} has no address on {self.cluster.network_name} (is it running?)")
         port = node.host_port if node.role == "broker" else getattr(node, "client_port", ZK_CLIENT_PORT)
-        return netrules.NetNode(node.name, node.alias, node.role, ip, port, self.gateway())
+        runs_controller = getattr(self.cluster, "runs_controller", None)
+        cport = CONTROLLER_PORT if runs_controller is not None and runs_controller(node) else None
+        return netrules.NetNode(node.name, node.alias, node.role, ip, port, self.gateway(), cport)
 
     def everyone(self) -> list["Node"]:
         return self.cluster.nodes()

@@ -82,11 +82,18 @@ class _IptablesFault(Fault):
 
 
 class Isolate(_IptablesFault):
-    """Each target node cut from every other node (``clients: true`` also from host clients)."""
+    """Each target node cut from every other node (``clients: true`` also from host clients);
+    ``peers`` (a target string) cuts it from those nodes only, e.g. ``link_cut quorum-leader`` with
+    ``links: controller, peers: quorum-observers``: the active controller unreachable for the brokers
+    that are not voters, its quorum links intact."""
     name = "isolate"
 
     def rules(self):
-        return netrules.isolate_rules(self._net(self.nodes), self._net(self.ctx.everyone()), self.links(), self.tag)
+        peers = self.ctx.everyone()
+        if self.params.get("peers"):
+            peers = resolve(self.params["peers"], self.ctx.cluster, self.ctx.view, self.ctx.rng)
+            self.detail["peers"] = [n.alias for n in peers]
+        return netrules.isolate_rules(self._net(self.nodes), self._net(peers), self.links(), self.tag)
 
 
 class LinkCut(Isolate):

@@ -12,6 +12,10 @@ Link classes (see :mod:`harness.nemesis.catalog`):
   ZooKeeper on 2181; ZooKeeper servers talk on 2888/3888). A dedicated KRaft controller counts as a
   broker here: every link between Kafka nodes (brokers and controllers, CONTROLLER listener 9094) is
   ``broker-broker``, as it is between combined nodes;
+- ``controller``: only the TCP connections to a KRaft CONTROLLER listener (port 9094) between two
+  nodes, either way (Raft fetches and votes, broker heartbeats and registrations, forwarded admin
+  requests); replication (9093) and host clients stay up. It cuts something only where one of the
+  two nodes runs a controller (``NetNode.controller_port``). Ephemeral ports never reach 9094.
 - ``client``: host clients. They reach a container through docker-proxy, i.e. from the network
   gateway, on the node's client port (a broker's EXTERNAL listener port, which only host clients
   use; ZooKeeper's 2181 or a dedicated controller's 9094, where the rule also matches the gateway
@@ -40,6 +44,7 @@ class NetNode:
     ip: str                 # address on the cluster network
     client_port: int        # port host clients connect to inside the container
     gateway: str | None = None   # the network gateway: source of host-client traffic
+    controller_port: int | None = None   # the KRaft CONTROLLER listener's port when the node runs one
 
 
 def link_kind(a: NetNode, b: NetNode) -> str:
@@ -63,12 +68,32 @@ def peer_rules(local: NetNode, peers: list[NetNode], links, direction: str, tag:
     """
     rules: list[Rule] = []
     for p in peers:
-        if p.name == local.name or link_kind(local, p) not in links:
+        if p.name == local.name:
+            continue
+        if link_kind(local, p) not in links:
+            if "controller" in links:
+                rules.extend(controller_rules(local, p, direction, tag))
             continue
         if direction in ("in", "both"):
             rules.append(_drop(CHAIN_IN, ["-s", f"{p.ip}/32"], tag))
         if direction in ("out", "both"):
             rules.append(_drop(CHAIN_OUT, ["-d", f"{p.ip}/32"], tag))
+    return rules
+
+
+def controller_rules(local: NetNode, peer: NetNode, direction: str, tag: str) -> list[Rule]:
+    """Rules in ``local`` dropping the TCP segments it exchanges with ``peer`` on a CONTROLLER
+    listener: ``local``'s own (peer connected to it) and the peer's (local connected to it)."""
+    rules: list[Rule] = []
+    for port, mine in ((local.controller_port, True), (peer.controller_port, False)):
+        if not port:
+            continue
+        if direction in ("in", "both"):     # what the peer sends: to my listener, or from its listener
+            rules.append(_drop(CHAIN_IN, ["-s", f"{peer.ip}/32", "-p", "tcp",
+                                          "--dport" if mine else "--sport", str(port)], tag))
+        if direction in ("out", "both"):    # what I send: from my listener, or to its listener
+            rules.append(_drop(CHAIN_OUT, ["-d", f"{peer.ip}/32", "-p", "tcp",
+                                           "--sport" if mine else "--dport", str(port)], tag))
     return rules
 
 

@@ -5,12 +5,19 @@ Grammar (docs/faults.md "Targets")::
     target   := item ("," item)*          commas inside parentheses belong to the item
     item     := controller | random-broker | random-zk | random-minority | zookeeper-leader
               | all-brokers | all-zk | broker:<id> | zk:<myid>
+              | quorum-leader | quorum-follower | quorum-followers | quorum-majority | quorum-voters
+              | quorum-observers
               | leader(<topic>,<partition>) | follower(<topic>,<partition>)
 
 Parsing (:func:`parse_target`) is pure and used to validate schedules; resolution
 (:func:`resolve`) asks the view (current controller, partition state) and, for ``random-*`` and
 ``follower``, draws from the nemesis's seeded RNG so a replay with the same seed picks the same nodes
 when the cluster is in the same state.
+
+The ``quorum-*`` items name the KRaft metadata quorum as DescribeQuorum reports it now
+(``cluster.quorum()``: its leader and voters), whatever the layout (combined broker+controller nodes
+or dedicated controllers). On a cluster whose distribution runs no controller role (ZooKeeper mode)
+they are a :class:`TargetError`: they can never name anything there.
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.node import Node
 
 SIMPLE = ("controller", "random-broker", "random-zk", "random-minority", "zookeeper-leader",
-          "all-brokers", "all-zk")
+          "all-brokers", "all-zk", "quorum-leader", "quorum-follower", "quorum-followers", "quorum-majority",
+          "quorum-voters", "quorum-observers")
+QUORUM = tuple(k for k in SIMPLE if k.startswith("quorum-"))
 _ID = re.compile(r"^(broker|zk):(\d+)$")
 _PART = re.compile(r"^(leader|follower)\(\s*([A-Za-z0-9._-]+)\s*,\s*(\d+)\s*\)$")
 
@@ -132,6 +141,62 @@ def _broker(cluster: "Cluster", bid, what: str) -> "Node":
     return cluster.brokers[bid]
 
 
+def _node(cluster: "Cluster", node_id: int, what: str) -> "Node":
+    """The Kafka node (broker or controller) with ``node_id``."""
+    for n in cluster.nodes():
+        if n.node_id == node_id and n.role != "zookeeper":
+            return n
+    raise TargetUnresolved(f"{what}: node {node_id} is not part of cluster {cluster.name}")
+
+
+def quorum_state(cluster: "Cluster", what: str) -> tuple[int | None, list[int]]:
+    """(leader id or None, voter ids) of the KRaft metadata quorum now (DescribeQuorum).
+
+    TargetError on a cluster without a controller quorum; TargetUnresolved when no broker answers."""
+    dist = getattr(cluster, "distribution", None)
+    roles = tuple(getattr(dist, "roles", ()))
+    if "controller" not in roles:
+        raise TargetError(f"{what}: cluster {cluster.name} runs {getattr(dist, 'name', '?')} (roles: "
+                          f"{', '.join(roles) or '?'}): it has no KRaft controller quorum")
+    try:
+        q = cluster.quorum()
+    except Exception as e:  # noqa: BLE001 - ProtocolError: no broker answered (nodes down mid-fault)
+        raise TargetUnresolved(f"{what}: DescribeQuorum not answered ({e})") from None
+    if q.error is not None:
+        raise TargetUnresolved(f"{what}: DescribeQuorum answered {q.error}")
+    voters = sorted(v.replica_id for v in q.voters)
+    return (q.leader_id if q.leader_id >= 0 else None), voters
+
+
+def _resolve_quorum(t: Target, cluster: "Cluster", rng: "random.Random") -> list["Node"]:
+    leader, voters = quorum_state(cluster, str(t))
+    if t.kind == "quorum-voters":
+        return [_node(cluster, v, str(t)) for v in voters]
+    if t.kind == "quorum-observers":
+        ids = [b for b in cluster.broker_ids if b not in voters]
+        if not ids:
+            raise TargetUnresolved(f"{t}: every broker of cluster {cluster.name} is a voter {voters}")
+        return [cluster.brokers[b] for b in ids]
+    if leader is None:
+        raise TargetUnresolved(f"{t}: the quorum has no leader (voters {voters})")
+    if t.kind == "quorum-leader":
+        return [_node(cluster, leader, str(t))]
+    followers = [v for v in voters if v != leader]
+    if t.kind == "quorum-majority":
+        # the smallest majority, followers first: for 3 voters both followers, so the leader is left
+        # without a quorum (it can append, but commit nothing), and starting them again restores it
+        k = len(voters) // 2 + 1
+        chosen = sorted(rng.sample(followers, min(k, len(followers))))
+        if len(chosen) < k:
+            chosen.append(leader)
+        return [_node(cluster, v, str(t)) for v in chosen]
+    if not followers:
+        raise TargetUnresolved(f"{t}: the quorum has no follower (voters {voters}, leader {leader})")
+    if t.kind == "quorum-followers":
+        return [_node(cluster, v, str(t)) for v in followers]
+    return [_node(cluster, rng.choice(followers), str(t))]
+
+
 def resolve_one(t: Target, cluster: "Cluster", view: "View", rng: "random.Random") -> list["Node"]:
     """Nodes one target item names right now."""
     if t.kind == "broker":
@@ -141,6 +206,8 @@ def resolve_one(t: Target, cluster: "Cluster", view: "View", rng: "random.Random
             if z.node_id == t.node_id:
                 return [z]
         raise TargetUnresolved(f"{t}: no ZooKeeper node {t.node_id} in cluster {cluster.name}")
+    if t.kind in QUORUM:
+        return _resolve_quorum(t, cluster, rng)
     if t.kind == "all-brokers":
         return [cluster.brokers[b] for b in cluster.broker_ids]
     if t.kind == "all-zk":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.nemesis import netrules as nr
-from harness.nemesis.catalog import CATALOG, PEER_LINKS
+from harness.nemesis.catalog import CATALOG, PEER_LINKS, normalize_links
 from harness.nemesis.faults import FAULT_CLASSES
 
 B1 = nr.NetNode("c-b1", "broker1", "broker", "10.0.0.11", 40001, "10.0.0.1")
@@ -102,3 +102,41 @@ def test_scripts_touch_only_the_dedicated_chains():
     assert nr.flush_script().count("-F KAFKA_CHAOS_") == 2
     listing = ("-N KAFKA_CHAOS_IN\n-A KAFKA_CHAOS_IN -s 1.2.3.4/32 -j DROP\n-N KAFKA_CHAOS_OUT\n")
     assert nr.parse_listing(listing) == ["-A KAFKA_CHAOS_IN -s 1.2.3.4/32 -j DROP"]
+
+
+# -- the KRaft controller link (port 9094 only) -------------------------------------------------------
+V1 = nr.NetNode("c-b1", "broker1", "broker", "10.0.0.11", 40001, "10.0.0.1", 9094)   # combined voter
+V2 = nr.NetNode("c-b2", "broker2", "broker", "10.0.0.12", 40002, "10.0.0.1", 9094)
+O4 = nr.NetNode("c-b4", "broker4", "broker", "10.0.0.14", 40004, "10.0.0.1")           # broker only
+
+
+def _rule(chain, *match):
+    return chain, tuple(match) + ("-m", "comment", "--comment", "t", "-j", "DROP")
+
+
+def test_controller_link_cuts_only_the_controller_listener_of_the_leader_for_a_broker():
+    rules = nr.isolate_rules([V1], [O4], ("controller",), "t")["c-b1"]
+    assert rules == [_rule(nr.CHAIN_IN, "-s", "10.0.0.14/32", "-p", "tcp", "--dport", "9094"),
+                     _rule(nr.CHAIN_OUT, "-d", "10.0.0.14/32", "-p", "tcp", "--sport", "9094")]
+
+
+def test_controller_link_between_two_controllers_cuts_both_listeners():
+    rules = nr.isolate_rules([V1], [V2], ("controller",), "t")["c-b1"]
+    assert sorted(rules) == sorted([
+        _rule(nr.CHAIN_IN, "-s", "10.0.0.12/32", "-p", "tcp", "--dport", "9094"),
+        _rule(nr.CHAIN_OUT, "-d", "10.0.0.12/32", "-p", "tcp", "--sport", "9094"),
+        _rule(nr.CHAIN_IN, "-s", "10.0.0.12/32", "-p", "tcp", "--sport", "9094"),
+        _rule(nr.CHAIN_OUT, "-d", "10.0.0.12/32", "-p", "tcp", "--dport", "9094")])
+
+
+def test_controller_link_cuts_nothing_without_a_controller_and_defers_to_a_whole_link():
+    assert nr.isolate_rules([O4], [B2, B3], ("controller",), "t") == {}
+    # broker-broker already drops every packet between the two: no port rules on top
+    whole = nr.isolate_rules([V1], [V2], ("broker-broker", "controller"), "t")["c-b1"]
+    assert not any("9094" in a for _, a in whole) and len(whole) == 2
+
+
+def test_controller_link_names():
+    assert normalize_links("controller") == ("controller",)
+    assert normalize_links(["broker-controller", "client"]) == ("controller", "client")
+    assert "controller" not in PEER_LINKS

@@ -134,3 +134,84 @@ def test_random_targets_follow_the_seed():
 def test_unresolvable_targets(spec, view, message):
     with pytest.raises(TargetUnresolved, match=message):
         resolve(spec, _Cluster(), view, random.Random(0))
+
+
+# -- the KRaft quorum (DescribeQuorum through cluster.quorum()) ------------------------------------
+class _Dist:
+    def __init__(self, name, roles):
+        self.name, self.roles = name, roles
+
+
+class _Replica:
+    def __init__(self, rid):
+        self.replica_id = rid
+
+
+class _Quorum:
+    def __init__(self, leader, voters, error=None):
+        self.leader_id, self.voters, self.error = leader, [_Replica(v) for v in voters], error
+
+
+class _KraftCluster(_Cluster):
+    def __init__(self, n=5, leader=2, voters=(1, 2, 3), error=None, raises=None):
+        super().__init__(n)
+        self.zookeepers = []
+        self.distribution = _Dist("apache-kraft", ("broker", "controller"))
+        self._q, self._raises = _Quorum(leader, voters, error), raises
+
+    def nodes(self):
+        return [self.brokers[b] for b in self.broker_ids]
+
+    def quorum(self):
+        if self._raises:
+            raise self._raises
+        return self._q
+
+
+@pytest.mark.parametrize("spec", ["quorum-leader", "quorum-follower", "quorum-followers", "quorum-majority",
+                                  "quorum-voters", "quorum-observers", "QUORUM-LEADER"])
+def test_parse_quorum_targets(spec):
+    assert str(parse_target(spec)[0]) == spec.lower()
+
+
+def test_resolve_quorum_targets():
+    cl, view = _KraftCluster(leader=2), _View()
+    assert _ids(resolve("quorum-leader", cl, view, random.Random(0))) == ["broker2"]
+    assert {_ids(resolve("quorum-follower", cl, view, random.Random(s)))[0] for s in range(30)} == {"broker1", "broker3"}
+    assert _ids(resolve("quorum-followers", cl, view, random.Random(0))) == ["broker1", "broker3"]
+    # the smallest majority, followers first: the leader is left alone without a quorum
+    assert _ids(resolve("quorum-majority", cl, view, random.Random(0))) == ["broker1", "broker3"]
+    assert _ids(resolve("quorum-voters", cl, view, random.Random(0))) == ["broker1", "broker2", "broker3"]
+    assert _ids(resolve("quorum-observers", cl, view, random.Random(0))) == ["broker4", "broker5"]
+    # five voters: three of the four followers, seeded
+    five = _KraftCluster(n=5, leader=5, voters=(1, 2, 3, 4, 5))
+    picks = {tuple(_ids(resolve("quorum-majority", five, view, random.Random(s)))) for s in range(40)}
+    assert all(len(p) == 3 and "broker5" not in p for p in picks) and len(picks) > 1
+    # a single voter is its own majority
+    assert _ids(resolve("quorum-majority", _KraftCluster(n=3, leader=1, voters=(1,)), view, random.Random(0))) == ["broker1"]
+
+
+@pytest.mark.parametrize("cluster, spec, message", [
+    (_KraftCluster(leader=-1), "quorum-leader", "the quorum has no leader"),
+    (_KraftCluster(leader=-1), "quorum-majority", "the quorum has no leader"),
+    (_KraftCluster(n=1, leader=1, voters=(1,)), "quorum-follower", "no follower"),
+    (_KraftCluster(n=3), "quorum-observers", "every broker .* is a voter"),
+    (_KraftCluster(error="NOT_LEADER_OR_FOLLOWER"), "quorum-leader", "DescribeQuorum answered NOT_LEADER"),
+    (_KraftCluster(raises=OSError("refused")), "quorum-voters", "DescribeQuorum not answered"),
+    (_KraftCluster(leader=7, voters=(1, 2, 7)), "quorum-leader", "node 7 is not part"),
+])
+def test_unresolvable_quorum_targets(cluster, spec, message):
+    with pytest.raises(TargetUnresolved, match=message):
+        resolve(spec, cluster, _View(), random.Random(0))
+
+
+@pytest.mark.parametrize("spec", ["quorum-leader", "quorum-follower", "quorum-majority", "quorum-voters",
+                                  "quorum-observers"])
+def test_quorum_targets_on_a_zookeeper_cluster_are_an_error(spec):
+    cl = _Cluster()
+    cl.distribution = _Dist("apache-zk", ("broker", "zookeeper"))
+    with pytest.raises(TargetError) as e:
+        resolve(spec, cl, _View(), random.Random(0))
+    msg = str(e.value)
+    assert "\n" not in msg and msg == (f"{spec}: cluster x runs apache-zk (roles: broker, zookeeper): "
+                                       "it has no KRaft controller quorum")

@@ -32,7 +32,7 @@ def test_zk_txn_events_become_writes_in_zxid_order_after_the_marker():
     assert w[2] == {"kind": "state", "topic": "t", "partition": 0, "seq": 12, "leader": 2, "leader_epoch": 4,
                     "isr": [2, 3], "partition_epoch": 7}
     assert w[4] == {"kind": "broker", "broker_id": 2, "broker_epoch": 5, "registered": False, "seq": 15}
-    assert w[5] == {"kind": "controller_epoch", "epoch": 3, "seq": 16}
+    assert w[5] == {"kind": "controller_epoch", "epoch": 3, "leader_id": None, "seq": 16}
     assert [x["seq"] for x in of_partition(w, "state", "t", 0)] == [12]
 
 
@@ -65,12 +65,34 @@ def test_metadata_records_become_the_same_writes():
     w = from_metadata_events(events, since=3)
     assert [(x["kind"], x["seq"]) for x in w] == [
         ("state", 4), ("assignment", 4), ("assignment", 7), ("state", 9), ("assignment", 9), ("broker", 10),
-        ("controller_epoch", 12), ("topic_removed", 13)]
+        ("fence", 11), ("controller_epoch", 12), ("topic_removed", 13)]
     assert w[2] == {"kind": "assignment", "topic": "t", "partition": 0, "seq": 7, "replicas": [4, 2, 3, 1],
                     "adding": [4], "removing": [1]}
     assert w[3]["leader"] == 2 and w[3]["leader_epoch"] == 1 and w[3]["partition_epoch"] == 2
     assert w[5] == {"kind": "broker", "broker_id": 4, "broker_epoch": 10, "registered": True, "seq": 10}
+    assert w[6] == {"kind": "fence", "broker_id": 4, "broker_epoch": 10, "fenced": False, "seq": 11}
+    assert w[7] == {"kind": "controller_epoch", "epoch": 5, "leader_id": 2, "seq": 12}
     assert from_metadata_events(events, since=12) == [{"kind": "topic_removed", "topic": "t", "seq": 13}]
+
+
+def _broker(offset, record, fenced, **kw):
+    return {"type": "meta.broker", "offset": offset, "broker_id": 4, "broker_epoch": 10, "fenced": fenced,
+            "registered": True, "in_controlled_shutdown": False, "record": record, **kw}
+
+
+def test_fencing_writes_follow_the_fenced_flag_across_the_marker():
+    events = [
+        _broker(10, "RegisterBrokerRecord", True),                  # registers fenced: a broker write
+        _broker(11, "BrokerRegistrationChangeRecord", False),       # unfenced (before the marker)
+        _broker(20, "BrokerRegistrationChangeRecord", False),       # no change of the flag: not a fencing
+        _broker(21, "FenceBrokerRecord", True),                     # session expired (§9.3)
+        _broker(25, "BrokerRegistrationChangeRecord", False),       # caught up again
+        _broker(30, "UnregisterBrokerRecord", None, registered=False),
+    ]
+    w = [x for x in from_metadata_events(events, since=15) if x["kind"] == "fence"]
+    assert [(x["seq"], x["fenced"]) for x in w] == [(21, True), (25, False)]
+    assert [(x["seq"], x["fenced"]) for x in from_metadata_events(events, since=-1) if x["kind"] == "fence"] == [
+        (11, False), (21, True), (25, False)]
 
 
 def test_semantics_per_controller_model():
