@@ -35,6 +35,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from .crc32c import crc32c
+
 
 class KraftLogError(ValueError):
     """Not a metadata log segment, a codec this reader does not have, or damage in the middle of a file."""
@@ -42,27 +44,6 @@ class KraftLogError(ValueError):
 
 class _Short(KraftLogError):
     """The bytes end before the value does."""
-
-
-# -- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78): DefaultRecordBatch's checksum -------------
-def _crc_table() -> list[int]:
-    out = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        out.append(c)
-    return out
-
-
-_CRC_TABLE = _crc_table()
-
-
-def crc32c(data: bytes) -> int:
-    c, t = 0xFFFFFFFF, _CRC_TABLE
-    for b in data:
-        c = t[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
 
 
 # -- primitive reader ------------------------------------------------------------------------------
