@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .crc32c import crc32c
-from .kraft_records import read_records
+from .crc32c import all_intact
+from .kraft_records import fast_records, read_records
 from .kraft_wire import (COMPRESSION, CONTROL_RECORDS, METADATA_RECORDS, F, KraftLogError, MetaRecord, Reader,
                          _Short, decode_control, decode_metadata_value, read_struct)
 
@@ -47,6 +48,7 @@ __all__ = ["COMPRESSION", "CONTROL_RECORDS", "METADATA_RECORDS", "F", "KraftLogE
 # -- record batches --------------------------------------------------------------------------------
 BATCH_HEADER = 61           # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+_LENGTH = struct.Struct(">i").unpack_from
 
 
 @dataclass
@@ -61,60 +63,37 @@ class Batch:
     position: int               # byte position in its file
 
 
-def _records(r: Reader, count: int, base_offset: int, base_ts: int, epoch: int, control: bool) -> list[MetaRecord]:
-    out = []
-    for _ in range(count):
-        size = r.varint()
-        rr = Reader(r.buf, r.pos, r.pos + size)
-        r.take(size)
-        rr.int8()                                        # attributes (unused)
-        ts = base_ts + rr.varlong()
-        offset = base_offset + rr.varint()
-        klen = rr.varint()
-        key = rr.take(klen) if klen >= 0 else None
-        vlen = rr.varint()
-        value = rr.take(vlen) if vlen >= 0 else None
-        for _ in range(rr.varint()):                     # headers: unused by KRaft
-            rr.take(rr.varint())
-            n = rr.varint()
-            if n >= 0:
-                rr.take(n)
-        if rr.remaining():
-            raise KraftLogError(f"record at offset {offset}: {rr.remaining()} bytes left over")
-        if control:
-            name, ctype, fields, problem = decode_control(key, value)
-            out.append(MetaRecord(offset, ts, epoch, True, name, ctype, 0, fields, problem))
-        elif value is None:
-            out.append(MetaRecord(offset, ts, epoch, False, "unknown", None, None, {}, "record without a value"))
-        else:
-            name, api_key, version, fields, problem = decode_metadata_value(value)
-            out.append(MetaRecord(offset, ts, epoch, False, name, api_key, version, fields, problem))
-    return out
-
-
-def _decode_batch(buf: bytes, pos: int) -> Batch:
+def _decode_batch(buf: bytes, pos: int, crc_checked: bool = False) -> Batch:
+    """One batch; ``crc_checked``: its CRC is already known to be right (:func:`all_intact`)."""
     (base_offset, length, epoch, magic, crc, attrs, last_delta, base_ts, _max_ts, _pid, _pepoch, _seq,
      count) = _HEADER.unpack_from(buf, pos)
     end = pos + 12 + length
     if magic != 2:
         raise KraftLogError(f"batch at byte {pos} has magic {magic} (the metadata log uses 2)")
-    if crc32c(buf[pos + 21:end]) != crc:
+    if not crc_checked and crc32c(buf[pos + 21:end]) != crc:
         raise KraftLogError(f"batch at byte {pos} fails its CRC-32C")
     codec = COMPRESSION.get(attrs & 0x07, f"codec {attrs & 0x07}")
     control = bool(attrs & 0x20)
-    data = buf[pos + BATCH_HEADER:end]
-    if codec == "gzip":
-        data = zlib.decompress(data, 16 + zlib.MAX_WBITS)
-    elif codec != "none":
+    if codec == "none":
+        data, start, stop = buf, pos + BATCH_HEADER, end
+    elif codec == "gzip":
+        data = zlib.decompress(buf[pos + BATCH_HEADER:end], 16 + zlib.MAX_WBITS)
+        start, stop = 0, len(data)
+    else:
         raise KraftLogError(f"batch at offset {base_offset} is compressed with {codec}; "
                             "this reader decodes only uncompressed and gzip batches")
-    r = Reader(data)
     try:
-        recs = read_records(r, count, base_offset, base_ts, epoch, control)
-    except _Short as e:
-        raise KraftLogError(f"batch at offset {base_offset}: records end early ({e})") from None
-    if r.remaining():
-        raise KraftLogError(f"batch at offset {base_offset}: {r.remaining()} bytes after its records")
+        recs, rest = fast_records(data, start, stop, count, base_offset, base_ts, epoch, control), None
+    except Exception:                   # noqa: BLE001 -- any doubt: the reference decodes it, errors included
+        recs, rest = None, data[start:stop]
+    if rest is not None:
+        r = Reader(rest)
+        try:
+            recs = read_records(r, count, base_offset, base_ts, epoch, control)
+        except _Short as e:
+            raise KraftLogError(f"batch at offset {base_offset}: records end early ({e})") from None
+        if r.remaining():
+            raise KraftLogError(f"batch at offset {base_offset}: {r.remaining()} bytes after its records")
     return Batch(base_offset, base_offset + last_delta, epoch, base_ts, codec, control, recs, pos)
 
 
@@ -134,11 +113,29 @@ def offset_from_name(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _frames(buf: bytes) -> list[tuple[int, int]]:
+    """``(crc position, end)`` of the batches the walk below meets, as far as their lengths fit."""
+    out, pos, n = [], 0, len(buf)
+    while n - pos >= BATCH_HEADER:
+        length = _LENGTH(buf, pos + 8)[0]
+        end = pos + 12 + length
+        if length < BATCH_HEADER - 12 or end > n:
+            break
+        out.append((pos + 17, end))
+        pos = end
+    return out
+
+
 def parse_segment_bytes(buf: bytes, path: str = "<bytes>") -> SegmentFile:
     """Decode one segment. A torn last batch (crash, or the file read while being appended to) is
     dropped and described in ``torn_tail``; damage followed by more data raises :class:`KraftLogError`.
-    Trailing zero bytes (a pre-allocated segment) end the data."""
+    Trailing zero bytes (a pre-allocated segment) end the data.
+
+    The CRCs are checked first all at once (:func:`all_intact`); only when that fails is each batch
+    checked on its own, to name the damaged one."""
     out = SegmentFile(path, offset_from_name(path))
+    spans = _frames(buf)
+    checked = {cp - 17 for cp, _ in spans} if all_intact(buf, spans) else frozenset()
     pos = 0
     while pos < len(buf):
         rest = len(buf) - pos
@@ -155,7 +152,7 @@ def parse_segment_bytes(buf: bytes, path: str = "<bytes>") -> SegmentFile:
             out.torn_tail = f"batch at byte {pos} declares {length} bytes, the file ends after {rest - 12}"
             break
         try:
-            out.batches.append(_decode_batch(buf, pos))
+            out.batches.append(_decode_batch(buf, pos, pos in checked))
         except KraftLogError as e:
             if "CRC" in str(e) and not buf[end:].strip(b"\0"):
                 out.torn_tail = str(e)
