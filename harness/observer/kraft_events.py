@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+from harness.observer.gc_pause import gc_paused
 from harness.observer.kraft_metadata import MetadataLog, MetaRecord
 
 SOURCE = "metadata_log"
@@ -240,15 +241,16 @@ def history_from_metadata_log(log: MetadataLog) -> KraftHistory:
     counts: dict[str, int] = {}
     undecoded = []
     handlers = b.handlers()
-    for rec in log.records:
-        t = rec.type
-        counts[t] = counts.get(t, 0) + 1
-        if rec.problem:
-            (undecoded if t in _REPLAYED else b.problems).append(f"offset {rec.offset}: {rec.problem}")
-            continue
-        handler = handlers.get(t)
-        if handler is not None:
-            handler(rec, rec.fields)
+    with gc_paused():
+        for rec in log.records:
+            t = rec.type
+            counts[t] = counts.get(t, 0) + 1
+            if rec.problem:
+                (undecoded if t in _REPLAYED else b.problems).append(f"offset {rec.offset}: {rec.problem}")
+                continue
+            handler = handlers.get(t)
+            if handler is not None:
+                handler(rec, rec.fields)
     b.finish()
     return KraftHistory(events=b.events, first_offset=log.first_offset, last_offset=log.last_offset,
                         starts_at_beginning=log.starts_at_beginning, offset_gaps=list(log.offset_gaps),

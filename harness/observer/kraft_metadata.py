@@ -36,6 +36,7 @@ from typing import Iterable
 
 from .crc32c import crc32c
 from .crc32c import all_intact
+from .gc_pause import gc_paused
 from .kraft_records import fast_records, read_records
 from .kraft_wire import (COMPRESSION, CONTROL_RECORDS, METADATA_RECORDS, F, KraftLogError, MetaRecord, Reader,
                          _Short, decode_control, decode_metadata_value, read_struct)
@@ -134,31 +135,32 @@ def parse_segment_bytes(buf: bytes, path: str = "<bytes>") -> SegmentFile:
     The CRCs are checked first all at once (:func:`all_intact`); only when that fails is each batch
     checked on its own, to name the damaged one."""
     out = SegmentFile(path, offset_from_name(path))
-    spans = _frames(buf)
-    checked = {cp - 17 for cp, _ in spans} if all_intact(buf, spans) else frozenset()
-    pos = 0
-    while pos < len(buf):
-        rest = len(buf) - pos
-        if buf[pos] == 0 and not any(buf[pos:pos + 12]) and not buf[pos:].strip(b"\0"):
-            break                       # a batch has a non-zero length: only padding starts with 12 zeros
-        if rest < BATCH_HEADER:
-            out.torn_tail = f"{rest} bytes at byte {pos}, shorter than a batch header"
-            break
-        length = struct.unpack_from(">i", buf, pos + 8)[0]
-        end = pos + 12 + length
-        if length < BATCH_HEADER - 12:
-            raise KraftLogError(f"{path}: batch at byte {pos} declares length {length}")
-        if end > len(buf):
-            out.torn_tail = f"batch at byte {pos} declares {length} bytes, the file ends after {rest - 12}"
-            break
-        try:
-            out.batches.append(_decode_batch(buf, pos, pos in checked))
-        except KraftLogError as e:
-            if "CRC" in str(e) and not buf[end:].strip(b"\0"):
-                out.torn_tail = str(e)
+    with gc_paused():
+        spans = _frames(buf)
+        checked = {cp - 17 for cp, _ in spans} if all_intact(buf, spans) else frozenset()
+        pos = 0
+        while pos < len(buf):
+            rest = len(buf) - pos
+            if buf[pos] == 0 and not any(buf[pos:pos + 12]) and not buf[pos:].strip(b"\0"):
+                break                       # a batch has a non-zero length: only padding starts with 12 zeros
+            if rest < BATCH_HEADER:
+                out.torn_tail = f"{rest} bytes at byte {pos}, shorter than a batch header"
                 break
-            raise KraftLogError(f"{path}: {e}") from None
-        pos = end
+            length = struct.unpack_from(">i", buf, pos + 8)[0]
+            end = pos + 12 + length
+            if length < BATCH_HEADER - 12:
+                raise KraftLogError(f"{path}: batch at byte {pos} declares length {length}")
+            if end > len(buf):
+                out.torn_tail = f"batch at byte {pos} declares {length} bytes, the file ends after {rest - 12}"
+                break
+            try:
+                out.batches.append(_decode_batch(buf, pos, pos in checked))
+            except KraftLogError as e:
+                if "CRC" in str(e) and not buf[end:].strip(b"\0"):
+                    out.torn_tail = str(e)
+                    break
+                raise KraftLogError(f"{path}: {e}") from None
+            pos = end
     return out
 
 
@@ -204,7 +206,8 @@ def merge_segments(files: Iterable[SegmentFile]) -> MetadataLog:
 
 def read_metadata_blobs(blobs: dict[str, bytes]) -> MetadataLog:
     """Segments fetched as bytes, ``{"00000000000000000000.log": b"..."}``; other names are ignored."""
-    files = [parse_segment_bytes(b, n) for n, b in blobs.items() if offset_from_name(n) is not None]
-    if not files:
-        raise KraftLogError("no metadata log segments (<20-digit offset>.log) among " + ", ".join(sorted(blobs)))
-    return merge_segments(files)
+    with gc_paused():
+        files = [parse_segment_bytes(b, n) for n, b in blobs.items() if offset_from_name(n) is not None]
+        if not files:
+            raise KraftLogError("no metadata log segments (<20-digit offset>.log) among " + ", ".join(sorted(blobs)))
+        return merge_segments(files)

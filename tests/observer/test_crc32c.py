@@ -1,14 +1,16 @@
 """harness/observer/crc32c.py: the big-int CRC-32C agrees with the byte-at-a-time table loop, and the
-many-batches check finds every damaged batch."""
+many-batches check finds every damaged batch; harness/observer/gc_pause.py restores the collector."""
 
 from __future__ import annotations
 
+import gc
 import random
 import struct
 
 import pytest
 
 from harness.observer.crc32c import CHUNK, all_intact, crc32c, crc32c_bytewise
+from harness.observer.gc_pause import gc_paused
 
 
 def test_check_value():
@@ -50,3 +52,17 @@ def test_all_intact_accepts_good_batches_and_finds_any_damaged_one():
         damaged[cp + 6] ^= 0x10
     assert not all_intact(bytes(damaged), spans)
     assert not all_intact(buf, [(0, 5)])                 # no room for a CRC
+
+
+def test_gc_pause_restores_the_collector():
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        with gc_paused():
+            1 / 0
+    assert gc.isenabled()
