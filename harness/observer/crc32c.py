@@ -8,8 +8,9 @@ work is done with big-int operations (C loops) instead, using that a CRC is line
   (``_SEQ[q]``: the CRC register started at 1 and stepped q + 1 times). With the bits of every byte
   reversed (``_REV``) and the message read as one big-endian integer ``m``, bit q of ``m`` IS the bit
   at distance q, so bit t of the CRC is the parity of ``m & _ROWS[t]`` (``_ROWS[t]``: bit t of every
-  constant): 32 ANDs and popcounts per chunk of ``CHUNK`` bytes; chunks are joined with Horner's rule
-  (``_advance``: the register moved over ``CHUNK`` zero bytes, four 256-entry tables).
+  constant): 32 ANDs and popcounts per chunk of ``CHUNK`` bytes, after the chunk is folded to about
+  1024 bits (``_folds``: shifts and XORs by the few terms of x^a mod the polynomial); chunks are joined
+  with Horner's rule (the register moved over ``CHUNK`` zero bytes, four 256-entry tables).
 * the standard CRC is ``_lin`` of the message with its first 4 bytes inverted (the initial value
   0xFFFFFFFF), XOR 0xFFFFFFFF.
 * :func:`all_intact` checks many batches at once: a message followed by its raw CRC (little-endian)
@@ -26,6 +27,7 @@ from __future__ import annotations
 import struct
 
 POLY = 0x82F63B78
+G = 0x1EDC6F41                  # the same polynomial, unreflected: S[q + 32] = XOR of S[q + k], bit k of G set
 CHUNK = 4096                    # bytes per big-int step (rows of 8 * CHUNK bits, built once on first use)
 _REV = bytes(int(f"{i:08b}"[::-1], 2) for i in range(256))     # bit order within a byte reversed
 _INV = bytes(255 - i for i in range(256))
@@ -78,13 +80,33 @@ def _tables() -> list:
                 for v in range(bit, 256):
                     if v & bit:
                         tab[v] ^= col
-        _TABLES.extend((tuple(rows), tuple(adv)))
+        _TABLES.extend((tuple(rows), tuple(adv), _folds(n)))
     return _TABLES
+
+
+def _folds(nbits: int, last: int = 1024) -> tuple:
+    """``(a, shifts)`` steps that shrink a message of ``nbits`` to about ``last`` bits without changing
+    ``_lin``: a bit at a + j counts as the bits at j + k for k in ``shifts`` (the set bits of x^a mod G),
+    so ``m`` becomes ``m & (2^a - 1) ^ XOR((m >> a) << k)``; each ``a`` just above half the size, where
+    x^a mod G has few terms."""
+    powers, r = [], 1                               # powers[a] = x^a mod G
+    for _ in range(nbits):
+        powers.append(r)
+        r <<= 1
+        if r >> 32:
+            r ^= (1 << 32) | G
+    out, size = [], nbits
+    while size > last:
+        lo = size // 2 + 32
+        a = min(range(lo, min(lo + 2048, size)), key=lambda x: (powers[x].bit_count(), x))
+        out.append((a, (1 << a) - 1, tuple(k for k in range(32) if powers[a] >> k & 1)))
+        size = max(a, size - a + 32)
+    return tuple(out)
 
 
 def _lin(data: bytes) -> int:
     """The CRC of ``data`` with initial value 0 and no final XOR."""
-    rows, (a0, a1, a2, a3) = _tables()
+    rows, (a0, a1, a2, a3), folds = _tables()
     rev = data.translate(_REV)
     c, n = 0, len(rev)
     first = n % CHUNK or CHUNK
@@ -92,6 +114,12 @@ def _lin(data: bytes) -> int:
     for lo, hi in zip([0, *starts], [*starts, n]):
         c = a0[c & 0xFF] ^ a1[c >> 8 & 0xFF] ^ a2[c >> 16 & 0xFF] ^ a3[c >> 24]
         m = int.from_bytes(rev[lo:hi], "big")
+        for a, mask, shifts in folds:
+            high = m >> a
+            if high:
+                m &= mask
+                for k in shifts:
+                    m ^= high << k
         for bit, row in rows:
             if (m & row).bit_count() & 1:
                 c ^= bit
