@@ -31,6 +31,16 @@ _CHANGE_FIELDS = {"leader": "leader", "isr": "isr", "replicas": "replicas", "add
                   "eligible_leader_replicas": "elr", "last_known_elr": "last_known_elr",
                   "directories": "directories"}
 _CHANGE_RANK = {k: i for i, k in enumerate(_CHANGE_FIELDS)}
+_CHANGE_ORDER: dict[tuple, tuple] = {}      # a PartitionChangeRecord's field names -> its changes, in order
+
+
+def _change_order(names: tuple) -> tuple:
+    """The ``(field, event name)`` pairs among ``names``, in ``_CHANGE_FIELDS`` order."""
+    out = tuple((k, _CHANGE_FIELDS[k]) for k in sorted((k for k in names if k in _CHANGE_RANK),
+                                                        key=_CHANGE_RANK.__getitem__))
+    if len(_CHANGE_ORDER) < 4096:
+        _CHANGE_ORDER[names] = out
+    return out
 _REPLAYED = {"TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord",
              "RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
              "BrokerRegistrationChangeRecord", "FeatureLevelRecord", "LeaderChangeMessage",
@@ -173,25 +183,27 @@ class KraftEventBuilder:
             return
         changed = []
         if len(f) > 2:                              # some tagged field (the two others are the key)
-            keys = [k for k in f if k in _CHANGE_RANK]
-            if len(keys) > 1:
-                keys.sort(key=_CHANGE_RANK.__getitem__)
-            for k in keys:
+            keys = _CHANGE_ORDER.get(tuple(f))
+            if keys is None:
+                keys = _change_order(tuple(f))
+            for k, name in keys:
                 v = f[k]
                 if v is None or (k == "leader" and v == NO_LEADER_CHANGE) or (k == "leader_recovery_state" and v == -1):
                     continue
-                name = _CHANGE_FIELDS[k]
                 changed.append(name)
                 if k == "leader":
                     st["leader"], st["leader_epoch"] = v, st["leader_epoch"] + 1
                 elif k != "directories":
                     st[name] = list(v) if isinstance(v, list) else v
         st["partition_epoch"] += 1                  # in place: events hold the state's items, not the dict
-        self._emit_partition(rec, f, st, changed)
+        # the state's lists are shared with the event (and later events): the replay never changes a
+        # list, it puts a new one in the state
+        ev = {"type": "meta.partition", "offset": rec.offset, "time_ms": rec.time_ms, "raft_epoch": rec.raft_epoch,
+              "source": SOURCE, "topic": self.topics.get(tid), "partition": pid, "topic_id": tid, **st,
+              "record": "PartitionChangeRecord", "changed": changed}
+        (self._txn[1] if self._txn is not None else self.events).append(ev)
 
     def _emit_partition(self, rec, f, st, changed):
-        """The state's lists are shared with the event (and later events): the replay never changes a
-        list, it puts a new one in the state."""
         ev = {"type": "meta.partition", "offset": rec.offset, "time_ms": rec.time_ms, "raft_epoch": rec.raft_epoch,
               "source": SOURCE, "topic": self.topics.get(f["topic_id"]), "partition": f["partition_id"],
               "topic_id": f["topic_id"], **st, "record": rec.type, "changed": changed}

@@ -194,13 +194,15 @@ def merge_segments(files: Iterable[SegmentFile]) -> MetadataLog:
     skipped offset is reported (the Raft log has no holes: control records take offsets too)."""
     files = sorted(files, key=lambda f: f.name_offset if f.name_offset is not None else
                    (f.batches[0].base_offset if f.batches else 0))
-    seen: dict[int, MetaRecord] = {}
-    for f in files:
-        for b in f.batches:
-            for rec in b.records:
-                seen.setdefault(rec.offset, rec)
-    recs = [seen[o] for o in sorted(seen)]
-    gaps = [(a.offset, b.offset) for a, b in zip(recs, recs[1:]) if b.offset != a.offset + 1]
+    recs = [rec for f in files for b in f.batches for rec in b.records]
+    offsets = [rec.offset for rec in recs]
+    if any(a >= b for a, b in zip(offsets, offsets[1:])):      # overlaps or disorder: sort it out
+        seen: dict[int, MetaRecord] = {}
+        for rec in recs:
+            seen.setdefault(rec.offset, rec)
+        offsets = sorted(seen)
+        recs = [seen[o] for o in offsets]
+    gaps = [(a, b) for a, b in zip(offsets, offsets[1:]) if b != a + 1]
     return MetadataLog(files, recs, gaps)
 
 

@@ -193,7 +193,7 @@ CONTROL_RECORDS: dict[int, tuple[str, tuple | None]] = {
 COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
-@dataclass
+@dataclass(slots=True)
 class MetaRecord:
     """One log offset: a metadata record (``control`` False) or a Raft control record.
 

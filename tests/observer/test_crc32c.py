@@ -66,3 +66,18 @@ def test_gc_pause_restores_the_collector():
         with gc_paused():
             1 / 0
     assert gc.isenabled()
+
+
+def test_gc_pause_leaves_a_programs_own_frozen_objects_frozen():
+    assert gc.get_freeze_count() == 0
+    with gc_paused():
+        junk = [[i] for i in range(1000)]
+    assert gc.get_freeze_count() == 0 and gc.isenabled() and len(junk) == 1000
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            more = [[i] for i in range(1000)]
+        assert gc.get_freeze_count() == frozen and gc.isenabled() and len(more) == 1000
+    finally:
+        gc.unfreeze()
