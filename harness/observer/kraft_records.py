@@ -139,7 +139,7 @@ def fast_records(b, p: int, e: int, count: int, base_offset: int, base_ts: int, 
                  control: bool) -> list[MetaRecord]:
     """``read_records`` over ``b[p:e]`` or :class:`Slow` (also IndexError / struct.error: give up)."""
     out = []
-    append = out.append
+    append, meta, pcr, generic = out.append, MetaRecord, partition_change, decode_metadata_value
     for _ in range(count):
         x = b[p]
         if x < 0x80:
@@ -181,23 +181,23 @@ def fast_records(b, p: int, e: int, count: int, base_offset: int, base_ts: int, 
         if control:
             name, ctype, fields, problem = decode_control(b[kp:kp + klen] if klen >= 0 else None,
                                                           b[vp:vp + vlen] if vlen >= 0 else None)
-            append(MetaRecord(base_offset + delta, base_ts + ts, epoch, True, name, ctype, 0, fields, problem))
+            append(meta(base_offset + delta, base_ts + ts, epoch, True, name, ctype, 0, fields, problem))
         elif vlen < 0:
-            append(MetaRecord(base_offset + delta, base_ts + ts, epoch, False, "unknown", None, None, {},
-                              "record without a value"))
+            append(meta(base_offset + delta, base_ts + ts, epoch, False, "unknown", None, None, {},
+                        "record without a value"))
         elif vlen > 3 and b[vp] == 1 and b[vp + 1] == 5 and b[vp + 2] < 0x80:
             version = b[vp + 2]
             try:
-                fields = partition_change(b, vp + 3, ve, version)
+                fields = pcr(b, vp + 3, ve, version)
             except (Slow, IndexError, struct.error):
-                name, api_key, version, fields, problem = decode_metadata_value(b[vp:ve])
-                append(MetaRecord(base_offset + delta, base_ts + ts, epoch, False, name, api_key, version, fields,
-                                  problem))
+                name, api_key, version, fields, problem = generic(b[vp:ve])
+                append(meta(base_offset + delta, base_ts + ts, epoch, False, name, api_key, version, fields,
+                            problem))
             else:
-                append(MetaRecord(base_offset + delta, base_ts + ts, epoch, False, "PartitionChangeRecord", 5,
-                                  version, fields, None))
+                append(meta(base_offset + delta, base_ts + ts, epoch, False, "PartitionChangeRecord", 5,
+                            version, fields, None))
         else:
-            name, api_key, version, fields, problem = decode_metadata_value(b[vp:ve])
-            append(MetaRecord(base_offset + delta, base_ts + ts, epoch, False, name, api_key, version, fields,
-                              problem))
+            name, api_key, version, fields, problem = generic(b[vp:ve])
+            append(meta(base_offset + delta, base_ts + ts, epoch, False, name, api_key, version, fields,
+                        problem))
     return out
