@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+from harness.observer.gc_pause import gc_paused
 from harness.observer.kraft_metadata import MetadataLog, MetaRecord
 
 SOURCE = "metadata_log"
@@ -29,6 +30,17 @@ _CHANGE_FIELDS = {"leader": "leader", "isr": "isr", "replicas": "replicas", "add
                   "removing_replicas": "removing", "leader_recovery_state": "leader_recovery_state",
                   "eligible_leader_replicas": "elr", "last_known_elr": "last_known_elr",
                   "directories": "directories"}
+_CHANGE_RANK = {k: i for i, k in enumerate(_CHANGE_FIELDS)}
+_CHANGE_ORDER: dict[tuple, tuple] = {}      # a PartitionChangeRecord's field names -> its changes, in order
+
+
+def _change_order(names: tuple) -> tuple:
+    """The ``(field, event name)`` pairs among ``names``, in ``_CHANGE_FIELDS`` order."""
+    out = tuple((k, _CHANGE_FIELDS[k]) for k in sorted((k for k in names if k in _CHANGE_RANK),
+                                                        key=_CHANGE_RANK.__getitem__))
+    if len(_CHANGE_ORDER) < 4096:
+        _CHANGE_ORDER[names] = out
+    return out
 _REPLAYED = {"TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord",
              "RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
              "BrokerRegistrationChangeRecord", "FeatureLevelRecord", "LeaderChangeMessage",
@@ -67,12 +79,6 @@ class KraftHistory:
                 "problems": list(self.problems)}
 
 
-def _copy_state(st: dict) -> dict:
-    """A partition state for an event: its own lists (the values are ints and lists of ints; a
-    deep copy cost half of the decoding time)."""
-    return {k: (v[:] if type(v) is list else v) for k, v in st.items()}
-
-
 def _ints(v) -> list[int]:
     return list(v) if v is not None else []
 
@@ -94,6 +100,10 @@ class KraftEventBuilder:
             return
         handler = getattr(self, "_" + rec.type)
         handler(rec, rec.fields)
+
+    def handlers(self) -> dict:
+        """Record type -> this builder's handler ``(rec, fields)``: what :meth:`feed` calls, for a loop."""
+        return {t: getattr(self, "_" + t) for t in _REPLAYED}
 
     def finish(self) -> None:
         if self._txn is not None:
@@ -166,31 +176,38 @@ class KraftEventBuilder:
         self._emit_partition(rec, f, st, changed)
 
     def _PartitionChangeRecord(self, rec, f):
-        key = (f["topic_id"], f["partition_id"])
-        st = self.partitions.get(key)
+        tid, pid = f["topic_id"], f["partition_id"]
+        st = self.partitions.get((tid, pid))
         if st is None:
-            self.problems.append(f"offset {rec.offset}: PartitionChangeRecord for unknown partition "
-                                 f"{f['topic_id']}-{f['partition_id']}")
+            self.problems.append(f"offset {rec.offset}: PartitionChangeRecord for unknown partition {tid}-{pid}")
             return
-        st = dict(st)
         changed = []
-        for k, name in _CHANGE_FIELDS.items():
-            v = f.get(k)
-            if v is None or (k == "leader" and v == NO_LEADER_CHANGE) or (k == "leader_recovery_state" and v == -1):
-                continue
-            changed.append(name)
-            if k == "leader":
-                st["leader"], st["leader_epoch"] = v, st["leader_epoch"] + 1
-            elif k != "directories":
-                st[name] = list(v) if isinstance(v, list) else v
-        st["partition_epoch"] += 1
-        self.partitions[key] = st
-        self._emit_partition(rec, f, st, changed)
+        if len(f) > 2:                              # some tagged field (the two others are the key)
+            keys = _CHANGE_ORDER.get(tuple(f))
+            if keys is None:
+                keys = _change_order(tuple(f))
+            for k, name in keys:
+                v = f[k]
+                if v is None or (k == "leader" and v == NO_LEADER_CHANGE) or (k == "leader_recovery_state" and v == -1):
+                    continue
+                changed.append(name)
+                if k == "leader":
+                    st["leader"], st["leader_epoch"] = v, st["leader_epoch"] + 1
+                elif k != "directories":
+                    st[name] = list(v) if isinstance(v, list) else v
+        st["partition_epoch"] += 1                  # in place: events hold the state's items, not the dict
+        # the state's lists are shared with the event (and later events): the replay never changes a
+        # list, it puts a new one in the state
+        ev = {"type": "meta.partition", "offset": rec.offset, "time_ms": rec.time_ms, "raft_epoch": rec.raft_epoch,
+              "source": SOURCE, "topic": self.topics.get(tid), "partition": pid, "topic_id": tid, **st,
+              "record": "PartitionChangeRecord", "changed": changed}
+        (self._txn[1] if self._txn is not None else self.events).append(ev)
 
     def _emit_partition(self, rec, f, st, changed):
-        self._emit(rec, "meta.partition", {"topic": self.topics.get(f["topic_id"]), "partition": f["partition_id"],
-                                           "topic_id": f["topic_id"], **_copy_state(st), "record": rec.type,
-                                           "changed": changed})
+        ev = {"type": "meta.partition", "offset": rec.offset, "time_ms": rec.time_ms, "raft_epoch": rec.raft_epoch,
+              "source": SOURCE, "topic": self.topics.get(f["topic_id"]), "partition": f["partition_id"],
+              "topic_id": f["topic_id"], **st, "record": rec.type, "changed": changed}
+        (self._txn[1] if self._txn is not None else self.events).append(ev)
 
     # -- brokers, features, the quorum ----------------------------------------------------------
     def _broker(self, rec, broker_id: int, **change) -> None:
@@ -235,11 +252,17 @@ def history_from_metadata_log(log: MetadataLog) -> KraftHistory:
     b = KraftEventBuilder()
     counts: dict[str, int] = {}
     undecoded = []
-    for rec in log.records:
-        counts[rec.type] = counts.get(rec.type, 0) + 1
-        if rec.problem:
-            (undecoded if rec.type in _REPLAYED else b.problems).append(f"offset {rec.offset}: {rec.problem}")
-        b.feed(rec)
+    handlers = b.handlers()
+    with gc_paused():
+        for rec in log.records:
+            t = rec.type
+            counts[t] = counts.get(t, 0) + 1
+            if rec.problem:
+                (undecoded if t in _REPLAYED else b.problems).append(f"offset {rec.offset}: {rec.problem}")
+                continue
+            handler = handlers.get(t)
+            if handler is not None:
+                handler(rec, rec.fields)
     b.finish()
     return KraftHistory(events=b.events, first_offset=log.first_offset, last_offset=log.last_offset,
                         starts_at_beginning=log.starts_at_beginning, offset_gaps=list(log.offset_gaps),
