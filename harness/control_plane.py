@@ -358,6 +358,11 @@ class ProtocolControlPlane(ControlPlane):
             raise self._no_history("writes_since")
         hist = read_kraft_history(self.cluster)
         if hist is None:
+            dist = self.cluster.distribution
+            if not dist.metadata_log_required:
+                raise NotSupported(f"writes_since: no node of this {dist.name} cluster keeps a KRaft metadata log "
+                                   "(__cluster_metadata-0 under the first of log.dirs) the harness can read: the "
+                                   "scenario checks the controller's writes, which this broker does not expose")
             raise AdminOpError("no node's metadata log could be read")
         return control_history.from_metadata_events(hist.events, marker)
 

@@ -114,8 +114,10 @@ class Distribution:
     controller_model = "kraft"
     observation = "protocol"      # how a run sees the control plane: harness/observer/source.py
     # the node keeps Apache Kafka's KRaft metadata log (__cluster_metadata-0) where the harness can read it
-    # after the run (harness/observer/kraft_history.py)
+    # after the run (harness/observer/kraft_history.py); ``metadata_log_required`` False: look for it, and a
+    # broker without one is told so (NotSupported) instead of failing the run as the environment
     metadata_log = False
+    metadata_log_required = True
 
     def control_plane(self, cluster) -> ControlPlane:
         """How ``cluster`` (a :class:`harness.cluster.Cluster` of this distribution) is observed:
@@ -353,7 +355,10 @@ class Generic(ApacheKraft):
     """Any image configured by environment variables; KRaft layout, readiness by protocol only."""
 
     name = "generic"
-    metadata_log = False        # a vendor broker: no Apache metadata log at a known place
+    # an image built on Apache Kafka keeps the metadata log where the harness puts log.dirs; a vendor's
+    # broker may keep none, and scenarios that read the controller's writes then say so (NotSupported)
+    metadata_log = True
+    metadata_log_required = False
 
     def __init__(self, env_prefix: str = "KAFKA_", cluster_id_env: str = "CLUSTER_ID"):
         if not re.fullmatch(r"[A-Z][A-Z0-9_]*", env_prefix):

@@ -307,7 +307,7 @@ def test_read_kraft_history_keeps_the_most_complete_node(latest_bytes, capsys):
     assert kraft_history.read_kraft_history(_Cluster(ApacheKraft(), [_Node(1, {})])) is None
 
 
-def test_protocol_source_adds_the_history_for_apache_kraft_only(latest_bytes, latest_hist):
+def test_protocol_source_adds_the_history_where_a_metadata_log_is_kept(latest_bytes, latest_hist):
     rec = _Rec()
     src = ProtocolSource()
     src.view = object()                                 # started
@@ -317,10 +317,15 @@ def test_protocol_source_adds_the_history_for_apache_kraft_only(latest_bytes, la
     obs = rec.metadata["observer"]
     assert obs["complete"] and obs["readable"] and obs["events"] == len(latest_hist.events)
     assert obs["events_by_type"]["meta.partition"] == 6
+    # a foreign image: its log is read when it keeps Apache's (one built on Apache Kafka does) ...
     rec = _Rec()
     src.finish(_Cluster(Generic(), [_Node(1, {SEGMENT: latest_bytes})]), rec)
-    assert rec.events == [] and rec.metadata == {}
-    assert ApacheKraft.metadata_log and not Generic.metadata_log
+    assert [e["type"] for e in rec.events] == [e["type"] for e in latest_hist.events]
+    # ... and a broker that keeps none is recorded as such, without failing the run
+    rec = _Rec()
+    src.finish(_Cluster(Generic(), [_Node(1, {})]), rec)
+    assert rec.events == [] and rec.metadata["observer"]["readable"] is False
+    assert ApacheKraft.metadata_log_required and not Generic.metadata_log_required
 
 
 def test_zk_checker_ignores_metadata_log_events_and_kraft_checker_adds_log_rules(latest_hist):
