@@ -342,8 +342,18 @@ class ProtocolControlPlane(ControlPlane):
         RegisterBrokerRecord); raises what :meth:`zk` raises when the distribution keeps none."""
         if not self.cluster.distribution.metadata_log:
             self.zk()
-        regs = [w for w in self.writes_since(-1) if w["kind"] == "broker" and w["broker_id"] == broker_id]
-        return regs[-1]["broker_epoch"] if regs and regs[-1]["registered"] else None
+        return self.broker_epochs().get(broker_id)
+
+    def broker_epochs(self) -> dict[int, int]:
+        """Broker id -> the epoch of its current registration, from the registrations in the metadata log."""
+        out: dict[int, int] = {}
+        for w in self.writes_since(-1):
+            if w["kind"] == "broker":
+                if w["registered"]:
+                    out[w["broker_id"]] = w["broker_epoch"]
+                else:
+                    out.pop(w["broker_id"], None)
+        return out
 
     def history_marker(self) -> int:
         """The offset of the newest record in the metadata log now."""

@@ -112,17 +112,9 @@ class ProtocolView:
         if not self.cluster.distribution.metadata_log:
             return {}
         try:
-            writes = self.cluster.control.writes_since(-1)
+            return self.cluster.control.broker_epochs()
         except HarnessError:
             return {}
-        out: dict[int, int] = {}
-        for w in writes:
-            if w["kind"] == "broker":
-                if w["registered"]:
-                    out[w["broker_id"]] = w["broker_epoch"]
-                else:
-                    out.pop(w["broker_id"], None)
-        return out
 
     def topic_id(self, topic: str) -> str | None:
         """The topic id of a Metadata v10+ answer (§9.8), hex; None when the topic does not exist."""
