@@ -61,6 +61,7 @@ class KraftHistory:
     problems: list[str] = field(default_factory=list)
     record_counts: dict[str, int] = field(default_factory=dict)
     node: str | None = None                 # whose log it is (set by kraft_history)
+    segments: dict[str, bytes] = field(default_factory=dict, repr=False)   # its segment files (kraft_history)
 
     @property
     def complete(self) -> bool:
