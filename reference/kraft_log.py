@@ -49,7 +49,8 @@ PartitionChangeBuilder.java`` (PCB), ``ReplicationControlManager.java`` (RCM),
   clears the ELR. Not judged: partitions under reassignment (the replication factor moves), topics with a
   per-broker ``min.insync.replicas`` override (the controller reads its own node's), last known ELR.
 
-L8 (fencing within the session timeout) and L9 (protocol samples against the log): reference/kraft_log_cross.py.
+L8 (fencing within the session timeout), L9 (protocol samples against the log) and L12 (no superseded state
+served past a bound while no fault is active): reference/kraft_log_cross.py.
 Not kept as rules, because the replay makes them hold by construction: leader epoch never decreasing and
 partition epoch + 1 per record (harness/observer/kraft_events.py computes both from the records);
 "ELR ⊆ replicas" (a reassignment completing below min ISR may leave a removed replica in the ELR, PCB).
@@ -58,7 +59,7 @@ partition epoch + 1 per record (harness/observer/kraft_events.py computes both f
 from __future__ import annotations
 
 from reference.actions import UNCLEAN_KEY, record_unclean_permission
-from reference.kraft_log_cross import cross_check, fencing_deadlines
+from reference.kraft_log_cross import cross_check, fencing_deadlines, served_staleness
 from reference.kraft_rules import KRAFT_RULES, KraftDivergence
 from reference.profiles import Profile
 from reference.result import ConformanceResult
@@ -367,6 +368,7 @@ def judge_metadata_log(res: ConformanceResult, events: list[dict], metadata: dic
     stats.update(cross_check(events, meta, metadata, report))
     if profile.determinism:
         stats.update(fencing_deadlines(events, meta, session_s, grace_s, report))
+        stats.update(served_staleness(events, meta, session_s, grace_s, report))
     res.invariant_violations.extend(viols)
     res.divergences.extend(divs)
     res.stats["metadata_log"] = stats

@@ -456,3 +456,23 @@ def test_a_broker_re_registered_after_an_unclean_shutdown_may_leave_the_elr():
     log = shrink([3]).broker(3, fenced=True, record="RegisterBrokerRecord")
     assert_pass(copy.deepcopy(log).change(elr=[]))
     assert_rules(shrink([3]).change(elr=[]), {"L11"})      # no re-registration: 3 must stay
+
+
+# -- L12: a superseded state served past the bound while no fault is active -------------------------------------
+def moved():
+    """Leader 1 at LE 0, then (at about W0 + 1 s) leader 2 at LE 1."""
+    return MetaLog().create().change(leader=2, isr=[2, 3]).broker(1, fenced=True)
+
+
+def test_superseded_state_served_long_after_with_no_fault_is_l12_under_kraft_only():
+    r = assert_rules(moved().sample(1, 0, [1, 2, 3], by=3, at=60.0), {"L12"})
+    assert "broker 3 served leader epoch 0" in r.divergences[0].explanation
+    assert_pass(moved().sample(1, 0, [1, 2, 3], by=3, at=60.0), profile="compatible")
+
+
+def test_fresh_or_faulted_staleness_is_not_l12():
+    r = assert_pass(moved().sample(1, 0, [1, 2, 3], by=3, at=5.0))       # 4 s late: within the bound
+    assert r.stats["metadata_log"]["staleness_judged"] == 1
+    assert 3.5 < r.stats["metadata_log"]["max_served_staleness_s"] < 4.5
+    assert_pass(moved().sample(2, 1, [2, 3], by=3, at=60.0))              # the current state
+    assert_pass(moved().fault(3, 2.0, 50.0, fault="loss").sample(1, 0, [1, 2, 3], by=3, at=60.0))   # a fault between
