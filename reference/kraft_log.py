@@ -44,8 +44,9 @@ PartitionChangeBuilder.java`` (PCB), ``ReplicationControlManager.java`` (RCM),
   (RCM.getTopicEffectiveMinIsr; the value from the log's ConfigRecords, topic before cluster default, else
   the run's static broker configuration, else 1): an ISR of at least ``m`` members clears the ELR; an ISR
   below ``m`` keeps every previous ISR / ELR member outside the new ISR in the ELR and adds nobody else
-  -- except a broker whose re-registration (RegisterBrokerRecord after an unclean shutdown,
-  RCM.handleBrokerUncleanShutdown) was logged since the partition's previous record. An unclean election
+  -- except a broker that registered a new incarnation since the partition's previous record or in this
+  record's batch (ClusterControlManager.registerBroker writes RCM.handleBrokerUncleanShutdown's cleanup
+  before the RegisterBrokerRecord, in one atomic batch). An unclean election
   clears the ELR. Not judged: partitions under reassignment (the replication factor moves), topics with a
   per-broker ``min.insync.replicas`` override (the controller reads its own node's), last known ELR.
 
@@ -164,7 +165,7 @@ class LogChecker:
         self.elr_on = not profile.determinism    # compatible: another design may use ELR
         self.elr_feature = False                 # eligible.leader.replicas.version >= 1 logged (L11)
         self.min_isr = _MinIsr(metadata)
-        self.registered_at: dict[int, int] = {}  # broker -> offset of its last RegisterBrokerRecord
+        self.registrations: dict[int, list[tuple]] = {}   # broker -> (offset, time_ms) of RegisterBrokerRecords
         self.stats = {"records": 0, "partition_records": 0, "leader_changes": 0, "elections_judged": 0,
                       "elections_unclean_permitted": 0, "elections_elr": 0, "elections_last_known_leader": 0,
                       "elections_reassignment": 0, "isr_additions": 0, "broker_records": 0, "elr_records_judged": 0}
@@ -172,6 +173,9 @@ class LogChecker:
     def run(self, events: list[dict], actions: list[dict]) -> None:
         for a in actions:
             self.unclean.action(a)
+        for ev in events:          # looked ahead by L11: a new incarnation's cleanup precedes its registration
+            if ev["type"] == "meta.broker" and ev.get("record") == "RegisterBrokerRecord":
+                self.registrations.setdefault(int(ev["broker_id"]), []).append((ev.get("offset", -1), ev.get("time_ms")))
         for ev in events:
             self.stats["records"] += 1
             t = ev["type"]
@@ -180,8 +184,6 @@ class LogChecker:
             elif t == "meta.broker":
                 self.stats["broker_records"] += 1
                 self.brokers[int(ev["broker_id"])] = ev
-                if ev.get("record") == "RegisterBrokerRecord":
-                    self.registered_at[int(ev["broker_id"])] = ev.get("offset", -1)
             elif t == "meta.config":
                 self.min_isr.config(ev)
             elif t == "meta.feature":
@@ -302,8 +304,7 @@ class LogChecker:
             return
         pool = set(prev.get("elr") or []) | set(prev.get("isr") or [])
         want = pool - set(isr)
-        since = prev.get("offset", -1)
-        excused = {b for b in want if self.registered_at.get(b, -1) > since}   # RCM.handleBrokerUncleanShutdown
+        excused = {b for b in want if self._new_incarnation(b, prev, ev)}
         stray, missing = sorted(set(elr) - want), sorted(want - set(elr) - excused)
         if stray or missing:
             what = "; ".join(x for x in (f"not eligible: {stray}" if stray else "",
@@ -311,6 +312,14 @@ class LogChecker:
             self.report("L11", ev, f"ISR {isr} below min ISR {m} and ELR {elr} is not the previous ISR / ELR "
                         f"members outside the ISR ({sorted(want)}; {what}; PCB.maybePopulateTargetElr); {s}",
                         prev, [f"elr={sorted(want)}"])
+
+    def _new_incarnation(self, b: int, prev: dict, ev: dict) -> bool:
+        """``b`` registered a new incarnation between the partition's previous record and this one, or in
+        this record's batch: ClusterControlManager.registerBroker puts the unclean-shutdown cleanup
+        (RCM.handleBrokerUncleanShutdown, removing ``b`` from every ELR) before the RegisterBrokerRecord in
+        one atomic batch, whose records share the batch's append time."""
+        lo, off, tm = prev.get("offset", -1), ev.get("offset", -1), ev.get("time_ms")
+        return any(lo < o <= off or (o > off and tm is not None and t == tm) for o, t in self.registrations.get(b, ()))
 
     def _epoch_bump(self, ev, prev, leader, isr, rs, s) -> None:
         """L10: a leader re-set to itself (LE + 1) iff a replica was removed or, MV < 3.6, the ISR shrank."""

@@ -476,3 +476,13 @@ def test_fresh_or_faulted_staleness_is_not_l12():
     assert 3.5 < r.stats["metadata_log"]["max_served_staleness_s"] < 4.5
     assert_pass(moved().sample(2, 1, [2, 3], by=3, at=60.0))              # the current state
     assert_pass(moved().fault(3, 2.0, 50.0, fault="loss").sample(1, 0, [1, 2, 3], by=3, at=60.0))   # a fault between
+
+
+def test_elr_cleanup_logged_before_the_registration_in_its_batch_passes():
+    """As 4.1.2 logs it: the cleanup record, then the RegisterBrokerRecord, in one batch (one append time)."""
+    log = shrink([3])
+    log.change(elr=[], dt=0.0)
+    log.broker(3, fenced=True, record="RegisterBrokerRecord", dt=0.0)
+    assert_pass(log)
+    late = shrink([3]).change(elr=[])
+    assert_rules(late.broker(3, fenced=True, record="RegisterBrokerRecord", dt=0.5), {"L11"})   # a later batch
