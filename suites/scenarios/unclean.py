@@ -25,12 +25,15 @@ transaction log, the KRaft metadata log), which carry the ELR and the leader rec
   With ELR the kill was an unclean shutdown: the restarted broker registers without its previous broker
   epoch, the controller takes it out of the ELR (``handleBrokerShutdown``) and elects it as the last
   known leader when it is unfenced (``canElectLastKnownLeader``, 4.1.0+: only an acceptable one), which
-  Kafka treats as an unclean election: leader recovery state RECOVERING, then RECOVERED from the leader.
+  Kafka treats as an unclean election: leader recovery state RECOVERING, then RECOVERED with the leader's
+  first ISR expansion.
   Nothing acknowledged (``acks=all``, idempotent) is lost.
 * ``unclean.out_of_sync_elected``: unclean election on for the topic. The first replica to die
   misses every write acknowledged (``acks=1``) after its death; when it is the first to return,
   it is elected although it is not in the ISR, with ``isr = [it]`` and leader recovery state
-  RECOVERING on 3.2+ (§4.1.3), RECOVERED once it has recovered. KRaft elects it when it is unfenced:
+  RECOVERING on 3.2+ (§4.1.3). The new leader marks it RECOVERED locally when it takes leadership
+  (``Partition.makeLeader``); the controller's state says so only with the leader's next AlterPartition,
+  its first ISR expansion when the other replicas return (it refuses a larger ISR while RECOVERING). KRaft elects it when it is unfenced:
   ``handleBrokerUnfenced`` runs ``generateLeaderAndIsrUpdates`` over the leaderless partitions with
   ``Election.UNCLEAN`` for a topic whose ``unclean.leader.election.enable`` is true (the periodic
   ``maybeElectUncleanLeaders``, every 5 minutes, is not needed). The writes it never had are lost, and
@@ -89,9 +92,9 @@ def _leaderless(ctx: RunContext, last: int, features: dict) -> dict:
     return dead
 
 
-def _recovery(ctx: RunContext, writes: list[dict], leader: int, dead: dict, recovering: bool, why: str) -> None:
+def _recovery(ctx: RunContext, writes: list[dict], leader: int, dead: dict, recovering: bool, why: str) -> dict | None:
     """The election of ``leader`` after the leaderless write ``dead``: isr [leader], leader epoch + 1, leader
-    recovery state RECOVERING when ``recovering`` (§4.1.3); a RECOVERING leader must turn it RECOVERED."""
+    recovery state RECOVERING when ``recovering`` (§4.1.3). Returns the election write (None if none)."""
     el = next((w for w in writes if w["leader"] >= 0), None)
     ok = (el is not None and el["leader"] == leader and el["isr"] == [leader]
           and el["leader_epoch"] == dead["leader_epoch"] + 1
@@ -99,10 +102,21 @@ def _recovery(ctx: RunContext, writes: list[dict], leader: int, dead: dict, reco
     ctx.expect(f"{T}-0: the controller elected {leader} with isr [{leader}], leader epoch + 1, leader recovery "
                f"state {'RECOVERING' if recovering else 'unchanged'} ({why}; §4.10)", ok,
                {"leaderless": dead, "writes since": writes[:6]})
-    if recovering and ok:
-        ctx.wait_until(f"{T}-0: leader {leader} wrote leader recovery state RECOVERED (§4.1.3, KIP-704)",
-                       lambda: any(w["leader_recovery_state"] == 0 and w["seq"] > el["seq"]
-                                   for w in _writes(ctx, el["seq"])), 60, interval_s=2.0)
+    return el
+
+
+def _recovered(ctx: RunContext, el: dict | None) -> None:
+    """After a RECOVERING election ``el`` and the replicas' return: the leader marks the partition RECOVERED
+    when it takes leadership (``Partition.makeLeader``), and the controller learns it with the leader's next
+    AlterPartition, i.e. its first ISR expansion; no write expands the ISR while RECOVERING (the controller
+    refuses that: KIP-704). So the writes since end RECOVERED and each ISR of more than one is RECOVERED."""
+    if el is None or el["leader_recovery_state"] != 1:
+        return
+    ws = _writes(ctx, el["seq"])
+    bad = [w for w in ws if len(w["isr"]) > 1 and w["leader_recovery_state"] != 0]
+    ctx.expect(f"{T}-0: leader {el['leader']} marked the partition RECOVERED with its first ISR expansion, no "
+               "larger ISR while RECOVERING (§4.1.3, KIP-704)",
+               bool(ws) and ws[-1]["leader_recovery_state"] == 0 and not bad, {"writes since the election": ws[:8]})
 
 
 def _all_isr_dead(ctx: RunContext) -> None:
@@ -128,9 +142,10 @@ def _all_isr_dead(ctx: RunContext) -> None:
     back = state(ctx)
     ctx.expect("the recovery election bumps the leader epoch by one (§4.10)",
                back["leader_epoch"] == dead["leader_epoch"] + 1, back)
-    _recovery(ctx, _writes(ctx, dead["seq"]), last, dead, recovering, why)
+    el = _recovery(ctx, _writes(ctx, dead["seq"]), last, dead, recovering, why)
     ctx.heal(handles.pop(second))
     ctx.wait_until(f"all replicas of {T}-0 rejoin the ISR (§5.8)", lambda: len(ctx.isr(T, 0)) == 3, 90)
+    _recovered(ctx, el)
 
 
 def _out_of_sync_elected(ctx: RunContext) -> None:
@@ -146,11 +161,12 @@ def _out_of_sync_elected(ctx: RunContext) -> None:
     ctx.expect(f"unclean election: isr = [{first}], leader epoch + 1 (§4.1.3, §4.10)",
                el["isr"] == [first] and el["leader_epoch"] == dead["leader_epoch"] + 1, el)
     recovering = ctx.semantics.unclean_marks_recovering(ctx.recorder.metadata.get("kafka_version"))
-    _recovery(ctx, _writes(ctx, dead["seq"]), first, dead, recovering, "an unclean election, §4.1.3")
+    el = _recovery(ctx, _writes(ctx, dead["seq"]), first, dead, recovering, "an unclean election, §4.1.3")
     for b in (last, second):
         ctx.heal(handles.pop(b))
     wait_or_diagnose(ctx, f"all replicas of {T}-0 rejoin the ISR behind {first} (§5.8)",
                      lambda: len(ctx.isr(T, 0)) == 3, 90, [last, second], lambda: state(ctx))
+    _recovered(ctx, el)
 
 
 _TOPIC = TopicSpec(T, 1, 3, assignment={0: REPLICAS})
@@ -163,7 +179,7 @@ SCENARIOS: list[Scenario] = [
              topics=[_TOPIC],
              workload={"topic": T, "partitions": 1, "acks": "all", "enable_idempotence": True, "rate": 100.0,
                        "delivery_timeout_ms": 60000, "request_timeout_ms": 5000},
-             max_duration_s=300),
+             max_duration_s=360),
     Scenario("unclean.out_of_sync_elected", "unclean election on: every replica of chaos-0 dies in turn, the "
              "first to die (out of sync) returns first and is elected; the acks=1 writes it missed are lost, "
              "as the configuration allows", _out_of_sync_elected, tags=("conformance", "chaos"), brokers=5, kraft=True,
@@ -171,5 +187,5 @@ SCENARIOS: list[Scenario] = [
                                assignment={0: REPLICAS})],
              workload={"topic": T, "partitions": 1, "acks": "1", "enable_idempotence": False, "rate": 100.0,
                        "delivery_timeout_ms": 60000, "request_timeout_ms": 5000},
-             max_duration_s=300),
+             max_duration_s=360),
 ]
