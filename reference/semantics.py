@@ -30,10 +30,13 @@ class Semantics:
     controller_epoch_exact: bool
     # §4.10 / §9.2: a leader-side ISR change (AlterPartition) keeps the leader epoch in both models
     registration_epoch: str          # what the broker epoch is: "czxid" (§5.1) or "offset" (§9.3)
-    # §2.5 / D12 (ZK): a new controller rewrites partitions (leader -1 then an election where the dead
-    # controller led; A1 on every reassignment in progress, §2.4 step 9); §9.9 (KRaft): the new quorum
-    # leader replays the metadata log and writes no partition record by itself
-    failover_writes_partitions: bool
+    # §2.4 steps 7-9, §2.5 / D12 (ZK): a new controller rewrites partition states by itself (leader -1
+    # then an election where the dead controller led; A1 on every reassignment in progress); §9.9
+    # (KRaft): the new quorum leader replays the metadata log and rewrites nothing. (Its heartbeat
+    # tracking starts at its activation, ClusterControlManager.activate → BrokerHeartbeatManager.register,
+    # so a broker whose heartbeats reach it only after broker.session.timeout.ms is fenced as any silent
+    # broker: seen on 4.1.2, a broker-only node fenced for 0.9 s after the quorum leader was killed.)
+    failover_rewrites_partitions: bool
     # what AlterPartitionReassignments requires of a broker it adds: ZK §7.3 "live" (registered in
     # /brokers/ids: KafkaController.validateReplicas, INVALID_REPLICA_ASSIGNMENT "not alive"); KRaft §9.6
     # "registered": ReplicationControlManager.validateManualPartitionAssignment checks only
@@ -118,10 +121,10 @@ class Semantics:
 
 
 ZK = Semantics("zk", deletion_waits_for_replicas=True, deletion_writes_leaderless=True,
-               controller_epoch_exact=True, registration_epoch="czxid", failover_writes_partitions=True,
+               controller_epoch_exact=True, registration_epoch="czxid", failover_rewrites_partitions=True,
                reassignment_target_needs="live", killed_broker_registered=False, cite="§1-§8")
 KRAFT = Semantics("kraft", deletion_waits_for_replicas=False, deletion_writes_leaderless=False,
-                  controller_epoch_exact=False, registration_epoch="offset", failover_writes_partitions=False,
+                  controller_epoch_exact=False, registration_epoch="offset", failover_rewrites_partitions=False,
                   reassignment_target_needs="registered", killed_broker_registered=True, cite="§9")
 _BY_MODEL = {"zk": ZK, "kraft": KRAFT}
 

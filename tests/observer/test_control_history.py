@@ -122,8 +122,8 @@ def test_semantics_per_controller_model():
     assert not zk.reassignment_accepts_target(registered=False, alive=False)
     assert not kr.reassignment_accepts_target(registered=False, alive=False)
     assert zk.reassignment_accepts_target(True, True) and kr.reassignment_accepts_target(True, True)
-    # §2.5 (ZK): a new controller rewrites partitions; §9.9 (KRaft): it replays the log and writes none
-    assert zk.failover_writes_partitions and not kr.failover_writes_partitions
+    # §2.5 (ZK): a new controller rewrites partitions; §9.9 (KRaft): it replays the log and rewrites none
+    assert zk.failover_rewrites_partitions and not kr.failover_rewrites_partitions
     assert zk.controller_epoch_ok(4, 5) and not zk.controller_epoch_ok(4, 6) and not zk.controller_epoch_ok(4, None)
     assert kr.controller_epoch_ok(4, 6) and not kr.controller_epoch_ok(4, 4)
     assert zk.deletion_waits_for_replicas and zk.deletion_writes_leaderless
