@@ -13,6 +13,9 @@ Reassignment, as in seed 003 and spec §7:
   :func:`reassign_cancel` (``--cancel``, 2.6+) and :func:`reassign_list` (``--list``, 2.6+). The
   tool's class is ``kafka.admin.ReassignPartitionsCommand`` up to 3.6 and
   ``org.apache.kafka.tools.reassign.ReassignPartitionsCommand`` from 3.7.
+* **AlterPartitionReassignments directly** (:func:`alter_reassignments`, the harness's protocol client):
+  the controller's own validation (§7.3, §9.6) per partition, which the tool hides behind its
+  DescribeCluster check of the broker ids ("Unknown broker id").
 * **The legacy znode** ``/admin/reassign_partitions`` (spec §1.6, §7.2 trigger 2), written with kazoo:
   :func:`write_reassign_znode`. Every ZooKeeper-mode controller reacts to it (0.8 – 3.9); unlike the
   API path it performs no liveness validation (§7.3).
@@ -45,6 +48,7 @@ from reference import versions
 
 from .errors import AdminOpError, NotSupported  # AdminOpError: raised here and by the control plane
 from .observer.zk_history import read_zk_history
+from .protocol import ProtocolClient, ProtocolError
 
 RUN_CLASS = "/opt/kafka-chaos/kafka-run-class"
 # How a tool's class is started in a broker container: the harness image's launcher; else the
@@ -254,6 +258,62 @@ def reassign_execute(cluster, plan: dict, *, throttle: int | None = None, additi
     if "Successfully started" not in res.output:
         raise AdminOpError(f"reassignment not started: {_tail(res.output)}")
     return res.output
+
+
+class ReassignmentRefused(AdminOpError):
+    """The controller refused a partition's reassignment (``error``: Kafka's error name, e.g.
+    INVALID_REPLICA_ASSIGNMENT): an answer of the broker, not a harness failure."""
+
+    def __init__(self, tp: tuple[str, int], error: str, message: str | None):
+        super().__init__(f"{tp[0]}-{tp[1]}: {error}" + (f" ({message})" if message else ""))
+        self.tp, self.error, self.message = tp, error, message
+
+
+def alter_reassignment(cluster, topic: str, partition: int, replicas: list[int] | None, timeout_s: float = 30.0) -> None:
+    """One partition through :func:`alter_reassignments`; raises :class:`ReassignmentRefused` when the
+    controller refuses it (so a ``ctx.action`` records the refusal as a failed action)."""
+    err, msg = alter_reassignments(cluster, {(topic, partition): replicas}, timeout_s)[(topic, partition)]
+    if err is not None:
+        raise ReassignmentRefused((topic, partition), err, msg)
+
+
+def alter_reassignments(cluster, targets: dict[tuple[str, int], list[int] | None],
+                        timeout_s: float = 30.0) -> dict[tuple[str, int], tuple[str | None, str | None]]:
+    """AlterPartitionReassignments through the protocol, without the tool's own checks:
+    ``{(topic, partition): replicas}`` (``None`` cancels) → ``{(topic, partition): (error name or None,
+    the controller's message)}``.
+
+    Asks the registered brokers in turn; a ZooKeeper-mode broker that is not the controller answers
+    NOT_CONTROLLER, then the controller its Metadata names is asked (KRaft brokers forward the request
+    to the active controller). Per-partition refusals (e.g. INVALID_REPLICA_ASSIGNMENT, §7.3, §9.6) are
+    returned; no answer at all, or a request-level error, raises AdminOpError."""
+    if not targets:
+        raise AdminOpError("alter_reassignments needs at least one partition")
+    for (t, p), reps in targets.items():
+        if reps is not None and (not reps or len(set(reps)) != len(reps)):
+            raise AdminOpError(f"{t}-{p}: replicas {reps} must be non-empty and distinct (None cancels)")
+    errors: list[str] = []
+    ids = _registered(cluster) or list(cluster.broker_ids)
+    for b in ids:
+        try:
+            with ProtocolClient("127.0.0.1", cluster.brokers[b].host_port, timeout=timeout_s) as c:
+                res = c.alter_partition_reassignments(targets, timeout_ms=int(timeout_s * 1000))
+                if res.error == "NOT_CONTROLLER":
+                    ctl = c.metadata([]).controller_id
+                    if ctl in cluster.brokers and ctl != b:
+                        with ProtocolClient("127.0.0.1", cluster.brokers[ctl].host_port, timeout=timeout_s) as cc:
+                            res = cc.alter_partition_reassignments(targets, timeout_ms=int(timeout_s * 1000))
+        except ProtocolError as e:
+            errors.append(str(e))
+            continue
+        if res.error is not None:
+            errors.append(f"broker {b}: {res.error}" + (f" ({res.error_message})" if res.error_message else ""))
+            continue
+        missing = [k for k in targets if k not in res.partitions]
+        if missing:
+            raise AdminOpError(f"AlterPartitionReassignments answered without {missing}: {res.partitions}")
+        return {k: res.partitions[k] for k in targets}
+    raise AdminOpError(f"AlterPartitionReassignments: no broker accepted the request: {'; '.join(errors)[:400]}")
 
 
 def parse_verify(out: str) -> dict[tuple[str, int], str]:

@@ -139,6 +139,12 @@ class RunContext:
         KRaft controller differ (reference/semantics.py), by the distribution's ``controller_model``."""
         return semantics.for_model(self.cluster.distribution.controller_model)
 
+    def has_role(self, role: str) -> bool:
+        """Whether this cluster's distribution runs nodes of ``role`` (``Distribution.roles``: e.g.
+        "zookeeper" for an ensemble, "controller" for a KRaft quorum): for the part of a scenario
+        that acts on such nodes (a legacy znode), the rest of it running everywhere."""
+        return role in self.cluster.distribution.roles
+
     def history_marker(self) -> int:
         """A marker for :meth:`writes_since` (the newest controller write now)."""
         return self.cluster.control.history_marker()

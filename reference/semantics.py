@@ -36,6 +36,24 @@ class Semantics:
     controller_epoch_exact: bool
     # §4.10 / §9.2: a leader-side ISR change (AlterPartition) keeps the leader epoch in both models
     registration_epoch: str          # what the broker epoch is: "czxid" (§5.1) or "offset" (§9.3)
+    # §2.4 steps 7-9, §2.5 / D12 (ZK): a new controller rewrites partition states by itself (leader -1
+    # then an election where the dead controller led; A1 on every reassignment in progress); §9.9
+    # (KRaft): the new quorum leader replays the metadata log and rewrites nothing. (Its heartbeat
+    # tracking starts at its activation, ClusterControlManager.activate → BrokerHeartbeatManager.register,
+    # so a broker whose heartbeats reach it only after broker.session.timeout.ms is fenced as any silent
+    # broker: seen on 4.1.2, a broker-only node fenced for 0.9 s after the quorum leader was killed.)
+    failover_rewrites_partitions: bool
+    # what AlterPartitionReassignments requires of a broker it adds: ZK §7.3 "live" (registered in
+    # /brokers/ids: KafkaController.validateReplicas, INVALID_REPLICA_ASSIGNMENT "not alive"); KRaft §9.6
+    # "registered": ReplicationControlManager.validateManualPartitionAssignment checks only
+    # clusterControl.brokerRegistrations(), so a fenced broker (killed, still registered) is accepted
+    # and one never registered is refused with INVALID_REPLICA_ASSIGNMENT ("no such broker is registered")
+    reassignment_target_needs: str
+    # whether a killed broker keeps its registration while it is down: ZK no (§1.3: /brokers/ids/<id> is
+    # ephemeral, gone with its ZooKeeper session); KRaft yes (§9.3: it is fenced after
+    # broker.session.timeout.ms and stays registered until it registers anew or is unregistered;
+    # ClusterControlManager keeps brokerRegistrations, ReplicationControlManager.handleBrokerFenced)
+    killed_broker_registered: bool
     cite: str                        # the spec sections this model's expectations come from
 
     def reassignment_start(self, ors: list[int], target: list[int]) -> tuple[list[int], list[int], list[int]]:
@@ -62,6 +80,28 @@ class Semantics:
         if self.model == "kraft":
             return 0, "none at the start, §9.2, §9.6"
         return int(bool(set(target) - set(ors))), "A1 at the start, §7.5"
+
+    def reassignment_resume_bumps(self, startups: int) -> tuple[int, str]:
+        """Leader-epoch bumps of an in-flight reassignment when ``startups`` brokers of its target start
+        while it waits: ZK resumes it at each startup with A1 (+1 each, §5.3, §7.7); KRaft does not resume
+        anything: a broker's registration and unfencing elect only leaderless partitions
+        (ReplicationControlManager.handleBrokerUnfenced), and the adding replica joins the ISR by the
+        leader's AlterPartition, the completion checked inside that change (PartitionChangeBuilder.build →
+        completeReassignmentIfNeeded; §9.6, §9.9 "LE bump on reassignment start / resume: no")."""
+        if self.model == "kraft":
+            return 0, "no resume at a broker's startup (§9.6, §9.9)"
+        return startups, f"A1 at {startups} target broker startup(s) (§7.7)"
+
+    def reassignment_accepts_target(self, registered: bool, alive: bool) -> bool:
+        """Whether the controller accepts (AlterPartitionReassignments) a target adding a broker that is
+        ``registered`` (KRaft: has a registration, fenced or not; ZK: listed in /brokers/ids) and ``alive``
+        (ZK: registered; KRaft: registered and unfenced). Refused: INVALID_REPLICA_ASSIGNMENT in both."""
+        return alive if self.reassignment_target_needs == "live" else registered
+
+    @property
+    def cite_target_check(self) -> str:
+        return ("§9.6: ReplicationControlManager.validateManualPartitionAssignment wants a registration only"
+                if self.model == "kraft" else "§7.3: KafkaController.validateReplicas wants adding replicas live")
 
     def reassignment_leader(self, old: int, target: list[int]) -> int | None:
         """The leader a completed reassignment must end with: the old one when it is in the target
@@ -141,9 +181,11 @@ class Semantics:
 
 
 ZK = Semantics("zk", deletion_waits_for_replicas=True, deletion_writes_leaderless=True,
-               controller_epoch_exact=True, registration_epoch="czxid", cite="§1-§8")
+               controller_epoch_exact=True, registration_epoch="czxid", failover_rewrites_partitions=True,
+               reassignment_target_needs="live", killed_broker_registered=False, cite="§1-§8")
 KRAFT = Semantics("kraft", deletion_waits_for_replicas=False, deletion_writes_leaderless=False,
-                  controller_epoch_exact=False, registration_epoch="offset", cite="§9")
+                  controller_epoch_exact=False, registration_epoch="offset", failover_rewrites_partitions=False,
+                  reassignment_target_needs="registered", killed_broker_registered=True, cite="§9")
 _BY_MODEL = {"zk": ZK, "kraft": KRAFT}
 
 

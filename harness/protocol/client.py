@@ -1,7 +1,7 @@
 """A small blocking Kafka protocol client over one TCP connection to a broker on 127.0.0.1.
 
 It speaks only the requests in :mod:`harness.protocol.messages` (ApiVersions, Metadata v7+,
-DescribeQuorum, ListPartitionReassignments, DescribeTopicPartitions) and negotiates each version with ApiVersions. Every socket operation is bounded by
+DescribeQuorum, ListPartitionReassignments, AlterPartitionReassignments, DescribeTopicPartitions) and negotiates each version with ApiVersions. Every socket operation is bounded by
 ``timeout`` seconds; any failure (refused, reset, timed out, malformed answer) closes the connection
 and raises :class:`ProtocolError` naming the address and request, so a caller sampling a cluster
 under faults can record the error and try again later.
@@ -203,6 +203,20 @@ class ProtocolClient:
                                   v, cid, self.client_id, topics, timeout_ms),
                               f"ListPartitionReassignments v{v}")
         return self._decode(m.decode_list_partition_reassignments_response, body, v, "ListPartitionReassignments")
+
+    def alter_partition_reassignments(self, targets: dict[tuple[str, int], list[int] | None],
+                                      timeout_ms: int = 30000) -> m.AlterReassignmentsResult:
+        """AlterPartitionReassignments: ``{(topic, partition): replicas}`` (``None``: cancel). In
+        ZooKeeper mode only the controller acts (others answer NOT_CONTROLLER); KRaft brokers forward
+        to the active controller. Per-partition errors are in the result, not raised."""
+        v = self._version(m.API_ALTER_PARTITION_REASSIGNMENTS, m.ALTER_PARTITION_REASSIGNMENTS_VERSIONS,
+                          "AlterPartitionReassignments")
+        body = self.roundtrip(m.API_ALTER_PARTITION_REASSIGNMENTS, v,
+                              lambda cid: m.encode_alter_partition_reassignments_request(
+                                  v, cid, self.client_id, targets, timeout_ms),
+                              f"AlterPartitionReassignments v{v}")
+        return self._decode(m.decode_alter_partition_reassignments_response, body, v,
+                            "AlterPartitionReassignments")
 
     def supports_describe_topic_partitions(self) -> bool:
         return self.api_versions().max_version(m.API_DESCRIBE_TOPIC_PARTITIONS,

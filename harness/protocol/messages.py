@@ -11,6 +11,10 @@ decoded by hand from the message schemas in apache/kafka
   live broker, controller-spec §9.8, and confluent-kafka's ``describe_cluster`` reports the same.)
 * **ListPartitionReassignments** (key 46, v0, flexible): ongoing reassignments with their adding and
   removing replicas (spec §7.9, §9.6); confluent-kafka 2.16 has no such Admin call.
+* **AlterPartitionReassignments** (key 45, v0, flexible): start, replace or cancel (null replicas)
+  reassignments and read the controller's own validation per partition (spec §7.3, §9.6); the
+  reassignment tool checks broker ids against DescribeCluster first, so a refusal by the controller
+  itself is seen only through this request.
 * **DescribeTopicPartitions** (key 75, v0, flexible; KRaft brokers 3.8+): Metadata's partition fields
   plus the eligible leader replicas (ELR) and last-known ELR (spec §9.5), paginated by a cursor.
 
@@ -26,6 +30,7 @@ from .wire import DecodeError, Reader, Writer
 
 API_METADATA = 3
 API_API_VERSIONS = 18
+API_ALTER_PARTITION_REASSIGNMENTS = 45
 API_LIST_PARTITION_REASSIGNMENTS = 46
 API_DESCRIBE_QUORUM = 55
 API_DESCRIBE_TOPIC_PARTITIONS = 75
@@ -34,6 +39,7 @@ METADATA_VERSIONS = (7, 12)          # v7 is the first with LeaderEpoch
 API_VERSIONS_VERSIONS = (0, 3)
 DESCRIBE_QUORUM_VERSIONS = (0, 2)
 LIST_PARTITION_REASSIGNMENTS_VERSIONS = (0, 0)
+ALTER_PARTITION_REASSIGNMENTS_VERSIONS = (0, 0)
 DESCRIBE_TOPIC_PARTITIONS_VERSIONS = (0, 0)
 METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log, partition 0
 
@@ -42,9 +48,9 @@ _ERROR_NAMES = {
     0: "NONE", -1: "UNKNOWN_SERVER_ERROR", 3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE",
     6: "NOT_LEADER_OR_FOLLOWER", 7: "REQUEST_TIMED_OUT", 8: "BROKER_NOT_AVAILABLE",
     9: "REPLICA_NOT_AVAILABLE", 15: "COORDINATOR_NOT_AVAILABLE", 29: "TOPIC_AUTHORIZATION_FAILED",
-    31: "CLUSTER_AUTHORIZATION_FAILED", 35: "UNSUPPORTED_VERSION", 41: "NOT_CONTROLLER",
-    42: "INVALID_REQUEST", 72: "LISTENER_NOT_FOUND", 74: "FENCED_LEADER_EPOCH",
-    75: "UNKNOWN_LEADER_EPOCH", 100: "UNKNOWN_TOPIC_ID",
+    31: "CLUSTER_AUTHORIZATION_FAILED", 35: "UNSUPPORTED_VERSION", 39: "INVALID_REPLICA_ASSIGNMENT",
+    41: "NOT_CONTROLLER", 42: "INVALID_REQUEST", 72: "LISTENER_NOT_FOUND", 74: "FENCED_LEADER_EPOCH",
+    75: "UNKNOWN_LEADER_EPOCH", 85: "NO_REASSIGNMENT_IN_PROGRESS", 100: "UNKNOWN_TOPIC_ID",
 }
 
 
@@ -88,6 +94,7 @@ def response_header_flexible(api_key: int, api_version: int) -> bool:
 def request_flexible(api_key: int, api_version: int) -> bool:
     return {API_METADATA: api_version >= 9, API_API_VERSIONS: api_version >= 3,
             API_DESCRIBE_QUORUM: True, API_LIST_PARTITION_REASSIGNMENTS: True,
+            API_ALTER_PARTITION_REASSIGNMENTS: True,
             API_DESCRIBE_TOPIC_PARTITIONS: True}[api_key]
 
 
@@ -411,6 +418,64 @@ def decode_list_partition_reassignments_response(body: bytes, version: int) -> R
     r.tagged_fields()
     r.expect_end(f"ListPartitionReassignments v{version} response")
     return ReassignmentsResult(error_name(err), msg, [o for t in topics for o in t], throttle)
+
+
+# -- AlterPartitionReassignments -----------------------------------------------------------------
+@dataclass
+class AlterReassignmentsResult:
+    error: str | None                        # the request's own error (e.g. NOT_CONTROLLER)
+    error_message: str | None
+    partitions: dict[tuple[str, int], tuple[str | None, str | None]]   # (topic, p) → (error, message)
+    throttle_time_ms: int = 0
+
+
+def encode_alter_partition_reassignments_request(version: int, correlation_id: int, client_id: str | None,
+                                                 targets: dict[tuple[str, int], list[int] | None],
+                                                 timeout_ms: int = 60000) -> bytes:
+    """``targets``: ``{(topic, partition): replicas}``; ``None`` replicas cancel that partition's
+    reassignment. Topics and partitions in sorted order."""
+    _check_version("AlterPartitionReassignments", version, ALTER_PARTITION_REASSIGNMENTS_VERSIONS)
+    w = Writer()
+    encode_request_header(w, API_ALTER_PARTITION_REASSIGNMENTS, version, correlation_id, client_id, flexible=True)
+    by_topic: dict[str, list[tuple[int, list[int] | None]]] = {}
+    for (t, p), reps in sorted(targets.items()):
+        by_topic.setdefault(t, []).append((int(p), None if reps is None else [int(r) for r in reps]))
+
+    def part(ww: Writer, item: tuple[int, list[int] | None]) -> None:
+        ww.int32(item[0]).array(item[1], lambda x, r: x.int32(r), compact=True)
+        ww.empty_tagged_fields()
+
+    def topic(ww: Writer, item: tuple[str, list]) -> None:
+        ww.string(item[0], compact=True).array(item[1], part, compact=True)
+        ww.empty_tagged_fields()
+
+    w.int32(timeout_ms)
+    w.array(sorted(by_topic.items()), topic, compact=True)
+    w.empty_tagged_fields()
+    return w.bytes()
+
+
+def decode_alter_partition_reassignments_response(body: bytes, version: int) -> AlterReassignmentsResult:
+    _check_version("AlterPartitionReassignments", version, ALTER_PARTITION_REASSIGNMENTS_VERSIONS)
+    r = Reader(body)
+    throttle, err, msg = r.int32(), r.int16(), r.string(True)
+
+    def topic(rr: Reader) -> list[tuple[tuple[str, int], tuple[str | None, str | None]]]:
+        name = rr.string(True) or ""
+
+        def part(pr: Reader):
+            idx, code, pmsg = pr.int32(), pr.int16(), pr.string(True)
+            pr.tagged_fields()
+            return (name, idx), (error_name(code), pmsg)
+
+        parts = rr.array(part, True) or []
+        rr.tagged_fields()
+        return parts
+
+    topics = r.array(topic, True) or []
+    r.tagged_fields()
+    r.expect_end(f"AlterPartitionReassignments v{version} response")
+    return AlterReassignmentsResult(error_name(err), msg, dict(x for t in topics for x in t), throttle)
 
 
 # -- DescribeTopicPartitions ---------------------------------------------------------------------

@@ -20,6 +20,26 @@ write of the whole history):
 * the API path rejects a target broker that is not alive (§7.3); the znode path does not validate,
   and such a reassignment waits until the broker is back (§7.7).
 
+On KRaft (§9; every scenario here but ``znode``, which names ZooKeeper) the same flows run; where the
+controllers differ the scripts ask ``ctx.semantics`` (reference/semantics.py) and read the writes from
+the metadata log. What they rely on, from Apache Kafka's ``metadata/.../controller`` sources (3.9.0
+and trunk of 2024-10, 1eb7644):
+
+* the start writes ``RS = target ++ sorted(ORS − target)`` without a leader-epoch bump, the
+  completion is one record, LE + 1 when it removes a replica (§9.2, §9.6; PartitionChangeBuilder
+  ``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``);
+* completion needs every target replica in the ISR, as in ZooKeeper mode (PartitionReassignmentReplicas
+  ``maybeCompleteReassignment``: ``newTargetIsr.containsAll(newTargetReplicas)``), checked inside
+  every partition change: the AlterPartition that adds the last target replica completes it;
+* a dead leader is replaced when its broker is fenced (``broker.session.timeout.ms``;
+  ReplicationControlManager ``handleBrokerFenced``) by the first replica in RS order that is in the
+  ISR and active (PartitionChangeBuilder ``electAnyLeader``); a broker's restart resumes nothing
+  (``handleBrokerUnfenced`` elects leaderless partitions only), so no A1 at startup;
+* AlterPartitionReassignments validates only that each target broker is registered
+  (ReplicationControlManager ``validateManualPartitionAssignment``): a killed broker stays registered
+  (fenced), so a reassignment onto it is accepted and waits; a broker id never registered is refused
+  with INVALID_REPLICA_ASSIGNMENT ("no such broker is registered").
+
 Slow reassignments (for cancel and a kill in the middle) copy a preloaded partition under the
 tool's ``--throttle`` (1000 B/s) and are released by clearing the broker throttle rates.
 """
@@ -195,9 +215,14 @@ def _expect_replica_deleted(ctx: RunContext, broker: int, tp: str, why: str, tim
 
 
 def controller_not(ctx: RunContext, broker: int, attempts: int = 6) -> None:
-    """Make sure ``broker`` is not the controller (so killing it is not also a controller failover,
-    whose extra writes, §2.5, would blur the epoch accounting): delete /controller until another
-    broker wins the election (seed 004's trick; each round is a recorded fault)."""
+    """Make sure killing ``broker`` is not also a controller failover where one would write partition
+    states of its own (ZooKeeper mode, §2.5: leader -1 then an election, A1 on every reassignment in
+    progress), which would blur the epoch accounting: delete /controller until another broker wins the
+    election (seed 004's trick; each round is a recorded fault). A KRaft quorum leader that dies writes
+    no partition state by itself (§9.9: the next one replays the metadata log; it resumes nothing):
+    nothing to do there (``ctx.semantics.failover_rewrites_partitions``)."""
+    if not ctx.semantics.failover_rewrites_partitions:
+        return
     ctx.wait_until("a controller is elected", lambda: ctx.controller() is not None, 30)
     for _ in range(attempts):
         c = ctx.controller()
@@ -263,68 +288,135 @@ def cancel(ctx: RunContext) -> None:
 
 def kill_broker_mid(ctx: RunContext) -> None:
     """bulk-0 [1,2,3] → [1,3,4] under a throttle; the leader (1, in the target) is killed mid-way.
-    The offline election uses RS' = [1,3,4,2] order (§7.10); with the throttle cleared, 4 joins the
-    ISR but the reassignment cannot complete without 1; after 1 restarts it completes."""
+
+    Both modes: the start lists RS' = [1,3,4,2] (§7.1 U1, §9.6); the dead leader is replaced by the
+    first of RS' online and in the ISR, 3 (ZK: the offline election, §4.1, §7.10; KRaft: the fencing
+    of 1 after broker.session.timeout.ms, §9.3, ReplicationControlManager.handleBrokerFenced →
+    PartitionChangeBuilder.electAnyLeader, RS order); with the throttle cleared, 4 catches up from
+    3 and joins the ISR, but the reassignment cannot complete without 1 (every target replica must be
+    in the ISR: §7.6; KRaft PartitionReassignmentReplicas.maybeCompleteReassignment,
+    ``newTargetIsr.containsAll(newTargetReplicas)``); after 1 restarts and rejoins the ISR it completes
+    (ZK: resumed at 1's startup with A1, §7.7, then B3/B4/B6; KRaft: the AlterPartition adding 1 to
+    the ISR completes it in the same record, §9.6). Leader 3 stays (it is in the target).
+    ΔLE: ZK 5 (A1, the election, A1 at 1's startup, B3, B4 for 2); KRaft 2 (the election, the
+    completion removing 2: §9.2)."""
+    sem = ctx.semantics
+    ors, target = [1, 2, 3], [1, 3, 4]
     controller_not(ctx, 1)
-    plan, before, marker = _start_throttled(ctx, [1, 3, 4])
+    plan, before, marker = _start_throttled(ctx, target)
+    rs = sem.reassignment_start(ors, target)[0]
     ctx.expect(f"{BULK}-0: leader 1 before the kill", before["leader"] == 1, before)
     h = ctx.fault("kill", "broker:1")
-    ctx.wait_until(f"{BULK}-0: leader 3, the first of RS' [1,3,4,2] online and in the ISR (§4.1, §7.10)",
+    ctx.wait_until(f"{BULK}-0: leader 3, the first of RS' {rs} online and in the ISR (§4.1, §7.10; §9.3, §9.4)",
                    lambda: ctx.leader(BULK, 0) == 3, 40)
-    live = [b for b in ctx.live_brokers() if b != 1]
-    ctx.action("set_config", lambda: ao.clear_replication_throttle(ctx.cluster, live),
-               topic=None, brokers=live, config={k: None for k in ao.THROTTLE_KEYS})
+    # every other broker must be listed to have its throttle cleared (broker 4's follower throttle above
+    # all). KRaft: a controller failover (broker 1 may lead the quorum) can fence a broker-only node
+    # whose heartbeats reach the new quorum leader only after broker.session.timeout.ms from its
+    # activation (ClusterControlManager.activate → BrokerHeartbeatManager.register); seen on 4.1.2:
+    # broker 4 fenced with 1, unfenced 0.9 s later
+    others = [b for b in ctx.cluster.broker_ids if b != 1]
+    ctx.wait_until(f"brokers {others} listed", lambda: set(others) <= set(ctx.live_brokers()), 30)
+    ctx.action("set_config", lambda: ao.clear_replication_throttle(ctx.cluster, others),
+               topic=None, brokers=others, config={k: None for k in ao.THROTTLE_KEYS})
     ctx.wait_until(f"{BULK}-0: broker 4 caught up and joined the ISR once unthrottled (§5.8)",
                    lambda: 4 in ctx.isr(BULK, 0), 90)
     ctx.sleep(2)
-    ctx.expect(f"{BULK}-0: still being reassigned while broker 1 (in the target) is down (§7.6)",
+    ctx.expect(f"{BULK}-0: still being reassigned while broker 1 (in the target) is down (§7.6, §9.6)",
                _reassigning(ctx, BULK, 0), _assignment(ctx, BULK, 0))
     ctx.heal(h)
     ctx.action("set_config", lambda: ao.clear_replication_throttle(ctx.cluster, [1]),
                topic=None, brokers=[1], config={k: None for k in ao.THROTTLE_KEYS})
     ctx.wait_until(f"{BULK}-0: reassignment completed after broker 1 came back",
-                   lambda: _assignment(ctx, BULK, 0) == ([1, 3, 4], [], []), 120)
-    _expect_history(ctx, _writes(ctx, marker), BULK, 0, [1, 2, 3], [1, 3, 4], before, 3, 5,
-                    "A1 at the start, the offline election, A1 again at broker 1's startup (§7.7), B3, B4 for 2")
+                   lambda: _assignment(ctx, BULK, 0) == (target, [], []), 120)
+    moved, why = sem.reassignment_bumps(ors, target)
+    resumed, why_resume = sem.reassignment_resume_bumps(1)
+    _expect_history(ctx, _writes(ctx, marker), BULK, 0, ors, target, before, 3, moved + 1 + resumed,
+                    f"{why}; one for the election replacing 1; {why_resume}")
     _wait_complete(ctx, plan, 60)
 
 
+LEGACY_ROLE = "zookeeper"      # the nodes that hold /admin/reassign_partitions (Distribution.roles)
+
+
+def _refused(ctx: RunContext, fn, plan: dict, via: str) -> str | None:
+    """Run the reassignment ``fn`` as a recorded action; the refusal's text, or None when accepted."""
+    try:
+        ctx.action("reassign", fn, **ao.action_params(plan, via=via))
+    except ao.AdminOpError as e:
+        if via == "api" and not isinstance(e, ao.ReassignmentRefused):
+            raise                      # no answer from the controller: a harness problem, not a refusal
+        return str(e)
+    return None
+
+
 def target_down(ctx: RunContext) -> None:
-    """chaos-2 [3,1,2] → [4,1,2] while broker 4 is down: the API path refuses (§7.3), the znode path
-    starts it but it cannot complete (§7.6); after broker 4 restarts it resumes (§7.7) and completes."""
+    """chaos-2 [3,1,2] → [4,1,2] while broker 4 is down.
+
+    The API part runs on every distribution: the tool refuses (it checks the ids against DescribeCluster,
+    which lists live brokers only — ZK: registered, KRaft: registered and unfenced: "Unknown broker id
+    4"); AlterPartitionReassignments sent directly meets the controller's own check. A broker id never
+    registered is refused by both (INVALID_REPLICA_ASSIGNMENT); for broker 4, down, ZooKeeper mode wants
+    adding replicas live (§7.3, KafkaController.validateReplicas: INVALID_REPLICA_ASSIGNMENT), KRaft
+    only registered (§9.6, ReplicationControlManager.validateManualPartitionAssignment) and a killed
+    broker stays registered, fenced (§9.3): the request is accepted and the reassignment waits.
+
+    The znode part runs only where the cluster has ZooKeeper nodes (``ctx.has_role(LEGACY_ROLE)``) and
+    the API refused: the legacy /admin/reassign_partitions path validates nothing and starts it anyway
+    (§7.3). Either way the started reassignment stays in progress while 4 is down (§7.6, §9.6), and
+    completes after 4 restarts (ZK: resumed at its startup with A1, §7.7; KRaft: once 4 joins the ISR,
+    the completion inside that AlterPartition, §9.6)."""
+    sem = ctx.semantics
     ors, target = ASSIGN[2], [4, 1, 2]
     plan = ao.make_plan({(T, 2): target})
     h = ctx.fault("kill", "broker:4")
-    ctx.wait_until("broker 4 deregistered", lambda: 4 not in ctx.live_brokers(), 40)
-    try:
-        ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
-        refused = None
-    except ao.AdminOpError as e:
-        refused = str(e)
+    ctx.wait_until("broker 4 no longer listed (ZK: deregistered, §5.2; KRaft: fenced, §9.3)",
+                   lambda: 4 not in ctx.live_brokers(), 40)
+    refused = _refused(ctx, lambda: ao.reassign_execute(ctx.cluster, plan), plan, "tool")
     # the tool checks the broker ids against the live cluster itself ("Unknown broker id 4") before the
-    # controller's own validation (§7.3: INVALID_REPLICA_ASSIGNMENT for a dead adding replica) is reached
+    # controller's own validation is reached
     ctx.expect("the tool refuses a reassignment onto a dead broker", refused is not None, refused)
-    ctx.expect(f"{T}-2: assignment unchanged after the refusal", _assignment(ctx, T, 2) == (ors, [], []),
+    ghost = [9, 1, 2]
+    refused = _refused(ctx, lambda: ao.alter_reassignment(ctx.cluster, T, 2, ghost),
+                       ao.make_plan({(T, 2): ghost}), "api")
+    ctx.expect("AlterPartitionReassignments onto broker 9, never registered: INVALID_REPLICA_ASSIGNMENT "
+               "(§7.3; §9.6: 'no such broker is registered')",
+               refused is not None and "INVALID_REPLICA_ASSIGNMENT" in refused, refused)
+    ctx.expect(f"{T}-2: assignment unchanged after the refusals", _assignment(ctx, T, 2) == (ors, [], []),
                _assignment(ctx, T, 2))
     before = state(ctx, 2)
     marker = ctx.history_marker()
-    ctx.action("reassign", lambda: ao.write_reassign_znode(ctx.cluster, plan), **ao.action_params(plan, via="znode"))
-    exp = ctx.semantics.reassignment_start(ors, target)
-    ctx.wait_until(f"{T}-2: the znode path started it anyway: RS={exp[0]} adding={exp[1]} removing={exp[2]} (§7.3)",
-                   lambda: _assignment(ctx, T, 2) == exp, 30)
+    accepts = sem.reassignment_accepts_target(registered=sem.killed_broker_registered, alive=False)
+    refused = _refused(ctx, lambda: ao.alter_reassignment(ctx.cluster, T, 2, target), plan, "api")
+    ctx.expect(f"AlterPartitionReassignments onto broker 4, down: "
+               f"{'accepted' if accepts else 'INVALID_REPLICA_ASSIGNMENT'} ({sem.cite_target_check})",
+               refused is None if accepts else (refused is not None and "INVALID_REPLICA_ASSIGNMENT" in refused),
+               refused)
+    via = "api" if refused is None else None
+    if via is None and ctx.has_role(LEGACY_ROLE):
+        ctx.action("reassign", lambda: ao.write_reassign_znode(ctx.cluster, plan), **ao.action_params(plan, via="znode"))
+        via = "znode"
+    if via is None:     # refused, and no legacy path to try on this distribution
+        ctx.expect(f"{T}-2: assignment unchanged", _assignment(ctx, T, 2) == (ors, [], []), _assignment(ctx, T, 2))
+        ctx.heal(h)
+        return
+    exp = sem.reassignment_start(ors, target)
+    ctx.wait_until(f"{T}-2: the {via} path started it: RS={exp[0]} adding={exp[1]} removing={exp[2]} "
+                   f"({sem.cite_start})", lambda: _assignment(ctx, T, 2) == exp, 30)
+    znode = (lambda: ao.reassign_znode(ctx.cluster)) if via == "znode" else (lambda: None)
     t0 = time.monotonic()
     ctx.sleep(10)
-    ctx.expect(f"{T}-2: still in progress {time.monotonic() - t0:.0f} s later with broker 4 down (§7.6)",
+    ctx.expect(f"{T}-2: still in progress {time.monotonic() - t0:.0f} s later with broker 4 down (§7.6, §9.6)",
                _assignment(ctx, T, 2) == exp and 4 not in ctx.isr(T, 2)
-               and ao.reassign_znode(ctx.cluster) is not None, {"assignment": _assignment(ctx, T, 2),
-                                                                "state": state(ctx, 2)})
+               and (via != "znode" or znode() is not None), {"assignment": _assignment(ctx, T, 2),
+                                                              "state": state(ctx, 2)})
     ctx.heal(h)
-    ctx.wait_until(f"{T}-2: completed after broker 4 restarted; /admin/reassign_partitions deleted",
-                   lambda: _assignment(ctx, T, 2) == (target, [], []) and ao.reassign_znode(ctx.cluster) is None,
-                   90)
-    _expect_history(ctx, _writes(ctx, marker), T, 2, ors, target, before, 4, 4,
-                    "A1 at the start, A1 at broker 4's startup (§7.7), B3 electing 4 (3 is not in the target), "
-                    "B4 for 3")
+    ctx.wait_until(f"{T}-2: completed after broker 4 restarted"
+                   + ("; /admin/reassign_partitions deleted" if via == "znode" else ""),
+                   lambda: _assignment(ctx, T, 2) == (target, [], []) and znode() is None, 90)
+    moved, why = sem.reassignment_bumps(ors, target)
+    resumed, why_resume = sem.reassignment_resume_bumps(1)
+    _expect_history(ctx, _writes(ctx, marker), T, 2, ors, target, before,
+                    sem.reassignment_leader(before["leader"], target), moved + resumed, f"{why}; {why_resume}")
 
 
 _WL = {"topic": T, "partitions": 3}
@@ -337,11 +429,13 @@ SCENARIOS: list[Scenario] = [
              min_version="2.4", max_duration_s=180),
     Scenario("reassignment.kill_broker_mid", "throttled bulk-0 → [1,3,4]; leader 1 killed mid-way; "
              "completes after restart", kill_broker_mid, tags=("conformance", "chaos"), brokers=4,
-             topics=BULK_TOPICS, workload=_WL, broker_config=SLOW, min_version="2.6", max_duration_s=300),
+             topics=BULK_TOPICS, workload=_WL, broker_config=SLOW, min_version="2.6", max_duration_s=300,
+             kraft=True),
     Scenario("reassignment.cancel", "throttled bulk-0 [1,2,3] → [4,2,3] cancelled: replicas [2,3,1]",
              cancel, tags=("conformance", "chaos"), brokers=4, topics=BULK_TOPICS, workload=_WL, broker_config=SLOW,
              min_version="2.6", max_duration_s=240, kraft=True),
-    Scenario("reassignment.target_down", "target broker 4 down: API refuses, znode path waits, "
-             "completes after restart", target_down, tags=("conformance", "chaos"), brokers=4,
-             topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240),
+    Scenario("reassignment.target_down", "target broker 4 down: the tool refuses; AlterPartitionReassignments "
+             "refused (ZK: not live) or accepted (KRaft: registered, fenced); the znode path (ZooKeeper only) "
+             "starts it anyway; it waits and completes after restart", target_down, tags=("conformance", "chaos"),
+             brokers=4, topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240, kraft=True),
 ]

@@ -138,6 +138,22 @@ def test_semantics_per_controller_model():
     assert zk.reassignment_start_bumps([1, 2, 3], [4, 2, 3])[0] == 1 and kr.reassignment_start_bumps([1, 2, 3], [4, 2, 3])[0] == 0
     assert zk.reassignment_leader(5, [1, 2]) == 1 and kr.reassignment_leader(5, [1, 2]) is None
     assert zk.reassignment_leader(2, [1, 2]) == kr.reassignment_leader(2, [1, 2]) == 2
+    # §7.7: ZK resumes an in-flight reassignment with A1 at each target broker's startup; KRaft writes nothing then
+    assert zk.reassignment_resume_bumps(1)[0] == 1 and zk.reassignment_resume_bumps(2)[0] == 2
+    assert kr.reassignment_resume_bumps(1)[0] == 0
+    # kill_broker_mid [1,2,3] → [1,3,4]: ZK A1 + B3 + B4(2) + election + resume = 5; KRaft completion + election = 2
+    assert zk.reassignment_bumps([1, 2, 3], [1, 3, 4])[0] + 1 + zk.reassignment_resume_bumps(1)[0] == 5
+    assert kr.reassignment_bumps([1, 2, 3], [1, 3, 4])[0] + 1 + kr.reassignment_resume_bumps(1)[0] == 2
+    # §7.3 (KafkaController.validateReplicas): adding replicas live; §9.6 (validateManualPartitionAssignment):
+    # registered, fenced or not. A killed broker: ZK loses its ephemeral registration, KRaft keeps it (fenced)
+    assert not zk.killed_broker_registered and kr.killed_broker_registered
+    assert not zk.reassignment_accepts_target(registered=zk.killed_broker_registered, alive=False)
+    assert kr.reassignment_accepts_target(registered=kr.killed_broker_registered, alive=False)
+    assert not zk.reassignment_accepts_target(registered=False, alive=False)
+    assert not kr.reassignment_accepts_target(registered=False, alive=False)
+    assert zk.reassignment_accepts_target(True, True) and kr.reassignment_accepts_target(True, True)
+    # §2.5 (ZK): a new controller rewrites partitions; §9.9 (KRaft): it replays the log and rewrites none
+    assert zk.failover_rewrites_partitions and not kr.failover_rewrites_partitions
     assert zk.controller_epoch_ok(4, 5) and not zk.controller_epoch_ok(4, 6) and not zk.controller_epoch_ok(4, None)
     assert kr.controller_epoch_ok(4, 6) and not kr.controller_epoch_ok(4, 4)
     assert zk.deletion_waits_for_replicas and zk.deletion_writes_leaderless

@@ -250,6 +250,31 @@ def test_list_partition_reassignments_not_controller():
     assert (res.error, res.error_message, res.partitions) == ("NOT_CONTROLLER", "nope", [])
 
 
+# -- AlterPartitionReassignments (key 45, v0, flexible) -----------------------------------------
+def test_alter_partition_reassignments_request():
+    assert m.encode_alter_partition_reassignments_request(0, 5, CLIENT, {("t", 2): [4, 1], ("t", 0): None}, 30000) == h(
+        "002d 0000 00000005 0002 6b63 00",                     # key 45, v0, header v2
+        "00007530",                                            # TimeoutMs 30000
+        "02", "02 74",                                         # one topic "t"
+        "03", "00000000 00", "00",                             # p0: null replicas (cancel), tags
+        "00000002 03 00000004 00000001", "00",                 # p2: [4, 1], tags
+        "00",                                                  # topic tags
+        "00")
+
+
+def test_alter_partition_reassignments_response():
+    body = h("00000000", "0000", "00",                         # throttle, no error, null message
+             "02", "02 74",                                    # topic "t"
+             "03", "00000000 0000 00 00",                      # p0: no error
+             "00000002 0027 05" + b"nope".hex() + " 00",       # p2: INVALID_REPLICA_ASSIGNMENT "nope"
+             "00", "00")
+    res = m.decode_alter_partition_reassignments_response(body, 0)
+    assert (res.error, res.error_message) == (None, None)
+    assert res.partitions == {("t", 0): (None, None), ("t", 2): ("INVALID_REPLICA_ASSIGNMENT", "nope")}
+    top = m.decode_alter_partition_reassignments_response(h("00000000", "0029", "00", "01", "00"), 0)
+    assert (top.error, top.partitions) == ("NOT_CONTROLLER", {})
+
+
 # -- DescribeTopicPartitions (key 75, v0, flexible) ---------------------------------------------
 def test_describe_topic_partitions_requests():
     assert m.encode_describe_topic_partitions_request(0, 4, CLIENT, ["t"], 2000, None) == h(
