@@ -53,6 +53,9 @@ def _isr_follower_fault(fault: str, leader_driven: bool = False, **params):
             # the ISR (AlterPartition)
             ctx.expect("a leader-driven ISR shrink keeps the leader epoch (H10, §5.9)",
                        mid["leader_epoch"] == before["leader_epoch"], mid)
+            live = ctx.live_brokers()
+            ctx.expect(f"follower {follower} kept its control-plane link: still registered (KRaft: unfenced, its "
+                       "heartbeats do not cross the cut)", follower in live, {"live": live})
         ctx.heal(h)
         ctx.wait_until(f"follower {follower} rejoins the ISR (§5.8)", lambda: follower in ctx.isr(T, 0), 60)
     return script
