@@ -26,6 +26,7 @@ kept, §9.2), after which acks=all writes continue; nothing stalls until the hea
 
 from __future__ import annotations
 
+from harness.errors import NotSupported
 from harness.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, fault_times, state
@@ -84,6 +85,10 @@ def _partition_controller_follower(ctx: RunContext) -> None:
     (its replication links; its ZooKeeper session / KRaft quorum links kept)."""
     ctx.wait_until("a controller is elected", lambda: ctx.controller() is not None, 30)
     c = ctx.controller()
+    if c not in ctx.cluster.broker_ids:
+        raise NotSupported(f"{ctx.scenario.name}: the active controller {c} is no broker on this "
+                           f"{ctx.cluster.distribution.name} cluster (a dedicated quorum): it follows no partition "
+                           "and has no replication links to cut; run it with combined nodes (apache-kraft) or ZooKeeper")
     ep = ctx.view.controller_epoch()
     p = next(q for q in range(3) if ctx.leader(T, q) not in (None, -1, c))
     before = state(ctx, p)

@@ -78,6 +78,13 @@ def _wait_rejoin(ctx: RunContext, broker: int, timeout_s: float = 90) -> None:
                      lambda: _in_all_isrs(ctx, broker), timeout_s, [broker], lambda: _states(ctx))
 
 
+def _wait_rejoin_all(ctx: RunContext) -> None:
+    brokers = list(ctx.cluster.broker_ids)
+    wait_or_diagnose(ctx, f"every broker listed and every partition of {T} led with its full ISR",
+                     lambda: ctx.live_brokers() == sorted(brokers) and _all_led(ctx)
+                     and all(_in_all_isrs(ctx, b) for b in brokers), 90, brokers, lambda: _states(ctx))
+
+
 def _acked(ctx: RunContext, t0: float, t1: float, partitions) -> int:
     parts = set(partitions)
     return sum(1 for e in ctx.recorder.read_events() if e["type"] == "client" and e["f"] == "send"
@@ -135,8 +142,21 @@ def _isolate_controller(ctx: RunContext) -> None:
                        "elect a quorum leader, §9.1)", lambda: ctx.controller() not in (None, c0), 60)
         ctx.wait_until(sem.controller_epoch_rule, lambda: sem.controller_epoch_ok(ep0, ctx.view.controller_epoch()),
                        20)
-    # peer links: other brokers and ZooKeeper (KRaft: the other voters and brokers); clients keep theirs
-    _cut_from_control_plane(ctx, c0, "isolate", f"broker:{c0}", during=replaced)
+    if c0 in ctx.cluster.broker_ids:
+        # peer links: other brokers and ZooKeeper (KRaft: the other voters and brokers); clients keep theirs
+        _cut_from_control_plane(ctx, c0, "isolate", f"broker:{c0}", during=replaced)
+    else:
+        # a controller-only node (apache-kraft-dedicated): no broker to fence, no partition to move
+        before = _states(ctx)
+        h = ctx.fault("isolate", "controller")
+        replaced()
+        ctx.heal(h)
+        _wait_rejoin_all(ctx)
+        after = _states(ctx)
+        ctx.expect("a failover of a controller that is no broker moves no partition: same leaders and leader "
+                   "epochs (§9.9)", all((after[p]["leader"], after[p]["leader_epoch"]) ==
+                                        (before[p]["leader"], before[p]["leader_epoch"]) for p in range(PARTS)),
+                   {"before": before, "after": after})
     # ZooKeeper: /controller is held by the new one; KRaft: the voters that moved on have a log with a
     # higher last epoch than c0's, so they refuse it their votes (KafkaRaftClient.handleVoteRequest)
     ctx.expect(f"the old controller {c0} did not take the controller role back",
