@@ -18,7 +18,8 @@ A broker cut from the quorum (a network fault that leaves its client link up) ke
 the metadata it had: it would list itself, and itself only, as it was, for as long as the cut lasts.
 The view therefore asks such brokers last: the ones the quorum leader reports behind (DescribeQuorum
 v1+: a voter's or observer's ``last_caught_up_timestamp`` more than :data:`LAG_MS` older than the
-freshest replica's, which is the leader's own "now"), refreshed at most once a second.
+freshest replica's, which is the leader's own "now", or -1: never caught up since this leader leads),
+refreshed at most once a second.
 """
 
 from __future__ import annotations
@@ -33,15 +34,18 @@ LAG_MS = 5000        # a replica caught up this long before the leader's now is 
 
 def lagging_brokers(quorum, lag_ms: int = LAG_MS) -> set[int]:
     """The replicas of the metadata quorum (voters and observers) that have not caught up with its
-    leader for more than ``lag_ms`` (by the leader's clock); empty without a leader or without the
-    timestamps (DescribeQuorum v0)."""
+    leader for more than ``lag_ms`` (by the leader's clock), or never since it leads (timestamp -1: a
+    new leader knows none of a replica that has not fetched from it, e.g. the isolated old leader);
+    empty without a leader or without any timestamp (DescribeQuorum v0)."""
     if quorum is None or quorum.error is not None or quorum.leader_id < 0:
         return set()
-    reps = [r for r in list(quorum.voters) + list(quorum.observers) if r.last_caught_up_timestamp >= 0]
-    if not reps:
+    reps = list(quorum.voters) + list(quorum.observers)
+    seen = [r.last_caught_up_timestamp for r in reps if r.last_caught_up_timestamp >= 0]
+    if not seen:
         return set()
-    newest = max(r.last_caught_up_timestamp for r in reps)
-    return {r.replica_id for r in reps if newest - r.last_caught_up_timestamp > lag_ms}
+    newest = max(seen)
+    return {r.replica_id for r in reps
+            if r.last_caught_up_timestamp < 0 or newest - r.last_caught_up_timestamp > lag_ms}
 
 
 class ProtocolView:

@@ -61,6 +61,8 @@ def test_lagging_brokers_are_those_the_leader_saw_caught_up_long_before_its_now(
     assert lagging_brokers(_q(caught_up={1: 10_000, 2: 10_000, 3: 10_000})) == set()
     assert lagging_brokers(_q(leader=-1, caught_up={1: 10_000, 3: 1})) == set()        # no leader: no judgement
     assert lagging_brokers(_q(caught_up={1: -1, 2: -1, 3: -1})) == set()               # v0: no timestamps
+    # a new leader (3) has no timestamp for the isolated old leader (1), which never fetched from it
+    assert lagging_brokers(_q(caught_up={1: -1, 2: 9_800, 3: 10_000})) == {1}
 
 
 def test_a_broker_behind_the_quorum_is_asked_last():
