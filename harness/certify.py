@@ -40,7 +40,7 @@ from .capabilities import (CAPABILITIES, NO_SCENARIO, SELECT_TAG, CapabilityPlan
                            plan, resolve_profile, unmapped_scenarios)
 from .errors import HarnessError
 from .node_settings import DEFAULT_BROKER_CONFIG
-from .options import config_args, config_pairs
+from .options import add_layout_arg, config_args, config_pairs
 from .parallel import Job, run_children
 from .record import read_run
 
@@ -333,6 +333,7 @@ def add_parser(sub) -> None:
                         "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for "
                         "ZooKeeper mode only are NOT-APPLICABLE) or generic (default for any other image: configured "
                         "by KAFKA_* variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
+    add_layout_arg(c)
     c.set_defaults(func=cmd_certify)
 
 

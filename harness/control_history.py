@@ -8,9 +8,12 @@ harness/observer/kraft_metadata.py). Both are ground truth: every write, in the 
 made it, none missed however short-lived. :meth:`harness.control_plane.ControlPlane.writes_since`
 gives them to scenarios in this form (docs/scenarios.md "The controller's writes"):
 
-``{"kind": "state", "topic", "partition", "seq", "leader", "leader_epoch", "isr", "partition_epoch"}``
+``{"kind": "state", "topic", "partition", "seq", "leader", "leader_epoch", "isr", "partition_epoch",
+"leader_recovery_state", "elr", "last_known_elr"}``
     a write of the partition's leadership: the state znode (every write of it), or a metadata record
-    that set the leader or the ISR (or created the partition);
+    that set the leader, the ISR, the leader recovery state (0 RECOVERED, 1 RECOVERING; 0 where the
+    znode has none, before 3.2) or the ELR / last known ELR (KRaft §9.5, KIP-966; always [] in
+    ZooKeeper mode), or created the partition;
 ``{"kind": "assignment", "topic", "partition", "seq", "replicas", "adding", "removing"}``
     a write of the partition's replica assignment: the topic znode (each write lists every partition),
     or a metadata record that set the replicas (or created the partition);
@@ -25,7 +28,10 @@ gives them to scenarios in this form (docs/scenarios.md "The controller's writes
     ZooKeeper mode has no fencing (a broker is registered or not);
 ``{"kind": "controller_epoch", "epoch", "leader_id", "seq"}``
     a new controller epoch (``/controller_epoch`` written; a LeaderChange control record of the quorum,
-    which also names the new quorum leader: ``leader_id``, None in ZooKeeper mode).
+    which also names the new quorum leader: ``leader_id``, None in ZooKeeper mode);
+``{"kind": "feature", "name", "level", "seq"}``
+    KRaft only: a finalized feature level (FeatureLevelRecord, e.g. ``metadata.version`` or
+    ``eligible.leader.replicas.version``); :func:`feature_levels` folds them. ZooKeeper mode has none.
 
 ``seq`` orders the writes of one history (the zxid; the metadata log offset) and is the marker
 :meth:`~harness.control_plane.ControlPlane.history_marker` returns.
@@ -34,7 +40,7 @@ gives them to scenarios in this form (docs/scenarios.md "The controller's writes
 from __future__ import annotations
 
 # the Kafka field names a PartitionChangeRecord sets, as the metadata decoder lists them in ``changed``
-_STATE_FIELDS = {"leader", "isr"}
+_STATE_FIELDS = {"leader", "isr", "leader_recovery_state", "elr", "last_known_elr"}
 _ASSIGNMENT_FIELDS = {"replicas", "adding", "removing", "addingReplicas", "removingReplicas"}
 
 
@@ -46,7 +52,9 @@ def from_zk_events(events: list[dict], since: int = 0) -> list[dict]:
         if t == "zk.partition_state" and not e.get("deleted"):
             out.append({"kind": "state", "topic": e["topic"], "partition": e["partition"], "seq": z,
                         "leader": e["leader"], "leader_epoch": e["leader_epoch"], "isr": list(e["isr"]),
-                        "partition_epoch": e.get("version")})
+                        "partition_epoch": e.get("version"),
+                        "leader_recovery_state": e.get("leader_recovery_state") or 0, "elr": [],
+                        "last_known_elr": []})
         elif t == "zk.topic" and e.get("deleted"):
             out.append({"kind": "topic_removed", "topic": e["topic"], "seq": z})
         elif t == "zk.topic":
@@ -84,7 +92,9 @@ def from_metadata_events(events: list[dict], since: int = -1) -> list[dict]:
             if created or changed & _STATE_FIELDS:
                 out.append({"kind": "state", "topic": e["topic"], "partition": e["partition"], "seq": o,
                             "leader": e["leader"], "leader_epoch": e["leader_epoch"], "isr": list(e["isr"]),
-                            "partition_epoch": e.get("partition_epoch")})
+                            "partition_epoch": e.get("partition_epoch"),
+                            "leader_recovery_state": e.get("leader_recovery_state") or 0,
+                            "elr": list(e.get("elr") or []), "last_known_elr": list(e.get("last_known_elr") or [])})
             if created or changed & _ASSIGNMENT_FIELDS:
                 out.append({"kind": "assignment", "topic": e["topic"], "partition": e["partition"], "seq": o,
                             "replicas": list(e["replicas"]), "adding": list(e.get("adding") or []),
@@ -94,6 +104,8 @@ def from_metadata_events(events: list[dict], since: int = -1) -> list[dict]:
         elif t == "meta.broker" and e.get("record") in ("RegisterBrokerRecord", "UnregisterBrokerRecord"):
             out.append({"kind": "broker", "broker_id": e["broker_id"], "broker_epoch": e.get("broker_epoch"),
                         "registered": bool(e.get("registered")), "seq": o})
+        elif t == "meta.feature":
+            out.append({"kind": "feature", "name": e.get("name"), "level": e.get("level"), "seq": o})
         elif t == "meta.leader_change":
             out.append({"kind": "controller_epoch", "epoch": e.get("raft_epoch"), "leader_id": e.get("leader_id"),
                         "seq": o})
@@ -103,3 +115,14 @@ def from_metadata_events(events: list[dict], since: int = -1) -> list[dict]:
 def of_partition(writes: list[dict], kind: str, topic: str, partition: int) -> list[dict]:
     """The writes of one kind for ``topic-partition``, in order."""
     return [w for w in writes if w["kind"] == kind and w.get("topic") == topic and w.get("partition") == partition]
+
+
+def feature_levels(writes: list[dict]) -> dict[str, int]:
+    """Feature name -> its finalized level after ``writes`` (the last ``feature`` write of each; a
+    feature never written is absent, i.e. level 0). Pass the whole history (``writes_since(-1)``): the
+    levels are written when the cluster is bootstrapped. ZooKeeper mode: {}."""
+    out: dict[str, int] = {}
+    for w in writes:
+        if w["kind"] == "feature" and w.get("name"):
+            out[w["name"]] = int(w.get("level") or 0)
+    return out

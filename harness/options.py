@@ -24,6 +24,34 @@ def config_args(overrides: dict[str, str]) -> list[str]:
     return [a for k, v in overrides.items() for a in ("--config", f"{k}={v}")]
 
 
+LAYOUTS = ("combined", "dedicated-controllers")
+# (distribution, layout) -> the distribution adapter that runs that layout (docs/kraft.md "Layouts")
+_LAYOUT_ADAPTER = {("apache-kraft", "combined"): "apache-kraft",
+                   ("apache-kraft", "dedicated-controllers"): "apache-kraft-dedicated",
+                   ("apache-kraft-dedicated", "dedicated-controllers"): "apache-kraft-dedicated"}
+
+
+def add_layout_arg(parser) -> None:
+    parser.add_argument("--layout", choices=LAYOUTS, default=None,
+                        help="KRaft node layout: combined (broker+controller nodes, the apache-kraft default) or "
+                             "dedicated-controllers (a controller-only quorum beside the brokers: the same as "
+                             "--distribution apache-kraft-dedicated); implies --distribution apache-kraft")
+
+
+def apply_layout(args) -> None:
+    """``--layout`` into ``args.distribution`` (the adapter that runs the layout); HarnessError when the
+    distribution has no such layout (ZooKeeper mode, a generic image: their layout is the image's)."""
+    layout = getattr(args, "layout", None)
+    if layout is None:
+        return
+    dist = args.distribution or "apache-kraft"
+    adapter = _LAYOUT_ADAPTER.get((dist, layout))
+    if adapter is None:
+        raise HarnessError(f"--layout {layout} is not a layout of --distribution {dist}: layouts are for Apache "
+                           f"KRaft (apache-kraft: {', '.join(LAYOUTS)})")
+    args.distribution = adapter
+
+
 def check_distribution_fits(kafka_version: str | None, distribution: str | None,
                             default: str | None = "apache-zk") -> None:
     """Refuse a ``--kafka-version`` the ``--distribution`` cannot run (4.x in ZooKeeper mode, KRaft

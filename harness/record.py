@@ -187,6 +187,22 @@ class RunRecorder:
         with self._lock:
             self.metadata.update(fields)
 
+    def write_artifact(self, relpath: str, data: bytes) -> None:
+        """A file of evidence in the run record (e.g. ``metadata_log/<segment>``), before :meth:`finish`.
+        A write error is kept like an event's (:attr:`write_error`), not raised: evidence is optional."""
+        rel = Path(relpath)
+        if rel.is_absolute() or ".." in rel.parts:
+            raise ValueError(f"artifact path must stay inside the run record, got {relpath!r}")
+        with self._lock:
+            if self._finished:
+                raise RecordError("the run record is already finished")
+            try:
+                dest = self.tmp_dir / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(data)
+            except OSError as e:
+                self.write_error = self.write_error or e
+
     # -- publishing -----------------------------------------------------------------------
     def finish(self, verdict: str, reason: str, checks: dict | None = None,
                stats: dict | None = None, cause: str | None = None, extra: dict | None = None) -> Path:

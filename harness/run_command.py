@@ -13,7 +13,7 @@ from suites.catalog import SUITES, scenarios_for
 
 from . import distributions, images
 from .errors import HarnessError
-from .options import config_args, config_pairs
+from .options import add_layout_arg, config_args, config_pairs
 from .parallel import Job, run_parallel
 from .replay import plan_replay
 from .runner import RunOutcome, execute
@@ -54,6 +54,7 @@ def add_parser(sub) -> None:
     r.add_argument("--distribution", choices=distributions.NAMES, default=None,
                    help=distributions.CHOICES_HELP + "; generic is the default for an image not built here; "
                         "scenarios that need ZooKeeper are skipped without it")
+    add_layout_arg(r)
     r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
                                      "or compatible)")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",

@@ -125,7 +125,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         raise HarnessError(f"{scenario.name} does not apply to {info.tag} ({dist.name}): {why}")
     default_profile = dist.default_profile(info.kafka_version)
     if schedule is None and scenario.fault_mix is not None:
-        schedule = generate_schedule(seed, scenario.fault_mix)
+        schedule = generate_schedule(seed, scenario.fault_mix, dist.roles)
     if schedule is not None:
         scenario = scenario.covering(schedule)
     rec = RunRecorder(runs_dir, scenario.name, metadata={

@@ -17,14 +17,14 @@ import os
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from harness.errors import ScenarioError
 from harness.nemesis.catalog import CATALOG, FaultSpecError, fault_info, validate_params
 from harness.nemesis.fault_base import FaultError
-from harness.nemesis.targets import TargetError, parse_target
+from harness.nemesis.targets import TargetError, needs_role, parse_target
 from harness.record import RecordError, load_json_object
 
 MAX_ITEMS = 10_000
@@ -228,11 +228,34 @@ def parse_mix(mix: dict) -> FaultMix:
     return FaultMix(faults, interval, length, max_faults)
 
 
-def generate_schedule(seed: int, mix) -> Schedule:
-    """The schedule for ``seed`` and ``mix``: identical for identical inputs (``random.Random(seed)``)."""
+def for_roles(mix, roles) -> FaultMix:
+    """``mix`` without what a cluster running only ``roles`` (``Distribution.roles``, e.g. ("broker",
+    "zookeeper") or ("broker", "controller")) cannot have: faults acting through a role it lacks
+    (``FaultInfo.needs_role``: ZooKeeper sessions, /controller) and targets naming one (``random-zk``,
+    ``quorum-leader``, ...: :func:`harness.nemesis.targets.needs_role`). One mix thus serves every
+    distribution: a ZooKeeper-mode run draws its ZooKeeper faults, a KRaft run its quorum faults, from
+    the same seed as if the others were never listed. ScheduleError when nothing is left."""
+    m = parse_mix(mix)
+    have = set(roles)
+    faults = {}
+    for name, c in m.faults.items():
+        need = fault_info(name).needs_role
+        if need is not None and need not in have:
+            continue
+        targets = tuple(t for t in c.targets if (needs_role(t) or "broker") in have)
+        if targets:
+            faults[name] = replace(c, targets=targets)
+    if not any(c.weight > 0 for c in faults.values()):
+        raise ScheduleError(f"fault mix: no fault left for a cluster with roles {', '.join(sorted(have))}")
+    return replace(m, faults=faults)
+
+
+def generate_schedule(seed: int, mix, roles=None) -> Schedule:
+    """The schedule for ``seed`` and ``mix`` (for a cluster running ``roles``: :func:`for_roles`; None:
+    the mix as written): identical for identical inputs (``random.Random(seed)``)."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ScheduleError(f"seed must be an integer, got {seed!r}")
-    m = parse_mix(mix)
+    m = parse_mix(mix) if roles is None else for_roles(mix, roles)
     rng = random.Random(seed)
     names = sorted(m.faults)
     weights = [m.faults[n].weight for n in names]

@@ -38,7 +38,20 @@ PartitionChangeBuilder.java`` (PCB), ``ReplicationControlManager.java`` (RCM),
   ``metadata.version`` < 3.6-IV0 (feature level 12, ``isLeaderEpochBumpRequiredOnIsrShrink``) -- the ISR
   shrinks. The decision is the controller's, not the replay's: the record either sets ``Leader`` or not.
 
-L8 (fencing within the session timeout) and L9 (protocol samples against the log): reference/kraft_log_cross.py.
+* L11 (``kraft-*`` only, ELR enabled by ``eligible.leader.replicas.version`` ≥ 1 in the log, §9.5, KIP-966,
+  PCB.maybePopulateTargetElr / maybeUpdateRecordElr): the ELR a PartitionChangeRecord leaves follows the
+  controller's rule, with ``m`` = min(the topic's effective ``min.insync.replicas``, replication factor)
+  (RCM.getTopicEffectiveMinIsr; the value from the log's ConfigRecords, topic before cluster default, else
+  the run's static broker configuration, else 1): an ISR of at least ``m`` members clears the ELR; an ISR
+  below ``m`` keeps every previous ISR / ELR member outside the new ISR in the ELR and adds nobody else
+  -- except a broker that registered a new incarnation since the partition's previous record or in this
+  record's batch (ClusterControlManager.registerBroker writes RCM.handleBrokerUncleanShutdown's cleanup
+  before the RegisterBrokerRecord, in one atomic batch). An unclean election
+  clears the ELR. Not judged: partitions under reassignment (the replication factor moves), topics with a
+  per-broker ``min.insync.replicas`` override (the controller reads its own node's), last known ELR.
+
+L8 (fencing within the session timeout), L9 (protocol samples against the log) and L12 (no superseded state
+served past a bound while no fault is active): reference/kraft_log_cross.py.
 Not kept as rules, because the replay makes them hold by construction: leader epoch never decreasing and
 partition epoch + 1 per record (harness/observer/kraft_events.py computes both from the records);
 "ELR ⊆ replicas" (a reassignment completing below min ISR may leave a removed replica in the ELR, PCB).
@@ -47,15 +60,16 @@ partition epoch + 1 per record (harness/observer/kraft_events.py computes both f
 from __future__ import annotations
 
 from reference.actions import UNCLEAN_KEY, record_unclean_permission
-from reference.kraft_log_cross import cross_check, fencing_deadlines
+from reference.kraft_log_cross import cross_check, fencing_deadlines, served_staleness
 from reference.kraft_rules import KRAFT_RULES, KraftDivergence
 from reference.profiles import Profile
 from reference.result import ConformanceResult
 
 MV_NO_BUMP_ON_SHRINK = 12       # MetadataVersion IBP_3_6_IV0 feature level (KAFKA-15021)
 ELR_FEATURE = "eligible.leader.replicas.version"
-META_TYPES = ("meta.partition", "meta.broker", "meta.feature", "meta.topic", "meta.topic_removed",
-              "meta.leader_change")
+META_TYPES = ("meta.partition", "meta.broker", "meta.feature", "meta.config", "meta.topic",
+              "meta.topic_removed", "meta.leader_change")
+MIN_ISR = "min.insync.replicas"
 
 
 class _Unclean:
@@ -85,6 +99,47 @@ class _Unclean:
                 or (topic, None) in self.unclean_grants)
 
 
+class _MinIsr:
+    """The effective ``min.insync.replicas`` of a topic as the KRaft controller resolves it
+    (ConfigurationControlManager.getTopicConfig: topic, the controller's node, cluster default, static),
+    from the log's ConfigRecords (``meta.config``) and the run's static broker configuration."""
+
+    def __init__(self, metadata: dict):
+        v = (metadata.get("broker_config") or {}).get(MIN_ISR)
+        self.static = _int(v) if v is not None else 1        # Kafka's default (ServerLogConfigs)
+        self.cluster: int | None = None
+        self.topic: dict[str, int] = {}
+        self.node_override = False                            # a per-broker value: which node decides is unknown
+
+    def config(self, ev: dict) -> None:
+        if ev.get("name") != MIN_ISR:
+            return
+        kind, name, v = ev.get("resource_type"), ev.get("resource_name"), ev.get("value")
+        v = None if v is None else _int(v)
+        if kind == "topic":
+            if v is None:
+                self.topic.pop(name, None)
+            else:
+                self.topic[name] = v
+        elif kind == "broker" and name == "":
+            self.cluster = v
+        elif kind == "broker":
+            self.node_override = True
+
+    def effective(self, topic: str | None, rf: int) -> int | None:
+        if self.node_override or topic is None or rf <= 0:
+            return None
+        v = self.topic.get(topic, self.cluster if self.cluster is not None else self.static)
+        return None if v is None else min(v, rf)
+
+
+def _int(v) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
 def _active(b: dict | None) -> bool:
     return bool(b) and b.get("registered") is True and b.get("fenced") is False and not b.get("in_controlled_shutdown")
 
@@ -108,13 +163,19 @@ class LogChecker:
         self.parts: dict[tuple, dict] = {}       # (topic_id, partition) -> last meta.partition
         self.mv: int | None = None
         self.elr_on = not profile.determinism    # compatible: another design may use ELR
+        self.elr_feature = False                 # eligible.leader.replicas.version >= 1 logged (L11)
+        self.min_isr = _MinIsr(metadata)
+        self.registrations: dict[int, list[tuple]] = {}   # broker -> (offset, time_ms) of RegisterBrokerRecords
         self.stats = {"records": 0, "partition_records": 0, "leader_changes": 0, "elections_judged": 0,
                       "elections_unclean_permitted": 0, "elections_elr": 0, "elections_last_known_leader": 0,
-                      "elections_reassignment": 0, "isr_additions": 0, "broker_records": 0}
+                      "elections_reassignment": 0, "isr_additions": 0, "broker_records": 0, "elr_records_judged": 0}
 
     def run(self, events: list[dict], actions: list[dict]) -> None:
         for a in actions:
             self.unclean.action(a)
+        for ev in events:          # looked ahead by L11: a new incarnation's cleanup precedes its registration
+            if ev["type"] == "meta.broker" and ev.get("record") == "RegisterBrokerRecord":
+                self.registrations.setdefault(int(ev["broker_id"]), []).append((ev.get("offset", -1), ev.get("time_ms")))
         for ev in events:
             self.stats["records"] += 1
             t = ev["type"]
@@ -123,11 +184,14 @@ class LogChecker:
             elif t == "meta.broker":
                 self.stats["broker_records"] += 1
                 self.brokers[int(ev["broker_id"])] = ev
+            elif t == "meta.config":
+                self.min_isr.config(ev)
             elif t == "meta.feature":
                 if ev.get("name") == "metadata.version":
                     self.mv = int(ev["level"])
-                elif ev.get("name") == ELR_FEATURE and int(ev.get("level") or 0) >= 1:
-                    self.elr_on = True
+                elif ev.get("name") == ELR_FEATURE:
+                    self.elr_feature = int(ev.get("level") or 0) >= 1
+                    self.elr_on |= self.elr_feature
 
     def _old_mv(self) -> bool:
         if self.mv is not None:
@@ -162,6 +226,8 @@ class LogChecker:
         self._isr_additions(ev, prev, topic, part, leader, isr, how, s)
         if prev is not None and self.p.determinism:
             self._epoch_bump(ev, prev, leader, isr, rs, s)
+            if self.elr_feature:
+                self._elr(ev, prev, topic, isr, elr, how, s)
 
     def _election(self, ev, prev, topic, part, x, isr, s) -> str | None:
         """L5 and L6 on a leader newly set to ``x`` (or the leader of a new partition)."""
@@ -217,6 +283,43 @@ class LogChecker:
                 self.report("L7", ev, f"broker {r} added to the ISR at offset {ev.get('offset')} while {_bstate(b)} "
                             f"in the log (RCM rejects ineligible ISR members, KIP-841/903); {s}", prev,
                             key=(r, ev.get("offset")))
+
+    def _elr(self, ev, prev, topic, isr, elr, how, s) -> None:
+        """L11: the ELR a record leaves, by PCB.maybePopulateTargetElr (see the module docstring)."""
+        if how == "outside" or prev.get("adding") or prev.get("removing") or ev.get("adding") or ev.get("removing"):
+            return                                   # L5 reported it / the replication factor moves
+        if how == "unclean":
+            if elr:
+                self.report("L11", ev, f"ELR {elr} kept by an unclean election (PCB.maybeUpdateRecordElr clears "
+                            f"it); {s}", prev, ["elr=[]"])
+            return
+        m = self.min_isr.effective(topic, len(prev.get("replicas") or []))
+        if m is None:
+            return
+        self.stats["elr_records_judged"] += 1
+        if len(isr) >= m:
+            if elr:
+                self.report("L11", ev, f"ELR {elr} kept although the ISR {isr} has at least min ISR {m} members "
+                            f"(PCB.maybePopulateTargetElr clears it); {s}", prev, ["elr=[]"])
+            return
+        pool = set(prev.get("elr") or []) | set(prev.get("isr") or [])
+        want = pool - set(isr)
+        excused = {b for b in want if self._new_incarnation(b, prev, ev)}
+        stray, missing = sorted(set(elr) - want), sorted(want - set(elr) - excused)
+        if stray or missing:
+            what = "; ".join(x for x in (f"not eligible: {stray}" if stray else "",
+                                         f"missing: {missing}" if missing else "") if x)
+            self.report("L11", ev, f"ISR {isr} below min ISR {m} and ELR {elr} is not the previous ISR / ELR "
+                        f"members outside the ISR ({sorted(want)}; {what}; PCB.maybePopulateTargetElr); {s}",
+                        prev, [f"elr={sorted(want)}"])
+
+    def _new_incarnation(self, b: int, prev: dict, ev: dict) -> bool:
+        """``b`` registered a new incarnation between the partition's previous record and this one, or in
+        this record's batch: ClusterControlManager.registerBroker puts the unclean-shutdown cleanup
+        (RCM.handleBrokerUncleanShutdown, removing ``b`` from every ELR) before the RegisterBrokerRecord in
+        one atomic batch, whose records share the batch's append time."""
+        lo, off, tm = prev.get("offset", -1), ev.get("offset", -1), ev.get("time_ms")
+        return any(lo < o <= off or (o > off and tm is not None and t == tm) for o, t in self.registrations.get(b, ()))
 
     def _epoch_bump(self, ev, prev, leader, isr, rs, s) -> None:
         """L10: a leader re-set to itself (LE + 1) iff a replica was removed or, MV < 3.6, the ISR shrank."""
@@ -274,6 +377,7 @@ def judge_metadata_log(res: ConformanceResult, events: list[dict], metadata: dic
     stats.update(cross_check(events, meta, metadata, report))
     if profile.determinism:
         stats.update(fencing_deadlines(events, meta, session_s, grace_s, report))
+        stats.update(served_staleness(events, meta, session_s, grace_s, report))
     res.invariant_violations.extend(viols)
     res.divergences.extend(divs)
     res.stats["metadata_log"] = stats

@@ -18,10 +18,20 @@
   under a down fault in that window; a shorter fault may end before the controller had to fence (a paused
   broker that resumes heartbeating), so it is not judged, but the fencing latency seen is recorded
   (``stats.metadata_log.fencing_latencies_s``: 8.6-11.5 s on 4.1.2 with a 9 s session -- the clocks agree).
+* L12 (§8.1/§9.8, progress, ``kraft-*`` only): a broker does not serve a superseded partition state for
+  longer than ``broker.session.timeout.ms`` + grace while the cluster is healthy. A broker's image follows
+  the committed log continuously (the broker's metadata fetcher, ``BrokerMetadataPublisher``), so the state
+  a sample shows is matched to the latest record leaving it in that state committed by the sample's time,
+  and the next record that changed (leader, leader epoch, ISR, replicas) must not be older than the bound
+  when the broker answered. Judged only when no fault of any kind (process, network, ZooKeeper-less quorum
+  faults included) was active between that record and the answer: a broker cut off, paused or without
+  a quorum legitimately serves what it last knew, and the protocol gives no staleness bound then. The
+  largest staleness seen is recorded (``stats.metadata_log.max_served_staleness_s``).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 
 from reference.kraft_liveness import STOP_TIMEOUT_S, params_restart
@@ -145,4 +155,78 @@ def fencing_deadlines(events: list[dict], meta: list[dict], session_s: float, gr
             report("L8", {"broker_id": b, "seq": f["seq"], "t": f["t"]},
                    f"broker {b} was down ({f['fault']}) from wall {f['start']:.1f} until {until}, but the metadata log does not fence it by {deadline:.1f} (session timeout {session_s:g}s + "
                    f"{grace_s:g}s, counted from the last quorum-leader change)", key=(b, f["start"]))
+    return stats
+
+
+def _any_fault_windows(events: list[dict]) -> list[tuple[float, float]]:
+    """Every fault as ``(start, end)`` in wall seconds, from fault.start to fault.end (inf: never ended;
+    a ``faults.healed`` phase ends them all)."""
+    start: dict = {}
+    out: list[list[float]] = []
+    for ev in sorted((e for e in events if e.get("type") in ("fault.start", "fault.end", "phase")),
+                     key=lambda e: e.get("seq", 0)):
+        w = ev.get("wall")
+        if not isinstance(w, (int, float)):
+            continue
+        if ev["type"] == "fault.start":
+            start[ev.get("fault_id")] = len(out)
+            out.append([w, math.inf])
+        elif ev["type"] == "fault.end" and ev.get("fault_id") in start:
+            out[start.pop(ev.get("fault_id"))][1] = w
+        elif ev["type"] == "phase" and ev.get("name") == "faults.healed":
+            for f in out:
+                f[1] = min(f[1], w)
+            start.clear()
+    return [(a, b) for a, b in out]
+
+
+def served_staleness(events: list[dict], meta: list[dict], session_s: float, grace_s: float, report) -> dict:
+    """L12: no broker serves a superseded state past ``session_s + grace_s`` while no fault is active."""
+    bound = session_s + grace_s
+    hist: dict[tuple, list[tuple[float, tuple]]] = {}
+    for e in meta:
+        if e["type"] != "meta.partition" or e.get("topic") is None or not isinstance(e.get("time_ms"), (int, float)):
+            continue
+        st = (int(e["leader"]), int(e["leader_epoch"]), _tup(e.get("isr")), _tup(e.get("replicas")))
+        h = hist.setdefault((e["topic"], int(e["partition"])), [])
+        if not h or h[-1][1] != st:
+            h.append((e["time_ms"] / 1000.0, st))
+    times = {k: [t for t, _ in h] for k, h in hist.items()}
+    faults = _any_fault_windows(events)
+    stats = {"staleness_judged": 0, "max_served_staleness_s": 0.0}
+    for ev in events:
+        w = ev.get("wall")
+        if (ev.get("type") != "admin.metadata" or ev.get("error") or ev.get("source") != "protocol"
+                or not isinstance(w, (int, float))):
+            continue
+        for p in ev.get("partitions") or []:
+            if p.get("partition") is None or p.get("leader_epoch") is None or p.get("error") not in STATE_ERRORS:
+                continue
+            k = (p.get("topic"), int(p["partition"]))
+            h = hist.get(k)
+            if not h:
+                continue
+            real_leader = p.get("error") in LEADER_ERRORS
+            shown = (-1 if p.get("leader") is None else int(p["leader"]), int(p["leader_epoch"]),
+                     _tup(p.get("isr")), _tup(p.get("replicas")))
+            i = bisect.bisect_right(times[k], w) - 1       # the newest state committed by then
+            while i >= 0 and not (h[i][1] == shown or (not real_leader and h[i][1][1:] == shown[1:])):
+                i -= 1
+            if i < 0 or i + 1 >= len(h) or h[i + 1][0] > w:
+                continue                                # current (or not in the log: L9's)
+            since = h[i + 1][0]
+            if any(a <= w and b >= since for a, b in faults):
+                continue                                # a fault in between: no bound applies
+            stale = w - since
+            stats["staleness_judged"] += 1
+            stats["max_served_staleness_s"] = max(stats["max_served_staleness_s"], round(stale, 3))
+            if stale > bound:
+                sample = {"topic": k[0], "partition": k[1], "seq": ev.get("seq"), "t": ev.get("t"),
+                          "answered_by": ev.get("answered_by"), "leader": shown[0], "leader_epoch": shown[1],
+                          "isr": list(shown[2]), "replicas": list(shown[3])}
+                report("L12", sample, f"broker {ev.get('answered_by')} served leader epoch {shown[1]}, ISR "
+                       f"{list(shown[2])} {stale:.1f}s after the metadata log replaced it (leader {h[i + 1][1][0]}, "
+                       f"leader epoch {h[i + 1][1][1]}, ISR {list(h[i + 1][1][2])}) with no fault active "
+                       f"(bound: session timeout {session_s:g}s + {grace_s:g}s)",
+                       key=(ev.get("answered_by"), shown[1], shown[2]))
     return stats

@@ -55,6 +55,12 @@ KRAFT_RULES: dict[str, tuple[str, str, str]] = {
            "replicas) is a state the metadata log committed (KRaftMetadataCache serves the applied log)"),
     "L10": ("§9.2/§8.3", "divergence", "metadata log: a record re-sets the same leader (LE + 1) exactly when a "
             "replica is removed or, MV < 3.6-IV0, the ISR shrinks (PartitionChangeBuilder.triggerLeaderEpochBump*)"),
+    "L12": ("§8.1/§9.8", "progress", "a broker serves no partition state the metadata log superseded more than "
+            "broker.session.timeout.ms + grace earlier while no fault is active (the broker's image follows the "
+            "committed log; kraft-* only)"),
+    "L11": ("§9.5", "divergence", "metadata log, ELR enabled: an ISR below min ISR keeps the previous ISR / ELR "
+            "members outside it in the ELR and no other; an ISR at min ISR or an unclean election clears it "
+            "(PartitionChangeBuilder.maybePopulateTargetElr / maybeUpdateRecordElr, KIP-966)"),
 }
 
 

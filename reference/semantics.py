@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reference import versions
+from reference.kraft_log import ELR_FEATURE, MV_NO_BUMP_ON_SHRINK
+
+
+MV_FEATURE = "metadata.version"
+
 
 def _distinct(xs):
     out = []
@@ -83,6 +89,60 @@ class Semantics:
         if old in target:
             return old
         return target[0] if self.model == "zk" else None
+
+    # ---- leaderless partitions and returning replicas (unclean.*, preferred_election.controlled_shutdown)
+    # ``features``: the cluster's finalized feature levels (harness.control_history.feature_levels of the
+    # controller's writes: the FeatureLevelRecords of the KRaft metadata log; {} in ZooKeeper mode)
+
+    def elr_enabled(self, features: dict[str, int]) -> bool:
+        """Whether the controller keeps eligible leader replicas (§9.5, KIP-966): never in ZooKeeper mode;
+        in KRaft when ``eligible.leader.replicas.version`` >= 1 (``ReplicationControlManager.isElrEnabled``:
+        the feature on and ``metadata.version`` >= 4.0-IV0, which the feature requires; Kafka 4.1 turns it
+        on for new clusters, 3.9 has no such feature: its ``eligible.leader.replicas.enable`` is off and
+        3.9-IV0 below ``isElrSupported``)."""
+        return self.model == "kraft" and int(features.get(ELR_FEATURE, 0)) >= 1
+
+    def controller_isr_shrink_bumps(self, features: dict[str, int]) -> bool:
+        """Whether the controller bumps the leader epoch when it removes a follower from the ISR without
+        moving leadership (a controlled shutdown, a fencing): ZooKeeper mode always (§4.6, §5.5: the
+        controller's LeaderAndIsr write is LE + 1); KRaft only with ``metadata.version`` < 3.6-IV0
+        (feature level 12; ``PartitionChangeBuilder.triggerLeaderEpochBumpForIsrShrinkIfNeeded``,
+        ``MetadataVersion.isLeaderEpochBumpRequiredOnIsrShrink``, KAFKA-15021; §9.2)."""
+        if self.model != "kraft":
+            return True
+        mv = features.get(MV_FEATURE)
+        return mv is not None and int(mv) < MV_NO_BUMP_ON_SHRINK
+
+    def leaderless_state(self, last: int, features: dict[str, int]) -> dict:
+        """``{"leader", "isr", "elr"}`` once the last ISR member ``last`` of a partition died and no unclean
+        election took place. ZooKeeper mode (§4.8 case 1, §4.9) and KRaft without ELR: leader -1 with
+        ``last`` kept in the ISR (``PartitionChangeBuilder.build`` only writes an empty ISR with
+        ``eligibleLeaderReplicasEnabled``). KRaft with ELR (§9.5): the ISR empties and ``last`` moves to the
+        ELR (``maybePopulateTargetElr``: below min ISR, the old ISR minus the target ISR)."""
+        if self.elr_enabled(features):
+            return {"leader": -1, "isr": [], "elr": [last]}
+        return {"leader": -1, "isr": [last], "elr": []}
+
+    def last_isr_member_return(self, features: dict[str, int]) -> tuple[bool, str]:
+        """How the partition of :meth:`leaderless_state` gets ``last`` back as leader when it restarts after
+        a hard kill: (``recovering``, why). ``recovering`` False: a clean election from the ISR (§4.9, §5.3;
+        KRaft ``electAnyLeader`` on unfencing), the leader recovery state unchanged. True (KRaft with ELR):
+        the restarted broker registers without a clean-shutdown epoch, so the controller takes it out of
+        the ELR (``ClusterControlManager.registerBroker`` -> ``ReplicationControlManager.handleBrokerShutdown``
+        unclean, KIP-966) and, when it is unfenced, elects it as the last known leader
+        (``PartitionChangeBuilder.canElectLastKnownLeader``, only once it is acceptable since 4.1.0,
+        KAFKA-19522); that election counts as unclean: ISR = [it], leader recovery state RECOVERING."""
+        if self.elr_enabled(features):
+            return True, ("§9.5: removed from the ELR by its unclean restart, elected as the last known leader "
+                          "(an unclean election: RECOVERING)")
+        return False, "§4.9/§5.3: a clean election from the ISR [last]"
+
+    @staticmethod
+    def unclean_marks_recovering(kafka_version: str | None) -> bool:
+        """Whether an unclean election writes leader recovery state RECOVERING, which the new leader turns
+        into RECOVERED once it recovered (KIP-704, §4.1.3): from 3.2 (IBP / ``metadata.version`` 3.2-IV0,
+        ``isLeaderRecoverySupported``) in both models; an unknown version is taken as recent."""
+        return kafka_version is None or versions.at_least(kafka_version, "3.2")
 
     @property
     def cite_start(self) -> str:

@@ -341,3 +341,25 @@ def test_debug_setting_shows_the_real_exception(monkeypatch):
     monkeypatch.setenv(cli.DEBUG_ENV, "1")
     with pytest.raises(KeyError):
         cli._unexpected(_raised(KeyError("partition")))
+
+
+def test_layout_selects_the_kraft_adapter_and_is_refused_elsewhere():
+    """--layout dedicated-controllers = --distribution apache-kraft-dedicated; no layouts outside Apache KRaft."""
+    import argparse
+
+    from harness.errors import HarnessError
+    from harness.options import apply_layout
+
+    def ns(dist, layout):
+        a = argparse.Namespace(distribution=dist, layout=layout)
+        apply_layout(a)
+        return a.distribution
+
+    assert ns(None, "dedicated-controllers") == "apache-kraft-dedicated"
+    assert ns("apache-kraft", "dedicated-controllers") == "apache-kraft-dedicated"
+    assert ns(None, "combined") == "apache-kraft" and ns("apache-zk", None) == "apache-zk"
+    for dist in ("apache-zk", "generic"):
+        with pytest.raises(HarnessError, match=f"not a layout of --distribution {dist}"):
+            ns(dist, "dedicated-controllers")
+    with pytest.raises(HarnessError, match="not a layout of --distribution apache-kraft-dedicated"):
+        ns("apache-kraft-dedicated", "combined")

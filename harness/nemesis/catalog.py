@@ -39,7 +39,8 @@ class FaultInfo:
 
     ``instant``: the fault is an event, not a state (its heal is a no-op or happens inside apply);
     schedules give it duration 0. ``params``: name -> accepted Python types (JSON values).
-    ``roles``: which node roles the target may resolve to.
+    ``roles``: which node roles the target may resolve to. ``needs_role``: a part of the cluster
+    the fault acts through (None: any Kafka cluster has it), e.g. "zookeeper" for a ZooKeeper session.
     """
     name: str
     kind: str                       # process | network | degradation | zookeeper | controller
@@ -48,6 +49,7 @@ class FaultInfo:
     roles: tuple[str, ...] = ("broker", "zookeeper", "controller")
     params: dict[str, tuple] = field(default_factory=dict)
     doc: str = ""
+    needs_role: str | None = None
 
 
 _NET = {"links": (list, str), "clients": (bool,)}
@@ -80,11 +82,13 @@ CATALOG: dict[str, FaultInfo] = {f.name: f for f in [
               doc="random packet loss with iptables statistic (works where netem is missing)"),
     FaultInfo("bandwidth", "degradation", "random-broker", params={"rate_kbit": NUM, "latency_ms": NUM},
               doc="tc tbf rate limit on eth0 (egress)"),
-    FaultInfo("zk_kill", "zookeeper", "zookeeper-leader", roles=("zookeeper",), params={"heal": (str,), **_WAIT},
+    FaultInfo("zk_kill", "zookeeper", "zookeeper-leader", roles=("zookeeper",), needs_role="zookeeper",
+              params={"heal": (str,), **_WAIT},
               doc="SIGKILL a ZooKeeper node; heal starts it"),
-    FaultInfo("zk_pause", "zookeeper", "zookeeper-leader", roles=("zookeeper",),
+    FaultInfo("zk_pause", "zookeeper", "zookeeper-leader", roles=("zookeeper",), needs_role="zookeeper",
               doc="freeze a ZooKeeper node; heal unpauses"),
     FaultInfo("zk_expire_session", "zookeeper", "random-broker", instant=True, roles=("broker",),
+              needs_role="zookeeper",
               params={"grace_s": NUM, "wait": (bool,), "timeout_s": NUM},
               doc="cut broker<->ZooKeeper longer than zookeeper.session.timeout.ms until the broker's "
                   "registration vanishes, then restore the links"),
@@ -92,6 +96,7 @@ CATALOG: dict[str, FaultInfo] = {f.name: f for f in [
               doc="end a workload client abruptly (no flush): target p0, c0, random-producer or random-consumer; "
                   "needs nemesis.workload"),
     FaultInfo("delete_controller_znode", "controller", "controller", instant=True, roles=("broker",),
+              needs_role="zookeeper",
               doc="delete /controller: every broker races to become controller"),
 ]}
 

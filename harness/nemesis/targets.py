@@ -111,6 +111,18 @@ def parse_target(spec: str) -> list[Target]:
     return out
 
 
+def needs_role(target: str) -> str | None:
+    """The node role a target can only name on clusters that run it ("zookeeper" for ``random-zk``,
+    ``zookeeper-leader``, ``all-zk``, ``zk:<id>``; "controller" for the ``quorum-*`` items; None when any
+    Kafka cluster has what it names). Every item of a comma list is asked; a malformed target raises."""
+    for t in parse_target(target):
+        if t.kind in ("random-zk", "zookeeper-leader", "all-zk", "zk"):
+            return "zookeeper"
+        if t.kind in QUORUM:
+            return "controller"
+    return None
+
+
 def format_target(items: list[Target]) -> str:
     return ",".join(str(t) for t in items)
 

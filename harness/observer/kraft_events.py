@@ -41,9 +41,10 @@ def _change_order(names: tuple) -> tuple:
     if len(_CHANGE_ORDER) < 4096:
         _CHANGE_ORDER[names] = out
     return out
+CONFIG_RESOURCE = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
 _REPLAYED = {"TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord",
              "RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
-             "BrokerRegistrationChangeRecord", "FeatureLevelRecord", "LeaderChangeMessage",
+             "BrokerRegistrationChangeRecord", "FeatureLevelRecord", "ConfigRecord", "LeaderChangeMessage",
              "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"}
 
 
@@ -60,6 +61,7 @@ class KraftHistory:
     problems: list[str] = field(default_factory=list)
     record_counts: dict[str, int] = field(default_factory=dict)
     node: str | None = None                 # whose log it is (set by kraft_history)
+    segments: dict[str, bytes] = field(default_factory=dict, repr=False)   # its segment files (kraft_history)
 
     @property
     def complete(self) -> bool:
@@ -240,6 +242,12 @@ class KraftEventBuilder:
 
     def _FeatureLevelRecord(self, rec, f):
         self._emit(rec, "meta.feature", {"name": f["name"], "level": f["feature_level"]})
+
+    def _ConfigRecord(self, rec, f):
+        # ConfigResource.Type ids (clients/.../config/ConfigResource.java): 2 TOPIC, 4 BROKER (name "" = the
+        # cluster-wide default), 8 BROKER_LOGGER, 16 CLIENT_METRICS, 32 GROUP; a null value deletes the key
+        self._emit(rec, "meta.config", {"resource_type": CONFIG_RESOURCE.get(f["resource_type"], f["resource_type"]),
+                                        "resource_name": f["resource_name"], "name": f["name"], "value": f["value"]})
 
     def _LeaderChangeMessage(self, rec, f):
         self._emit(rec, "meta.leader_change", {

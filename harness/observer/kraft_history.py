@@ -53,8 +53,10 @@ def read_node_history(cluster, node) -> KraftHistory | None:
     names = _segment_names(node, d)
     if not names:
         return None
-    hist = history_from_metadata_log(read_metadata_blobs({n: node.read_file(f"{d}/{n}") for n in names}))
+    blobs = {n: node.read_file(f"{d}/{n}") for n in names}
+    hist = history_from_metadata_log(read_metadata_blobs(blobs))
     hist.node = node.name
+    hist.segments = blobs
     return hist
 
 

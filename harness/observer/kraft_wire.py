@@ -143,7 +143,8 @@ METADATA_RECORDS: dict[int, tuple[str, tuple | None, int]] = {
         F("leader_recovery_state", "int8", tag=0), F("leader_epoch", "int32"), F("partition_epoch", "int32"),
         F("directories", "[]uuid", 1), F("eligible_leader_replicas", "[]int32", 2, tag=1),
         F("last_known_elr", "[]int32", 2, tag=2)), 2),
-    4: ("ConfigRecord", None, 0),
+    4: ("ConfigRecord", (F("resource_type", "int8"), F("resource_name", "string"), F("name", "string"),
+                         F("value", "string")), 0),
     5: ("PartitionChangeRecord", (
         F("partition_id", "int32"), F("topic_id", "uuid"), F("isr", "[]int32", tag=0), F("leader", "int32", tag=1),
         F("replicas", "[]int32", tag=2), F("removing_replicas", "[]int32", tag=3),

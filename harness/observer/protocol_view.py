@@ -8,7 +8,9 @@ answer taken now (docs/kraft.md "How a run on KRaft is judged", item 3):
   Raft epoch (the analogue of ``/controller_epoch``, controller-spec §9.1);
 - ``partition_state`` has ``leader``, ``leader_epoch`` and ``isr`` (no partition epoch / version:
   the protocol does not expose it, §9.8); an entry the answering broker reports with an error is
-  treated as unknown (``None``);
+  treated as unknown (``None``), except ``LEADER_NOT_AVAILABLE`` with leader -1: a leaderless
+  partition, whose leader epoch, replicas and ISR a KRaft broker still reports unfiltered
+  (``KRaftMetadataCache.getPartitionMetadata``), as the ZooKeeper view shows a ``leader = -1`` state;
 - ``live_brokers`` are the brokers a Metadata answer lists (registered and not fenced).
 
 A broker's metadata cache may lag the controller (§8.1 caveat 1): waits built on this view must
@@ -87,7 +89,8 @@ class ProtocolView:
         for t in md.topics:
             if t.name == topic and t.error is None:
                 for p in t.partitions:
-                    if p.partition == partition and p.error is None:
+                    if p.partition == partition and (p.error is None or (
+                            p.error == "LEADER_NOT_AVAILABLE" and p.leader < 0)):
                         return p
         return None
 

@@ -103,9 +103,13 @@ class ProtocolSource(ObservationSource):
             rec.update_metadata(observer={"source": "metadata_log", "readable": False})
             return
         emit_history(rec.emit, hist)
-        rec.update_metadata(observer={"readable": True, **hist.summary()})
+        for name, blob in sorted(hist.segments.items()):   # the evidence: re-decodable, e.g. by kafka-dump-log
+            rec.write_artifact(f"{METADATA_LOG_DIR}/{name}", blob)
+        rec.update_metadata(observer={"readable": True, **hist.summary(),
+                                      "segments": [f"{METADATA_LOG_DIR}/{n}" for n in sorted(hist.segments)]})
 
 
+METADATA_LOG_DIR = "metadata_log"    # in the run record: the segments the meta.* events were read from
 SOURCES = {"zookeeper": ZooKeeperSource, "protocol": ProtocolSource}
 
 

@@ -13,14 +13,28 @@ What the spec says and the scripts check (ZooKeeper's transaction log is read af
   partitions back by preferred elections — no admin act;
 * controlled shutdown (§4.4, §5.5): before the stopping broker B deregisters, each partition it
   leads gets the first replica in RS order that is in the ISR and not shutting down, ISR − B, one
-  bump; each partition it follows loses B from the ISR with one bump; nothing more is written for
-  them when B's registration goes; the controller (not B) and its epoch do not change.
+  bump; each partition it follows loses B from the ISR in one write, with one bump in ZooKeeper mode
+  and none on KRaft with ``metadata.version`` 3.6+ (``ctx.semantics.controller_isr_shrink_bumps``,
+  §9.2); nothing more is written for them when B's registration goes; the controller (not B) and
+  its epoch do not change.
+
+  On KRaft (§9.3) "deregisters" is "is fenced": a SIGTERMed broker asks to shut down in its heartbeats
+  (``wantShutDown``); while it leads partitions the controller puts it in controlled shutdown
+  (``BrokerHeartbeatManager.calculateNextBrokerState`` -> ``CONTROLLED_SHUTDOWN``;
+  ``ReplicationControlManager.handleBrokerInControlledShutdown`` writes a BrokerRegistrationChangeRecord
+  ``inControlledShutdown`` and, in the same batch, ``generateLeaderAndIsrUpdates`` with B as the broker
+  to remove: each partition with B in its ISR loses it, a partition it led gets the first acceptable
+  ISR member in replica order). Once B leads nothing and the brokers caught up, the next heartbeat is
+  answered ``SHUTDOWN_NOW`` and ``handleBrokerFenced`` fences it (B is in no ISR by then: no partition
+  record). No UnregisterBrokerRecord is written; a broker stays registered, fenced. On the combined
+  layout B is a quorum voter: the scenario stops a broker that is not the active controller, as in
+  ZooKeeper mode, so the quorum keeps its leader and epoch.
 """
 
 from __future__ import annotations
 
 from harness import admin_ops as ao
-from harness.control_history import of_partition
+from harness.control_history import feature_levels, of_partition
 from harness.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, state
@@ -115,43 +129,60 @@ def auto_rebalance(ctx: RunContext) -> None:
                {"writes": writes})
 
 
+def _left(w: dict, b: int) -> bool:
+    """Whether the controller's write ``w`` takes broker ``b`` out of the live brokers: its registration
+    deleted (ZooKeeper, §5.2), or fenced (KRaft, §9.3: a controlled shutdown ends in a fencing)."""
+    return w.get("broker_id") == b and ((w["kind"] == "broker" and not w["registered"])
+                                        or (w["kind"] == "fence" and w["fenced"]))
+
+
 def controlled_shutdown(ctx: RunContext) -> None:
     """Clean stop of a broker B that leads a partition and is not the controller: its leadership and
-    ISR memberships move before it deregisters; the controller and its epoch stay."""
+    ISR memberships move before it deregisters (KRaft: is fenced); the controller and its epoch stay."""
     ctx.wait_until("a controller is elected", lambda: ctx.controller() is not None, 30)
     ctl, epoch = ctx.controller(), ctx.view.controller_epoch()
     b = min(x for x in (1, 2, 3) if x != ctl)
     led = b - 1                                          # chaos-(b-1) has RS[0] = b
     ctx.wait_until(f"{T}-{led} led by broker {b}", lambda: ctx.leader(T, led) == b, 30)
+    shrink_bump = int(ctx.semantics.controller_isr_shrink_bumps(feature_levels(ctx.writes_since(-1))))
     before = {p: state(ctx, p) for p in ASSIGN}
     marker = ctx.history_marker()
     h = ctx.fault("stop", f"broker:{b}")                # SIGTERM: controlled shutdown, then exit
-    ctx.wait_until(f"broker {b} deregistered", lambda: b not in ctx.live_brokers(), 60)
+    ctx.wait_until(f"broker {b} deregistered (KRaft: fenced)", lambda: b not in ctx.live_brokers(), 60)
     evs = ctx.writes_since(marker)
-    gone = [w["seq"] for w in evs if w["kind"] == "broker" and w["broker_id"] == b and not w["registered"]]
-    ctx.expect(f"broker {b}'s registration went away once", len(gone) == 1, gone)
+    gone = [w["seq"] for w in evs if _left(w, b)]
+    ctx.expect(f"broker {b}'s registration went away (KRaft: it was fenced) once", len(gone) == 1, gone)
     gone_z = gone[0] if gone else float("inf")
     for p, rs in ASSIGN.items():
         st0 = before[p]
-        ctl_writes = _controller_writes(_state_writes(evs, p), st0)
-        early = [(a, w) for a, w in ctl_writes if w["seq"] < gone_z]
-        late = [w for _, w in ctl_writes if w["seq"] > gone_z]
+        removals, bumps, prev = [], [], st0
+        for w in _state_writes(evs, p):
+            if b in prev["isr"] and b not in w["isr"]:
+                removals.append((prev, w))
+            if w["leader_epoch"] != prev["leader_epoch"]:
+                bumps.append(w)
+            prev = w
+        early = [(a, w) for a, w in removals if w["seq"] < gone_z]
+        late = [w for w in bumps + [w for _, w in removals] if w["seq"] > gone_z]
         ok = len(early) == 1
         if ok:
             a, w = early[0]
             isr = [r for r in a["isr"] if r != b]
             if p == led:
                 new = next((r for r in rs if r != b and r in a["isr"]), None)
-                what = f"leader {new} (first of RS {rs} in the ISR, not shutting down), ISR − {b}"
+                what, bump = f"leader {new} (first of RS {rs} in the ISR, not shutting down), ISR − {b}", 1
                 ok = w["leader"] == new
             else:
-                what = f"leader {a['leader']} kept, {b} removed from the ISR"
+                what, bump = f"leader {a['leader']} kept, {b} removed from the ISR", shrink_bump
                 ok = w["leader"] == a["leader"]
-            ok = ok and sorted(w["isr"]) == sorted(isr) and w["leader_epoch"] == a["leader_epoch"] + 1
+            ok = (ok and sorted(w["isr"]) == sorted(isr) and w["leader_epoch"] == a["leader_epoch"] + bump
+                  and all(x is w for x in bumps if x["seq"] < gone_z))
         else:
-            what = "leadership moved" if p == led else f"{b} removed from the ISR"
-        ctx.expect(f"{T}-{p}: before broker {b} deregistered, one controller write: {what}, leader epoch + 1 "
-                   f"(§4.4, §5.5)", ok, {"before": st0, "controller writes before": [w for _, w in early]})
+            what, bump = ("leadership moved", 1) if p == led else (f"{b} removed from the ISR", shrink_bump)
+        ctx.expect(f"{T}-{p}: before broker {b} deregistered, one controller write: {what}, leader epoch + {bump}, "
+                   f"and no other leader-epoch change (§4.4, §5.5; §9.2)", ok,
+                   {"before": st0, "writes removing it before": [w for _, w in early],
+                    "epoch changes": bumps})
         ctx.expect(f"{T}-{p}: no controller write when broker {b}'s registration went (§5.2: not in any ISR)",
                    not late, late)
     ctx.expect(f"the controller ({ctl}) and its epoch ({epoch}) did not change",
@@ -173,5 +204,5 @@ SCENARIOS: list[Scenario] = [
                                           "leader.imbalance.check.interval.seconds": "5"}, kraft=True),
     Scenario("preferred_election.controlled_shutdown", "clean stop of a partition leader: leadership and "
              "ISR move before it deregisters; controller epoch unchanged", controlled_shutdown,
-             tags=("conformance", "chaos"), topics=TOPICS, workload=_WL),
+             tags=("conformance", "chaos"), topics=TOPICS, workload=_WL, kraft=True),
 ]

@@ -11,6 +11,7 @@ builds it). One short-lived container per version, no cluster.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -45,12 +46,16 @@ def _snake_keys(v):
     return v
 
 
-def dump(version: str) -> dict[int, tuple[str, dict | None]]:
-    """offset -> (what Kafka's tool says the record is, its decoded JSON when it prints one)."""
+def dump(version: str, seg_dir: Path | None = None, segments: list[str] | None = None
+         ) -> dict[int, tuple[str, dict | None]]:
+    """offset -> (what Kafka's tool says the record is, its decoded JSON when it prints one), for the
+    segments ``segments`` (default: the fixture's one) in ``seg_dir`` (default: that version's fixtures)."""
     tag = images.build(version).tag
+    seg_dir = seg_dir or FIXTURES / version
+    files = ",".join(f"/seg/{n}" for n in (segments or [SEGMENT]))
     res = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint",
-                          "/opt/kafka-chaos/kafka-run-class", "-v", f"{FIXTURES / version}:/seg:ro", tag,
-                          "kafka.tools.DumpLogSegments", "--cluster-metadata-decoder", "--files", f"/seg/{SEGMENT}"],
+                          "/opt/kafka-chaos/kafka-run-class", "-v", f"{seg_dir.resolve()}:/seg:ro", tag,
+                          "kafka.tools.DumpLogSegments", "--cluster-metadata-decoder", "--files", files],
                          capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
     out: dict[int, tuple[str, dict | None]] = {}
@@ -106,3 +111,62 @@ def test_decoder_agrees_with_kafka_dump_log(version, docker_engine):
     compared, problems = _compare(version)
     assert not problems, "\n".join(problems[:20])
     assert compared >= 40, f"only {compared} records had fields to compare"
+
+
+# -- a run's record against Kafka's decoding of the log it was read from ------------------------------------
+def _many_changes(ctx) -> None:
+    """Kill and restart brokers 2 then 3 (one at a time) under a 16-partition topic: each cycle shrinks and
+    re-expands every ISR holding the victim and moves the partitions it led (about 35 records a cycle)."""
+    from suites.scenarios.common import wait_or_diagnose
+    for victim in (2, 3):
+        h = ctx.fault("kill", f"broker:{victim}")
+        ctx.wait_until(f"broker {victim} leaves every ISR of many",
+                       lambda v=victim: all(v not in ctx.isr("many", p) for p in range(16)), 60)
+        ctx.heal(h)
+        wait_or_diagnose(ctx, f"broker {victim} back in every ISR of many",
+                         lambda v=victim: all(v in ctx.isr("many", p) for p in range(16)), 120, [victim])
+
+
+KAFKA4_VERSION = os.environ.get("KAFKA_CHAOS_KAFKA4_VERSION", "4.1.2")    # as tests/integration/test_kafka4.py
+
+
+def test_run_record_holds_every_partition_change_kafka_dump_log_decodes(docker_engine, tmp_path):
+    """Issue 15: on a run with >= 50 leader/ISR changes, no partition-state change of the controller's log
+    is missing from the run record. The record keeps the segments it read (``metadata_log/``); Kafka's
+    DumpLogSegments decodes them; every PartitionRecord / PartitionChangeRecord it prints must be a
+    ``meta.partition`` event of the record at the same offset, with the same values for what it set."""
+    from harness.record import read_run
+    from harness.runner import execute
+    from harness.scenario import Scenario, TopicSpec
+
+    sc = Scenario("observer.many_changes", "kill and restart brokers 2 and 3 in turn under 16 partitions",
+                  _many_changes, tags=("test",), topics=[TopicSpec("many", 16, 3)],
+                  workload={"topic": "many", "partitions": 16}, kraft=True, max_duration_s=400)
+    out = execute(sc, runs_dir=tmp_path, kafka_version=KAFKA4_VERSION, suite="pytest", distribution="apache-kraft")
+    rec = read_run(out.path)
+    assert out.verdict == "PASS", f"{out.reason} ({out.path})"
+    obs = rec.metadata["observer"]
+    assert obs["source"] == "metadata_log" and obs["complete"] and obs["segments"]
+    seg_dir = Path(out.path) / "metadata_log"
+    theirs = dump(KAFKA4_VERSION, seg_dir, [Path(s).name for s in obs["segments"]])
+    ours = {e["offset"]: e for e in rec.of_type("meta.partition")}
+    kinds = {"PARTITION_RECORD": "PartitionRecord", "PARTITION_CHANGE_RECORD": "PartitionChangeRecord"}
+    missing, differ, changes = [], [], 0
+    for off, (kind, doc) in sorted(theirs.items()):
+        if kind != "payload" or doc["type"] not in kinds:
+            continue
+        data = _snake_keys(doc["data"])
+        ev = ours.get(off)
+        if ev is None or ev["record"] != kinds[doc["type"]]:
+            missing.append((off, doc["type"], data))
+            continue
+        if doc["type"] == "PARTITION_CHANGE_RECORD" and ("leader" in data or "isr" in data):
+            changes += 1
+        for k, mine in (("leader", "leader"), ("isr", "isr"), ("replicas", "replicas"),
+                        ("eligible_leader_replicas", "elr"), ("last_known_elr", "last_known_elr"),
+                        ("leader_recovery_state", "leader_recovery_state")):
+            if k in data and not (k == "leader" and data[k] == -2) and data[k] != ev[mine]:
+                differ.append((off, k, data[k], ev[mine]))
+    assert not missing, f"{len(missing)} partition records of the log are not in the run record: {missing[:5]}"
+    assert not differ, f"values differ from Kafka's decoding: {differ[:10]}"
+    assert changes >= 50, f"only {changes} leader/ISR changes in the log"

@@ -150,3 +150,35 @@ def test_malformed_mix(mix, message):
 def test_seed_must_be_an_integer():
     with pytest.raises(ScheduleError, match="seed must be an integer"):
         generate_schedule("42", MIX)
+
+
+# -- one mix for every distribution (harness.schedule.for_roles) ----------------------------------------------
+ZK_ROLES, KRAFT_ROLES = ("broker", "zookeeper"), ("broker", "controller")
+
+
+def test_for_roles_drops_faults_and_targets_a_cluster_cannot_have():
+    from harness.schedule import for_roles
+    mix = {"length": 60, "faults": {"kill": {"targets": ["random-broker", "quorum-leader", "random-zk"]},
+                                    "zk_expire_session": 1, "delete_controller_znode": 1,
+                                    "pause": {"targets": ["quorum-follower"]}}}
+    zk = for_roles(mix, ZK_ROLES)
+    assert sorted(zk.faults) == ["delete_controller_znode", "kill", "zk_expire_session"]
+    assert zk.faults["kill"].targets == ("random-broker", "random-zk")
+    kr = for_roles(mix, KRAFT_ROLES)
+    assert sorted(kr.faults) == ["kill", "pause"]
+    assert kr.faults["kill"].targets == ("random-broker", "quorum-leader")
+    with pytest.raises(ScheduleError, match="no fault left for a cluster with roles broker, controller"):
+        for_roles({"faults": {"zk_kill": 1}}, KRAFT_ROLES)
+
+
+def test_a_zookeeper_schedule_is_unchanged_by_quorum_targets_in_the_mix():
+    """Listing KRaft-only targets must not move a ZooKeeper-mode run's draws (stored seeds stay meaningful)."""
+    from suites.scenarios.nightly import MIXED
+    zk_only = {**MIXED, "faults": {
+        name: {**spec, "targets": [t for t in spec["targets"] if not t.startswith("quorum-")]} if "targets" in spec
+        else spec for name, spec in MIXED["faults"].items()}}
+    for seed in range(20):
+        assert generate_schedule(seed, MIXED, ZK_ROLES).to_json() == generate_schedule(seed, zk_only).to_json()
+    kraft = {(i.fault, i.target) for seed in range(20) for i in generate_schedule(seed, MIXED, KRAFT_ROLES)}
+    assert not any(f.startswith("zk_") or f == "delete_controller_znode" or "zk" in t for f, t in kraft)
+    assert {t for _, t in kraft} >= {"quorum-leader", "quorum-follower"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.control_history import from_metadata_events, from_zk_events, of_partition
+from harness.control_history import feature_levels, from_metadata_events, from_zk_events, of_partition
 from reference import semantics
 
 
@@ -30,7 +30,7 @@ def test_zk_txn_events_become_writes_in_zxid_order_after_the_marker():
                     "adding": [4], "removing": [1]}
     assert w[1]["partition"] == 1 and w[1]["adding"] == [] and w[1]["removing"] == []
     assert w[2] == {"kind": "state", "topic": "t", "partition": 0, "seq": 12, "leader": 2, "leader_epoch": 4,
-                    "isr": [2, 3], "partition_epoch": 7}
+                    "isr": [2, 3], "partition_epoch": 7, "leader_recovery_state": 0, "elr": [], "last_known_elr": []}
     assert w[4] == {"kind": "broker", "broker_id": 2, "broker_epoch": 5, "registered": False, "seq": 15}
     assert w[5] == {"kind": "controller_epoch", "epoch": 3, "leader_id": None, "seq": 16}
     assert [x["seq"] for x in of_partition(w, "state", "t", 0)] == [12]
@@ -73,6 +73,36 @@ def test_metadata_records_become_the_same_writes():
     assert w[6] == {"kind": "fence", "broker_id": 4, "broker_epoch": 10, "fenced": False, "seq": 11}
     assert w[7] == {"kind": "controller_epoch", "epoch": 5, "leader_id": 2, "seq": 12}
     assert from_metadata_events(events, since=12) == [{"kind": "topic_removed", "topic": "t", "seq": 13}]
+    assert feature_levels(w) == {} and feature_levels(from_zk_events([], 0)) == {}
+
+
+def test_elr_recovery_state_and_feature_writes():
+    """KRaft §9.5: a record that only moves the last ISR member out of the ELR, or only marks the leader
+    RECOVERED, is a state write too (it carries the ELR and the leader recovery state); feature levels
+    are writes the scenarios fold with feature_levels (the last level of each feature wins)."""
+    events = [
+        {"type": "meta.feature", "offset": 1, "name": "metadata.version", "level": 21},
+        {"type": "meta.feature", "offset": 2, "name": "eligible.leader.replicas.version", "level": 1},
+        _part(4, "PartitionRecord", [], replicas=[3, 4, 5], isr=[3, 4, 5], leader=3),
+        _part(8, "PartitionChangeRecord", ["leader", "isr", "elr", "last_known_elr"], replicas=[3, 4, 5], isr=[],
+              leader=-1, leader_epoch=1, elr=[3], last_known_elr=[3]),
+        _part(9, "PartitionChangeRecord", ["elr"], replicas=[3, 4, 5], isr=[], leader=-1, leader_epoch=1,
+              last_known_elr=[3]),                                          # unclean restart: out of the ELR
+        _part(10, "PartitionChangeRecord", ["leader", "isr", "leader_recovery_state", "last_known_elr"],
+              replicas=[3, 4, 5], isr=[3], leader=3, leader_epoch=2, leader_recovery_state=1),
+        _part(12, "PartitionChangeRecord", ["leader_recovery_state"], replicas=[3, 4, 5], isr=[3], leader=3,
+              leader_epoch=2),                                               # RECOVERED by the leader
+        {"type": "meta.feature", "offset": 13, "name": "metadata.version", "level": 22},
+    ]
+    w = from_metadata_events(events, since=-1)
+    st = of_partition(w, "state", "t", 0)
+    assert [(x["seq"], x["leader"], x["isr"], x["elr"], x["last_known_elr"], x["leader_recovery_state"]) for x in st] == [
+        (4, 3, [3, 4, 5], [], [], 0), (8, -1, [], [3], [3], 0), (9, -1, [], [], [3], 0), (10, 3, [3], [], [], 1),
+        (12, 3, [3], [], [], 0)]
+    assert feature_levels(w) == {"metadata.version": 22, "eligible.leader.replicas.version": 1}
+    zk = from_zk_events([{"type": "zk.partition_state", "zxid": 5, "topic": "t", "partition": 0, "leader": 4,
+                          "leader_epoch": 3, "isr": [4], "version": 2, "leader_recovery_state": 1}])
+    assert zk[0]["leader_recovery_state"] == 1 and zk[0]["elr"] == [] and feature_levels(zk) == {}
 
 
 def _broker(offset, record, fenced, **kw):
@@ -112,5 +142,17 @@ def test_semantics_per_controller_model():
     assert kr.controller_epoch_ok(4, 6) and not kr.controller_epoch_ok(4, 4)
     assert zk.deletion_waits_for_replicas and zk.deletion_writes_leaderless
     assert not kr.deletion_waits_for_replicas and not kr.deletion_writes_leaderless
+    # leaderless partitions, returning replicas, ISR shrinks (§4.9, §9.2, §9.5), from the feature levels
+    elr = {"metadata.version": 22, "eligible.leader.replicas.version": 1}
+    no_elr = {"metadata.version": 21}                                   # 3.9-IV0: no such feature
+    assert zk.leaderless_state(5, elr) == kr.leaderless_state(5, no_elr) == {"leader": -1, "isr": [5], "elr": []}
+    assert kr.leaderless_state(5, elr) == {"leader": -1, "isr": [], "elr": [5]}
+    assert not zk.elr_enabled(elr) and kr.elr_enabled(elr) and not kr.elr_enabled({})
+    assert kr.last_isr_member_return(elr)[0] and not kr.last_isr_member_return(no_elr)[0]
+    assert not zk.last_isr_member_return(elr)[0]
+    assert zk.controller_isr_shrink_bumps({}) and zk.controller_isr_shrink_bumps(elr)
+    assert not kr.controller_isr_shrink_bumps(no_elr) and kr.controller_isr_shrink_bumps({"metadata.version": 11})
+    assert zk.unclean_marks_recovering("3.9.2") and not zk.unclean_marks_recovering("2.8.2")
+    assert kr.unclean_marks_recovering(None)
     with pytest.raises(ValueError, match="unknown controller model 'raft'"):
         semantics.for_model("raft")

@@ -32,7 +32,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kraft_metadata"
 VERSIONS = sorted(p.name for p in FIXTURES.iterdir() if (p / "decoded.json").exists())
 SEGMENT = "00000000000000000000.log"
 GOLDEN = "decoded.json"
-SYNTHETIC_SHA256 = "8334b6333393346bd81f113e6c6389d3a1731b8efb215d9ae0cc044ce48982c8"
+SYNTHETIC_SHA256 = "dcb6e1d1eb6e9fd19ea979c06f8ead0b96a72f74eb909df78471d4f965210d71"
 
 
 def decoded(blob: bytes) -> dict:

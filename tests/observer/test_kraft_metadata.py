@@ -286,7 +286,10 @@ class _Cluster:
 
 class _Rec:
     def __init__(self):
-        self.events, self.metadata = [], {}
+        self.events, self.metadata, self.files = [], {}, {}
+
+    def write_artifact(self, relpath, data):
+        self.files[relpath] = data
 
     def emit(self, type_, **f):
         self.events.append({"type": type_, **f})
@@ -317,6 +320,8 @@ def test_protocol_source_adds_the_history_where_a_metadata_log_is_kept(latest_by
     obs = rec.metadata["observer"]
     assert obs["complete"] and obs["readable"] and obs["events"] == len(latest_hist.events)
     assert obs["events_by_type"]["meta.partition"] == 6
+    # the segments read are kept in the record, as they were, for Kafka's own tools
+    assert obs["segments"] == [f"metadata_log/{SEGMENT}"] and rec.files == {f"metadata_log/{SEGMENT}": latest_bytes}
     # a foreign image: its log is read when it keeps Apache's (one built on Apache Kafka does) ...
     rec = _Rec()
     src.finish(_Cluster(Generic(), [_Node(1, {SEGMENT: latest_bytes})]), rec)

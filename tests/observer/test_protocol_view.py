@@ -34,7 +34,8 @@ class _Cluster:
 
 
 def _md():
-    parts = [PartitionInfo(0, None, 2, 5, [1, 2, 3], [2, 3]), PartitionInfo(1, "LEADER_NOT_AVAILABLE", -1, 4, [2, 3, 1], [])]
+    parts = [PartitionInfo(0, None, 2, 5, [1, 2, 3], [2, 3]), PartitionInfo(1, "LEADER_NOT_AVAILABLE", -1, 4, [2, 3, 1], [3]),
+             PartitionInfo(2, "LISTENER_NOT_FOUND", -1, 4, [2, 3, 1], [3])]
     return MetadataResult(12, [BrokerInfo(1, "h", 1), BrokerInfo(2, "h", 2)], "c", 2,
                           [TopicInfo("t", None, None, False, parts), TopicInfo("__x", None, None, True, [])])
 
@@ -44,9 +45,13 @@ def test_answers_from_metadata():
     assert v.partition_state("t", 0) == {"leader": 2, "leader_epoch": 5, "isr": [2, 3], "replicas": [1, 2, 3],
                                          "controller_epoch": None, "version": None, "zxid": None}
     assert (v.leader("t", 0), v.isr("t", 0), v.replicas("t", 0), v.followers("t", 0)) == (2, [2, 3], [1, 2, 3], [1, 3])
-    assert v.partition_state("t", 1) is None and v.leader("t", 1) is None   # an entry with an error is unknown
+    # a leaderless partition (KRaftMetadataCache: LEADER_NOT_AVAILABLE, leader -1, the ISR unfiltered)
+    assert v.partition_state("t", 1) == {"leader": -1, "leader_epoch": 4, "isr": [3], "replicas": [2, 3, 1],
+                                         "controller_epoch": None, "version": None, "zxid": None}
+    assert v.leader("t", 1) is None and v.isr("t", 1) == [3]
+    assert v.partition_state("t", 2) is None and v.leader("t", 2) is None   # another error: unknown
     assert v.controller_id() == 3 and v.live_brokers() == [1, 2]
-    assert v.topics() == ["t"] and v.partitions("t") == [0, 1]
+    assert v.topics() == ["t"] and v.partitions("t") == [0, 1, 2]
 
 
 def test_unknown_while_no_broker_answers():

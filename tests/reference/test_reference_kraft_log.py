@@ -53,6 +53,14 @@ class MetaLog:
     def feature(self, name, level):
         return self._m("meta.feature", name=name, level=level)
 
+    def config(self, name, value, kind="broker", resource=""):
+        """A ConfigRecord (``kind`` "broker" with ``resource`` "" is the cluster-wide default)."""
+        return self._m("meta.config", resource_type=kind, resource_name=resource, name=name, value=value)
+
+    def min_isr(self, value, topic=None):
+        return self.config("min.insync.replicas", None if value is None else str(value),
+                           *(("topic", topic) if topic else ()))
+
     def broker(self, b, dt=0.1, record="BrokerRegistrationChangeRecord", **change):
         st = self.brokers.setdefault(b, {"broker_epoch": self.offset, "fenced": True, "registered": True,
                                          "in_controlled_shutdown": False})
@@ -166,7 +174,7 @@ def test_isr_outside_the_replicas_is_l2():
 
 def test_empty_isr_without_elr_is_l2_and_with_elr_passes():
     assert_rules(MetaLog().create(isr=[1]).change(leader=-1, isr=[]), {"L2"})
-    assert_pass(MetaLog(elr=True).create(isr=[1]).change(leader=-1, isr=[], last_known_elr=[1]))
+    assert_pass(MetaLog(elr=True).create(isr=[1]).change(leader=-1, isr=[], elr=[1]))
 
 
 def test_bad_reassignment_shape_is_l3_and_a_good_one_passes():
@@ -176,8 +184,8 @@ def test_bad_reassignment_shape_is_l3_and_a_good_one_passes():
 
 
 def test_elr_overlapping_the_isr_is_l4():
-    assert_rules(MetaLog(elr=True).create().change(isr=[1, 2], elr=[2, 3]), {"L4"})
-    assert_pass(MetaLog(elr=True).create().change(isr=[1], elr=[2, 3]))
+    assert_rules(MetaLog(elr=True).min_isr(3).create().change(isr=[1, 2], elr=[2, 3]), {"L4", "L11"})
+    assert_pass(MetaLog(elr=True).min_isr(3).create().change(isr=[1], elr=[2, 3]))
 
 
 # -- L5: clean elections ------------------------------------------------------------------------------------
@@ -209,11 +217,14 @@ def test_permitted_unclean_election_passes(how):
 
 
 def test_elections_from_the_elr_and_the_last_known_leader_pass():
-    log = MetaLog(elr=True).create()
-    log.change(isr=[1], elr=[2, 3]).change(leader=2, isr=[2], elr=[3])            # ELR member
+    log = MetaLog(elr=True).min_isr(3).create()
+    log.change(isr=[1], elr=[2, 3]).change(leader=2, isr=[2], elr=[1, 3])         # ELR member (1 kept: fenced)
     assert_pass(log)
-    log = MetaLog(elr=True).create(isr=[1]).change(leader=-1, isr=[], last_known_elr=[1])
-    assert_pass(log.change(leader=1, isr=[1], last_known_elr=[]))                  # balanced recovery
+    # balanced recovery: 1 re-registers after an unclean shutdown (leaves the ELR), then is elected as the
+    # last known leader
+    log = MetaLog(elr=True).min_isr(3).create(isr=[1]).change(leader=-1, isr=[], elr=[1], last_known_elr=[1])
+    log.broker(1, fenced=True, record="RegisterBrokerRecord").change(elr=[])
+    assert_pass(log.change(leader=1, isr=[1], last_known_elr=[]))
 
 
 def test_leader_from_a_completing_reassignment_passes():
@@ -388,3 +399,90 @@ def test_negative_control_real_record_with_a_fenced_broker_rejoining_the_isr():
            "partition_epoch": prev["partition_epoch"] + 1, "changed": ["isr"]}
     r = check_conformance(evs[:i + 1] + [bad] + evs[i + 1:], md)
     assert r.verdict == "FAIL" and "L7" in r.rules()
+
+
+# -- L11: ELR maintenance (KIP-966, PartitionChangeBuilder.maybePopulateTargetElr) ------------------------------
+def shrink(elr_after, min_isr=2, elr=True):
+    """min ISR ``min_isr``: the ISR shrinks to [1] (follower 2 then 3 fenced), the ELR as given."""
+    log = MetaLog(elr=elr).min_isr(min_isr).create()
+    return log.change(isr=[1, 3], elr=[]).broker(2, fenced=True).change(isr=[1], elr=elr_after).broker(3, fenced=True)
+
+
+def test_isr_shrunk_below_min_isr_without_elr_update_is_l11():
+    r = assert_rules(shrink([]), {"L11"})                   # 3 left the ISR below min ISR 2, not put in the ELR
+    assert "missing: [3]" in r.divergences[0].explanation
+    assert_rules(shrink([2]), {"L11"})                      # 2 left at ISR size 2 = min ISR: not eligible
+    r = assert_pass(shrink([3]))
+    assert r.stats["metadata_log"]["elr_records_judged"] == 2
+
+
+def test_elr_kept_at_min_isr_is_l11():
+    log = shrink([3]).broker(3, fenced=False)
+    assert_rules(copy.deepcopy(log).change(isr=[1, 3], elr=[3]), {"L11", "L4"})
+    assert_rules(copy.deepcopy(log).change(isr=[1, 3], elr=[]).change(isr=[1, 3], elr=[2]), {"L11"})
+    assert_pass(log.change(isr=[1, 3], elr=[]))            # back at min ISR: cleared
+
+
+def leaderless_with_elr():
+    """min ISR 3, ELR on: 3 leaves the ELR by an unclean-shutdown re-registration, then 1 and 2 are fenced:
+    leader -1, ISR [], ELR [1, 2]; 3 unfenced (in neither)."""
+    log = MetaLog(elr=True).min_isr(3).create().change(isr=[1], elr=[2, 3])
+    log.broker(3, fenced=True, record="RegisterBrokerRecord").change(elr=[2])
+    log.broker(2, fenced=True).broker(1, fenced=True).change(leader=-1, isr=[], elr=[1, 2])
+    return log.broker(3, fenced=False)
+
+
+def test_unclean_election_keeping_the_elr_is_l11():
+    md = copy.deepcopy(META)
+    md["topics"][0]["config"] = {"unclean.leader.election.enable": "true"}
+    r = assert_pass(leaderless_with_elr().change(leader=3, isr=[3], elr=[]), metadata=md)
+    assert r.stats["metadata_log"]["elections_unclean_permitted"] == 1
+    assert_rules(leaderless_with_elr().change(leader=3, isr=[3], elr=[1, 2]), {"L11"}, metadata=md)
+    assert_rules(leaderless_with_elr().change(leader=3, isr=[3], elr=[]), {"L5"})   # unclean not permitted
+
+
+def test_elr_rule_uses_the_topic_min_isr_and_is_off_without_the_feature_or_for_compatible():
+    assert_pass(shrink([], min_isr=1))                      # ISR [1] >= min ISR 1: no ELR
+    log = MetaLog(elr=True).min_isr(1).min_isr(3, topic="t").create()
+    assert_rules(log.change(isr=[1, 2], elr=[]), {"L11"})   # the topic's 3 applies, not the default 1
+    assert_pass(MetaLog(elr=True).min_isr(5).create().change(isr=[1, 2], elr=[3]))   # capped by RF 3
+    assert_pass(shrink([], elr=False), profile="kraft-3.9")  # ELR off: L11 not judged (L2 only on an empty ISR)
+    assert_pass(shrink([]), profile="compatible")
+    node = MetaLog(elr=True).min_isr(2).config("min.insync.replicas", "2", "broker", "1").create()
+    assert_pass(node.change(isr=[1], elr=[]))               # per-node override: which node decides is unknown
+
+
+def test_a_broker_re_registered_after_an_unclean_shutdown_may_leave_the_elr():
+    log = shrink([3]).broker(3, fenced=True, record="RegisterBrokerRecord")
+    assert_pass(copy.deepcopy(log).change(elr=[]))
+    assert_rules(shrink([3]).change(elr=[]), {"L11"})      # no re-registration: 3 must stay
+
+
+# -- L12: a superseded state served past the bound while no fault is active -------------------------------------
+def moved():
+    """Leader 1 at LE 0, then (at about W0 + 1 s) leader 2 at LE 1."""
+    return MetaLog().create().change(leader=2, isr=[2, 3]).broker(1, fenced=True)
+
+
+def test_superseded_state_served_long_after_with_no_fault_is_l12_under_kraft_only():
+    r = assert_rules(moved().sample(1, 0, [1, 2, 3], by=3, at=60.0), {"L12"})
+    assert "broker 3 served leader epoch 0" in r.divergences[0].explanation
+    assert_pass(moved().sample(1, 0, [1, 2, 3], by=3, at=60.0), profile="compatible")
+
+
+def test_fresh_or_faulted_staleness_is_not_l12():
+    r = assert_pass(moved().sample(1, 0, [1, 2, 3], by=3, at=5.0))       # 4 s late: within the bound
+    assert r.stats["metadata_log"]["staleness_judged"] == 1
+    assert 3.5 < r.stats["metadata_log"]["max_served_staleness_s"] < 4.5
+    assert_pass(moved().sample(2, 1, [2, 3], by=3, at=60.0))              # the current state
+    assert_pass(moved().fault(3, 2.0, 50.0, fault="loss").sample(1, 0, [1, 2, 3], by=3, at=60.0))   # a fault between
+
+
+def test_elr_cleanup_logged_before_the_registration_in_its_batch_passes():
+    """As 4.1.2 logs it: the cleanup record, then the RegisterBrokerRecord, in one batch (one append time)."""
+    log = shrink([3])
+    log.change(elr=[], dt=0.0)
+    log.broker(3, fenced=True, record="RegisterBrokerRecord", dt=0.0)
+    assert_pass(log)
+    late = shrink([3]).change(elr=[])
+    assert_rules(late.broker(3, fenced=True, record="RegisterBrokerRecord", dt=0.5), {"L11"})   # a later batch
