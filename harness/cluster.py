@@ -320,20 +320,23 @@ class Cluster:
         self.control.wait_ready(set(self.broker_ids if brokers is None else brokers), timeout_s)
 
     # ---- the protocol (leader epochs, KRaft quorum)
-    def _protocol_ports(self) -> list[int]:
-        """Published broker ports, running brokers first."""
+    def _protocol_ports(self, last: Iterable[int] = ()) -> list[int]:
+        """Published broker ports, running brokers first; the brokers in ``last`` after the others."""
+        later = set(last)
         nodes = [self.brokers[b] for b in self.broker_ids]
-        return [n.host_port for n in sorted(nodes, key=lambda n: n.status() != "running")]
+        return [n.host_port for n in sorted(nodes, key=lambda n: (n.node_id in later, n.status() != "running"))]
 
-    def protocol_metadata(self, topics: list[str] | None = None, timeout_s: float = 5.0):
+    def protocol_metadata(self, topics: list[str] | None = None, timeout_s: float = 5.0, last: Iterable[int] = ()):
         """A Metadata response (v7+, with leader epochs) from the first broker that answers
-        (:class:`harness.protocol.MetadataResult`); raises ProtocolError when none does."""
-        return first_answer(self._protocol_ports(), lambda c: c.metadata(topics), timeout_s)[1]
+        (:class:`harness.protocol.MetadataResult`), the brokers in ``last`` asked only after the
+        others; raises ProtocolError when none does."""
+        return first_answer(self._protocol_ports(last), lambda c: c.metadata(topics), timeout_s)[1]
 
-    def quorum(self, timeout_s: float = 5.0):
-        """The KRaft metadata quorum (DescribeQuorum through the first broker that answers):
-        :class:`harness.protocol.QuorumInfo` with ``leader_id``, ``leader_epoch``, ``voters``."""
-        return first_answer(self._protocol_ports(), lambda c: c.describe_quorum(), timeout_s)[1]
+    def quorum(self, timeout_s: float = 5.0, last: Iterable[int] = ()):
+        """The KRaft metadata quorum (DescribeQuorum through the first broker that answers, those in
+        ``last`` after the others): :class:`harness.protocol.QuorumInfo` with ``leader_id``,
+        ``leader_epoch``, ``voters``."""
+        return first_answer(self._protocol_ports(last), lambda c: c.describe_quorum(), timeout_s)[1]
 
     def active_controller(self) -> int | None:
         """The controller: ZooKeeper ``/controller`` in ZooKeeper mode, the quorum leader in KRaft."""

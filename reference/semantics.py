@@ -55,6 +55,25 @@ class Semantics:
     # ClusterControlManager keeps brokerRegistrations, ReplicationControlManager.handleBrokerFenced)
     killed_broker_registered: bool
     cite: str                        # the spec sections this model's expectations come from
+    # A broker cut from the control plane (ZK: ZooKeeper; KRaft: the active controller) past its session:
+    # ZK §5.2 / §5.1: its session expires, the ephemeral /brokers/ids/N is deleted (the controller takes it as
+    # dead) and it registers again with a new znode, i.e. a new broker epoch (czxid), once it reaches ZooKeeper.
+    # KRaft §9.3: its heartbeats stop reaching the controller, which fences it after broker.session.timeout.ms
+    # (BrokerHeartbeatManager; ReplicationControlManager.handleBrokerFenced moves its leaderships and shrinks
+    # the ISRs) and unfences it when a heartbeat arrives again caught up with its RegisterBrokerRecord's
+    # offset (BrokerHeartbeatManager.calculateNextBrokerState FENCED -> UNFENCED): the registration and its
+    # broker epoch are kept. The broker side never re-registers for a failed heartbeat: a timed-out or
+    # failed BrokerHeartbeat is only retried with backoff (core/.../BrokerLifecycleManager.scala
+    # BrokerHeartbeatResponseEvent -> scheduleNextCommunicationAfterFailure).
+    control_plane_loss_reregisters: bool
+    # Where a broker's requests to the controller travel (AlterPartition, §5.9 / §9.4), and the
+    # controller's to the brokers. ZK: over the inter-broker listener to the controller broker (its
+    # LeaderAndIsr / UpdateMetadata come back the same way), so a controller cut from the other brokers
+    # only (its ZooKeeper session kept) receives no AlterPartition and no ISR changes (§5.9). KRaft: over
+    # the CONTROLLER listener (controller.listener.names; the broker's NodeToControllerChannelManager asks
+    # RaftControllerNodeProvider for the quorum leader's CONTROLLER endpoint), and brokers learn the result by
+    # fetching the metadata log there too: cutting the replication (inter-broker) links leaves it intact.
+    controller_channel_is_inter_broker: bool
 
     def reassignment_start(self, ors: list[int], target: list[int]) -> tuple[list[int], list[int], list[int]]:
         """(replicas, adding, removing) the assignment shows once a reassignment of a partition from
@@ -174,6 +193,20 @@ class Semantics:
         return ("controller epoch is old + 1 (§2.2, D11)" if self.controller_epoch_exact
                 else "the Raft epoch of the quorum rose (§9.1)")
 
+    @property
+    def control_plane_loss_rule(self) -> str:
+        """How a broker cut from the control plane past its session shows in the view (it leaves
+        ``live_brokers``), in this model's words."""
+        return ("its ZooKeeper session expired: /brokers/ids/N removed (§1.3, §5.2)" if self.model == "zk"
+                else "the active controller fenced it: no longer listed (broker.session.timeout.ms, §9.3)")
+
+    @property
+    def control_plane_return_rule(self) -> str:
+        """What a broker cut from the control plane does once it reaches it again."""
+        return ("registered again with a new broker epoch (§5.1)" if self.control_plane_loss_reregisters
+                else "unfenced with its registration kept: listed again, the same broker epoch (§9.3, "
+                     "BrokerHeartbeatManager.calculateNextBrokerState)")
+
     def controller_epoch_ok(self, before: int, after: int | None) -> bool:
         if after is None:
             return False
@@ -182,10 +215,12 @@ class Semantics:
 
 ZK = Semantics("zk", deletion_waits_for_replicas=True, deletion_writes_leaderless=True,
                controller_epoch_exact=True, registration_epoch="czxid", failover_rewrites_partitions=True,
-               reassignment_target_needs="live", killed_broker_registered=False, cite="§1-§8")
+               reassignment_target_needs="live", killed_broker_registered=False, cite="§1-§8",
+               control_plane_loss_reregisters=True, controller_channel_is_inter_broker=True)
 KRAFT = Semantics("kraft", deletion_waits_for_replicas=False, deletion_writes_leaderless=False,
                   controller_epoch_exact=False, registration_epoch="offset", failover_rewrites_partitions=False,
-                  reassignment_target_needs="registered", killed_broker_registered=True, cite="§9")
+                  reassignment_target_needs="registered", killed_broker_registered=True, cite="§9",
+                  control_plane_loss_reregisters=False, controller_channel_is_inter_broker=False)
 _BY_MODEL = {"zk": ZK, "kraft": KRAFT}
 
 

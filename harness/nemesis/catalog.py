@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from harness.errors import ScenarioError
 
 # Link classes a network fault can cut (docs/faults.md "Links").
-LINKS = ("broker-broker", "broker-zk", "zk-zk", "client", "controller")
+LINKS = ("broker-broker", "broker-zk", "zk-zk", "client", "controller", "replication")
 PEER_LINKS = ("broker-broker", "broker-zk", "zk-zk")
 _LINK_ALIASES = {
     "broker-broker": "broker-broker", "inter-broker": "broker-broker",
@@ -20,6 +20,9 @@ _LINK_ALIASES = {
     "client": "client", "client-broker": "client", "broker-client": "client", "client-zk": "client",
     # the KRaft CONTROLLER listener only (port 9094): a subset of broker-broker in combined mode
     "controller": "controller", "broker-controller": "controller", "controller-broker": "controller",
+    # the inter-broker (INTERNAL) listener only (port 9093): all of broker-broker in ZooKeeper mode, the
+    # KRaft CONTROLLER listener kept
+    "replication": "replication", "inter-broker-listener": "replication",
 }
 
 

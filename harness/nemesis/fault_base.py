@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness import docker_util
-from harness.distributions import CONTROLLER_PORT
+from harness.distributions import CONTROLLER_PORT, INTERNAL_PORT
 from harness.errors import HarnessError
 from harness.nemesis import netrules
 
@@ -56,7 +56,8 @@ class Context:
         port = node.host_port if node.role == "broker" else getattr(node, "client_port", ZK_CLIENT_PORT)
         runs_controller = getattr(self.cluster, "runs_controller", None)
         cport = CONTROLLER_PORT if runs_controller is not None and runs_controller(node) else None
-        return netrules.NetNode(node.name, node.alias, node.role, ip, port, self.gateway(), cport)
+        iport = INTERNAL_PORT if node.role == "broker" else None
+        return netrules.NetNode(node.name, node.alias, node.role, ip, port, self.gateway(), cport, iport)
 
     def everyone(self) -> list["Node"]:
         return self.cluster.nodes()

@@ -16,6 +16,12 @@ Link classes (see :mod:`harness.nemesis.catalog`):
   nodes, either way (Raft fetches and votes, broker heartbeats and registrations, forwarded admin
   requests); replication (9093) and host clients stay up. It cuts something only where one of the
   two nodes runs a controller (``NetNode.controller_port``). Ephemeral ports never reach 9094.
+- ``replication``: only the TCP connections to an inter-broker (INTERNAL) listener (port 9093) between
+  two Kafka nodes, either way: replication fetches, and in ZooKeeper mode every broker-to-broker
+  request (the controller's LeaderAndIsr / UpdateMetadata, AlterPartition to the controller broker),
+  so there it cuts what ``broker-broker`` cuts. A KRaft node keeps its CONTROLLER connections (9094:
+  Raft, heartbeats, AlterPartition, metadata fetches): "cut from the brokers, control plane intact"
+  in both modes. It cuts something only between two nodes that run a broker (``NetNode.internal_port``).
 - ``client``: host clients. They reach a container through docker-proxy, i.e. from the network
   gateway, on the node's client port (a broker's EXTERNAL listener port, which only host clients
   use; ZooKeeper's 2181 or a dedicated controller's 9094, where the rule also matches the gateway
@@ -45,6 +51,7 @@ class NetNode:
     client_port: int        # port host clients connect to inside the container
     gateway: str | None = None   # the network gateway: source of host-client traffic
     controller_port: int | None = None   # the KRaft CONTROLLER listener's port when the node runs one
+    internal_port: int | None = None     # the inter-broker (INTERNAL) listener's port when the node runs a broker
 
 
 def link_kind(a: NetNode, b: NetNode) -> str:
@@ -73,6 +80,8 @@ def peer_rules(local: NetNode, peers: list[NetNode], links, direction: str, tag:
         if link_kind(local, p) not in links:
             if "controller" in links:
                 rules.extend(controller_rules(local, p, direction, tag))
+            if "replication" in links:
+                rules.extend(replication_rules(local, p, direction, tag))
             continue
         if direction in ("in", "both"):
             rules.append(_drop(CHAIN_IN, ["-s", f"{p.ip}/32"], tag))
@@ -84,8 +93,21 @@ def peer_rules(local: NetNode, peers: list[NetNode], links, direction: str, tag:
 def controller_rules(local: NetNode, peer: NetNode, direction: str, tag: str) -> list[Rule]:
     """Rules in ``local`` dropping the TCP segments it exchanges with ``peer`` on a CONTROLLER
     listener: ``local``'s own (peer connected to it) and the peer's (local connected to it)."""
+    return _listener_rules(local, peer, local.controller_port, peer.controller_port, direction, tag)
+
+
+def replication_rules(local: NetNode, peer: NetNode, direction: str, tag: str) -> list[Rule]:
+    """Rules in ``local`` dropping the TCP segments it exchanges with ``peer`` on an inter-broker
+    (INTERNAL) listener, both nodes running a broker: replication either way."""
+    if not (local.internal_port and peer.internal_port):
+        return []
+    return _listener_rules(local, peer, local.internal_port, peer.internal_port, direction, tag)
+
+
+def _listener_rules(local: NetNode, peer: NetNode, local_port: int | None, peer_port: int | None,
+                    direction: str, tag: str) -> list[Rule]:
     rules: list[Rule] = []
-    for port, mine in ((local.controller_port, True), (peer.controller_port, False)):
+    for port, mine in ((local_port, True), (peer_port, False)):
         if not port:
             continue
         if direction in ("in", "both"):     # what the peer sends: to my listener, or from its listener

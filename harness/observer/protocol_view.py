@@ -15,12 +15,39 @@ answer taken now (docs/kraft.md "How a run on KRaft is judged", item 3):
 
 A broker's metadata cache may lag the controller (§8.1 caveat 1): waits built on this view must
 wait for a state rather than read it once, which is what ``RunContext.wait_until`` does.
+
+A broker cut from the quorum (a network fault that leaves its client link up) keeps answering from
+the metadata it had: it would list itself, and itself only, as it was, for as long as the cut lasts.
+The view therefore asks such brokers last: the ones the quorum leader reports behind (DescribeQuorum
+v1+: a voter's or observer's ``last_caught_up_timestamp`` more than :data:`LAG_MS` older than the
+freshest replica's, which is the leader's own "now", or -1: never caught up since this leader leads),
+refreshed at most once a second.
 """
 
 from __future__ import annotations
 
+import time
+
 from harness.errors import HarnessError
 from harness.protocol import ProtocolError
+
+LAG_MS = 5000        # a replica caught up this long before the leader's now is behind (fetches poll every 0.5 s)
+
+
+def lagging_brokers(quorum, lag_ms: int = LAG_MS) -> set[int]:
+    """The replicas of the metadata quorum (voters and observers) that have not caught up with its
+    leader for more than ``lag_ms`` (by the leader's clock), or never since it leads (timestamp -1: a
+    new leader knows none of a replica that has not fetched from it, e.g. the isolated old leader);
+    empty without a leader or without any timestamp (DescribeQuorum v0)."""
+    if quorum is None or quorum.error is not None or quorum.leader_id < 0:
+        return set()
+    reps = list(quorum.voters) + list(quorum.observers)
+    seen = [r.last_caught_up_timestamp for r in reps if r.last_caught_up_timestamp >= 0]
+    if not seen:
+        return set()
+    newest = max(seen)
+    return {r.replica_id for r in reps
+            if r.last_caught_up_timestamp < 0 or newest - r.last_caught_up_timestamp > lag_ms}
 
 
 class ProtocolView:
@@ -31,11 +58,27 @@ class ProtocolView:
     def __init__(self, cluster, timeout_s: float = 5.0):
         self.cluster = cluster
         self.timeout_s = timeout_s
+        self._behind: tuple[float, frozenset[int]] = (float("-inf"), frozenset())
 
     # ---- helpers
+    def _quorum(self):
+        """DescribeQuorum, the brokers last known behind asked last; refreshes that set."""
+        q = self.cluster.quorum(timeout_s=self.timeout_s, last=self._behind[1])
+        self._behind = (time.monotonic(), frozenset(lagging_brokers(q)))
+        return q
+
+    def behind(self) -> frozenset[int]:
+        """The brokers the quorum leader reports behind (asked at most once a second)."""
+        if time.monotonic() - self._behind[0] >= 1.0:
+            try:
+                self._quorum()
+            except ProtocolError:
+                self._behind = (time.monotonic(), self._behind[1])
+        return self._behind[1]
+
     def _metadata(self, topics):
         try:
-            return self.cluster.protocol_metadata(topics, timeout_s=self.timeout_s)
+            return self.cluster.protocol_metadata(topics, timeout_s=self.timeout_s, last=self.behind())
         except ProtocolError:
             return None
 
@@ -54,13 +97,14 @@ class ProtocolView:
     # ---- the View protocol (harness/nemesis/view.py)
     def controller_id(self, fresh: bool = True) -> int | None:
         try:
-            return self.cluster.active_controller()
+            q = self._quorum()
         except ProtocolError:
             return None
+        return q.leader_id if q.error is None and q.leader_id >= 0 else None
 
     def controller_epoch(self) -> int | None:
         try:
-            q = self.cluster.quorum(timeout_s=self.timeout_s)
+            q = self._quorum()
         except ProtocolError:
             return None
         return q.leader_epoch if q.error is None and q.leader_epoch >= 0 else None

@@ -1,9 +1,26 @@
-"""10. Network partitions (spec §1.3, §2.3-§2.5, §5.2, §5.7-§5.8).
+"""10. Network partitions (spec §1.3, §2.3-§2.5, §5.2, §5.7-§5.8; KRaft §9.1, §9.3).
 
 In ZooKeeper mode the controller sees the network only through ZooKeeper sessions: a broker cut
 from ZooKeeper for longer than ``zookeeper.session.timeout.ms`` is dead (§5.2) and re-registers
 with a new broker epoch when it can reach ZooKeeper again (§5.1); a broker cut only from its
 clients keeps its session, its replication and its ISR membership.
+
+KRaft (written once for both, the differences asked of ``ctx.semantics``, reference/semantics.py):
+the control plane is the active controller, reached over the CONTROLLER listener. A broker cut from
+it stops heartbeating and is fenced after ``broker.session.timeout.ms`` (9 s): no longer listed in
+Metadata, its leaderships moved to ISR members (leader epoch + 1), removed from every ISR
+(ReplicationControlManager.handleBrokerFenced). When its heartbeats arrive again, caught up, the
+controller unfences it with the same registration and broker epoch
+(BrokerHeartbeatManager.calculateNextBrokerState; BrokerLifecycleManager only retries a failed
+heartbeat, it never re-registers for it): ``control_plane_loss_reregisters`` is False. With combined
+nodes (brokers 1-3 are the voters) the isolated controller is also the quorum leader: it resigns
+when it hears from no majority (check quorum, 1.5 x ``controller.quorum.fetch.timeout.ms``), the
+other voters elect a leader with a higher Raft epoch (§9.1), and after the heal it cannot win a vote
+(its log's last epoch is older than theirs, KafkaRaftClient.handleVoteRequest). Without pre-vote
+(Kafka before 4.0, KIP-996) a voter that was cut off returns with the epochs it took alone and may
+force one more election; the controller of the majority is therefore checked during the cut.
+A broker cut off with its client link up keeps answering Metadata from its stale cache; the protocol
+view asks the brokers the quorum leader reports behind last (harness/observer/protocol_view.py).
 """
 
 from __future__ import annotations
@@ -61,52 +78,89 @@ def _wait_rejoin(ctx: RunContext, broker: int, timeout_s: float = 90) -> None:
                      lambda: _in_all_isrs(ctx, broker), timeout_s, [broker], lambda: _states(ctx))
 
 
+def _wait_rejoin_all(ctx: RunContext) -> None:
+    brokers = list(ctx.cluster.broker_ids)
+    wait_or_diagnose(ctx, f"every broker listed and every partition of {T} led with its full ISR",
+                     lambda: ctx.live_brokers() == sorted(brokers) and _all_led(ctx)
+                     and all(_in_all_isrs(ctx, b) for b in brokers), 90, brokers, lambda: _states(ctx))
+
+
 def _acked(ctx: RunContext, t0: float, t1: float, partitions) -> int:
     parts = set(partitions)
     return sum(1 for e in ctx.recorder.read_events() if e["type"] == "client" and e["f"] == "send"
                and e["phase"] == "ok" and t0 <= e["t"] <= t1 and e.get("partition") in parts)
 
 
-def _cut_from_zookeeper(ctx: RunContext, victim: int, fault: str, target: str, **params) -> None:
-    """Apply a fault that cuts ``victim`` from ZooKeeper and the other brokers; expect §5.2 for it
-    (session expiry, removal from every ISR, leaders elsewhere), then its return with a new epoch."""
-    e0 = ctx.cluster.broker_epoch(victim)
+def _cut_from_control_plane(ctx: RunContext, victim: int, fault: str, target: str, during=None, **params) -> None:
+    """Apply a fault that cuts ``victim`` from the control plane (ZooKeeper; KRaft: the active
+    controller) and the other brokers; expect it to be taken as failed (ZooKeeper mode: session expiry,
+    §5.2; KRaft: fencing, §9.3): out of every ISR, leaders elsewhere; then its return
+    (``ctx.semantics.control_plane_return_rule``)."""
+    sem = ctx.semantics
+    e0 = ctx.view.broker_epochs().get(victim)    # ZooKeeper: czxid; KRaft: its RegisterBrokerRecord's offset
     before = _states(ctx)
     h = ctx.fault(fault, target, **params)
-    ctx.wait_until(f"broker {victim}'s session expired: /brokers/ids/{victim} removed (§1.3, §5.2)",
-                   lambda: victim not in ctx.live_brokers(), 60)
+    ctx.wait_until(f"broker {victim}: {sem.control_plane_loss_rule}", lambda: victim not in ctx.live_brokers(), 60)
     ctx.wait_until(f"every partition of {T} is led by a live broker other than {victim}, or offline with "
-                   f"{victim} as its last ISR member (§5.2 step 3, §4.9)", lambda: _failed_over(ctx, victim), 40)
+                   f"{victim} as its last ISR member (§5.2 step 3, §9.3, §4.9)", lambda: _failed_over(ctx, victim), 40)
     ctx.wait_until(f"broker {victim} removed from every ISR of {T} where it is not the last member "
-                   "(§5.2 step 4, §4.6)", lambda: _out_of_isrs(ctx, victim), 40)
+                   "(§5.2 step 4, §9.3, §4.6)", lambda: _out_of_isrs(ctx, victim), 40)
     mid = _states(ctx)
-    ctx.expect("each leader change bumped the leader epoch (§4.10)",
+    ctx.expect("each leader change bumped the leader epoch (§4.10, §9.2)",
                all(mid[p]["leader_epoch"] > before[p]["leader_epoch"] for p in range(PARTS)
                    if mid[p]["leader"] != before[p]["leader"]), {"before": before, "during": mid})
+    if during is not None:
+        during()
     ctx.heal(h)
-    ctx.wait_until(f"broker {victim} registered again with a new broker epoch (§5.1)",
-                   lambda: ctx.cluster.broker_epoch(victim) not in (None, e0), 60)
+    _returns(ctx, victim, e0)
     _wait_rejoin(ctx, victim)
 
 
+def _returns(ctx: RunContext, victim: int, e0: int | None) -> None:
+    """``victim`` reaches the control plane again: ZooKeeper mode registers it anew (a new broker
+    epoch, §5.1), KRaft unfences it with the registration it had (§9.3) — reference/semantics.py
+    ``control_plane_loss_reregisters``."""
+    sem = ctx.semantics
+    if sem.control_plane_loss_reregisters:
+        ctx.wait_until(f"broker {victim} {sem.control_plane_return_rule}",
+                       lambda: ctx.view.broker_epochs().get(victim) not in (None, e0), 60)
+        return
+    ctx.wait_until(f"broker {victim} reaches the active controller again: listed (unfenced, §9.3)",
+                   lambda: victim in ctx.live_brokers(), 60)
+    e1 = ctx.view.broker_epochs().get(victim)
+    ctx.expect(f"broker {victim} {sem.control_plane_return_rule}", e1 is not None and e1 == e0,
+               {"before": e0, "now": e1})
+
+
 def _isolate_controller(ctx: RunContext) -> None:
+    sem = ctx.semantics
     ctx.wait_until("a controller is elected", lambda: ctx.controller() is not None, 20)
     c0, ep0 = ctx.controller(), ctx.view.controller_epoch()
-    e0 = ctx.cluster.broker_epoch(c0)
-    h = ctx.fault("isolate", f"broker:{c0}")  # peer links: other brokers and ZooKeeper; clients keep theirs
-    ctx.wait_until(f"a new controller replaces the isolated controller {c0} (§2.1)",
-                   lambda: ctx.controller() not in (None, c0), 60)
-    ctx.wait_until("controller epoch is old + 1 (§2.2, D11)", lambda: ctx.view.controller_epoch() == ep0 + 1, 20)
-    ctx.wait_until(f"every partition of {T} is led by a live broker other than {c0}, or offline with {c0} "
-                   "as its last ISR member (§2.4 steps 7-8, §4.9)", lambda: _failed_over(ctx, c0), 40)
-    ctx.wait_until(f"broker {c0} removed from every ISR of {T} where it is not the last member (§2.4 step 7, §4.6)",
-                   lambda: _out_of_isrs(ctx, c0), 40)
-    ctx.heal(h)
-    ctx.wait_until(f"broker {c0} registered again with a new broker epoch (§2.3: session expired, re-register)",
-                   lambda: ctx.cluster.broker_epoch(c0) not in (None, e0), 60)
-    ctx.expect(f"the old controller {c0} did not take the controller role back (/controller is held)",
+
+    def replaced() -> None:
+        ctx.wait_until(f"a new controller replaces the isolated controller {c0} (§2.1; KRaft: the other voters "
+                       "elect a quorum leader, §9.1)", lambda: ctx.controller() not in (None, c0), 60)
+        ctx.wait_until(sem.controller_epoch_rule, lambda: sem.controller_epoch_ok(ep0, ctx.view.controller_epoch()),
+                       20)
+    if c0 in ctx.cluster.broker_ids:
+        # peer links: other brokers and ZooKeeper (KRaft: the other voters and brokers); clients keep theirs
+        _cut_from_control_plane(ctx, c0, "isolate", f"broker:{c0}", during=replaced)
+    else:
+        # a controller-only node (apache-kraft-dedicated): no broker to fence, no partition to move
+        before = _states(ctx)
+        h = ctx.fault("isolate", "controller")
+        replaced()
+        ctx.heal(h)
+        _wait_rejoin_all(ctx)
+        after = _states(ctx)
+        ctx.expect("a failover of a controller that is no broker moves no partition: same leaders and leader "
+                   "epochs (§9.9)", all((after[p]["leader"], after[p]["leader_epoch"]) ==
+                                        (before[p]["leader"], before[p]["leader_epoch"]) for p in range(PARTS)),
+                   {"before": before, "after": after})
+    # ZooKeeper: /controller is held by the new one; KRaft: the voters that moved on have a log with a
+    # higher last epoch than c0's, so they refuse it their votes (KafkaRaftClient.handleVoteRequest)
+    ctx.expect(f"the old controller {c0} did not take the controller role back",
                ctx.controller() != c0, {"controller": ctx.controller()})
-    _wait_rejoin(ctx, c0)
 
 
 def _minority_split(ctx: RunContext) -> None:
@@ -115,9 +169,13 @@ def _minority_split(ctx: RunContext) -> None:
     # the minority: the leader of chaos-0 unless it is the controller (that is isolate_controller)
     victim = st["leader"] if st["leader"] != controller else next(
         r for r in ctx.view.replicas(T, 0) if r != controller)
-    _cut_from_zookeeper(ctx, victim, "partition", f"broker:{victim}")
-    ctx.expect("the controller (in the majority with ZooKeeper) did not change",
-               ctx.controller() == controller, {"before": controller, "after": ctx.controller()})
+
+    def majority_kept_its_controller() -> None:
+        # checked while the minority is cut off: once it returns, a KRaft voter without pre-vote (before
+        # Kafka 4.0, KIP-996) asks for votes with the epochs it took alone and may force a new election
+        ctx.expect("the controller (in the majority, with ZooKeeper / the quorum) did not change",
+                   ctx.controller() == controller, {"before": controller, "after": ctx.controller()})
+    _cut_from_control_plane(ctx, victim, "partition", f"broker:{victim}", during=majority_kept_its_controller)
 
 
 def _client_only(ctx: RunContext) -> None:
@@ -162,23 +220,26 @@ def _one_way(ctx: RunContext) -> None:
     controller = ctx.controller()
     follower = next(r for r in ctx.view.replicas(T, 0) if r not in (st["leader"], controller))
     # direction "out": its packets to the other brokers and ZooKeeper are dropped; it still receives theirs
-    _cut_from_zookeeper(ctx, follower, "one_way", f"broker:{follower}", direction="out")
+    _cut_from_control_plane(ctx, follower, "one_way", f"broker:{follower}", direction="out")
     after = state(ctx)
     ctx.expect(f"the leader of {T}-0 did not change (a follower was cut)", after["leader"] == st["leader"],
                {"before": st, "after": after})
 
 
 SCENARIOS: list[Scenario] = [
-    Scenario("network.isolate_controller", "isolate the controller from brokers and ZooKeeper: session expiry, "
-             "new controller (epoch + 1), leaders elsewhere; it re-registers after the heal (§2.3-2.5)",
-             _isolate_controller, tags=("conformance", "chaos"), max_duration_s=240),
+    Scenario("network.isolate_controller", "isolate the controller from brokers and ZooKeeper (KRaft: the other "
+             "voters and brokers): session expiry / fencing, new controller (epoch + 1; KRaft: higher Raft epoch), "
+             "leaders elsewhere; it re-registers (KRaft: is unfenced) after the heal (§2.3-2.5, §9.1, §9.3)",
+             _isolate_controller, tags=("conformance", "chaos"), max_duration_s=240, kraft=True),
     Scenario("network.minority_split", "partition one broker (the leader of chaos-0, not the controller) from the "
-             "majority and ZooKeeper: broker failure (§5.2), return with a new epoch", _minority_split,
-             tags=("conformance", "chaos"), max_duration_s=240),
+             "majority and ZooKeeper (KRaft: the quorum): broker failure (§5.2; KRaft: fenced, §9.3), return with a "
+             "new epoch (KRaft: unfenced, same epoch)", _minority_split,
+             tags=("conformance", "chaos"), max_duration_s=240, kraft=True),
     Scenario("network.client_only", "cut only the client link of the leader of chaos-0: replication, session and "
              "ISR intact; its partitions' writes stall until the heal", _client_only,
              tags=("conformance", "chaos"), max_duration_s=200, kraft=True),
     Scenario("network.one_way", "one-way loss of a follower (its outgoing packets dropped): ZooKeeper session "
-             "expires, the controller removes it from the ISR (§5.2), it returns with a new epoch", _one_way,
-             tags=("conformance", "chaos"), max_duration_s=240),
+             "expires (KRaft: no heartbeat reaches the controller, fenced), the controller removes it from the ISR "
+             "(§5.2, §9.3), it returns with a new epoch (KRaft: unfenced, same epoch)", _one_way,
+             tags=("conformance", "chaos"), max_duration_s=240, kraft=True),
 ]

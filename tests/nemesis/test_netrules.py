@@ -140,3 +140,32 @@ def test_controller_link_names():
     assert normalize_links("controller") == ("controller",)
     assert normalize_links(["broker-controller", "client"]) == ("controller", "client")
     assert "controller" not in PEER_LINKS
+
+
+# -- the replication link (the inter-broker listener, port 9093, only) ----------------------------------
+R1 = nr.NetNode("c-b1", "broker1", "broker", "10.0.0.11", 40001, "10.0.0.1", 9094, 9093)   # combined voter
+R2 = nr.NetNode("c-b2", "broker2", "broker", "10.0.0.12", 40002, "10.0.0.1", 9094, 9093)
+RC = nr.NetNode("c-c101", "controller101", "controller", "10.0.0.21", 9094, "10.0.0.1", 9094)   # dedicated
+
+
+def test_replication_link_cuts_both_inter_broker_listeners_and_keeps_the_controller_listener():
+    rules = nr.isolate_rules([R1], [R2], ("replication",), "t")["c-b1"]
+    assert sorted(rules) == sorted([
+        _rule(nr.CHAIN_IN, "-s", "10.0.0.12/32", "-p", "tcp", "--dport", "9093"),
+        _rule(nr.CHAIN_OUT, "-d", "10.0.0.12/32", "-p", "tcp", "--sport", "9093"),
+        _rule(nr.CHAIN_IN, "-s", "10.0.0.12/32", "-p", "tcp", "--sport", "9093"),
+        _rule(nr.CHAIN_OUT, "-d", "10.0.0.12/32", "-p", "tcp", "--dport", "9093")])
+    assert not any("9094" in a for _, a in rules)
+
+
+def test_replication_link_cuts_nothing_towards_a_dedicated_controller_or_a_node_without_broker_port():
+    assert nr.isolate_rules([R1], [RC], ("replication",), "t") == {}
+    assert nr.isolate_rules([B1], [B2], ("replication",), "t") == {}     # no internal_port known
+    one_way = nr.one_way_rules([R1], [R2], "out", ("replication",), "t")["c-b1"]
+    assert {c for c, _ in one_way} == {nr.CHAIN_OUT} and len(one_way) == 2
+
+
+def test_replication_link_names():
+    assert normalize_links("replication") == ("replication",)
+    assert normalize_links(["inter-broker-listener", "client"]) == ("replication", "client")
+    assert "replication" not in PEER_LINKS
