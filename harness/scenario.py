@@ -32,7 +32,7 @@ class StepTimeout(ExpectationFailed):
 
 # why a scenario that needs a role does not apply to a distribution without it (Scenario.not_applicable)
 ROLE_REASONS = {
-    "zookeeper": "written for ZooKeeper mode only",
+    "zookeeper": "it acts on ZooKeeper itself, which this cluster does not run",
     "controller": "needs controller nodes (a KRaft quorum)",
 }
 

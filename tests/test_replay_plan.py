@@ -102,5 +102,5 @@ def test_scenario_applicability():
     assert move.not_applicable(None) is None                  # a foreign image: run it
     assert move.not_applicable("3.9.2", distributions.get("apache-kraft")) is None
     zk = scenarios_for("zookeeper.session_expiry")[0]
-    assert zk.not_applicable("3.9.2", distributions.get("apache-kraft")) == "written for ZooKeeper mode only"
+    assert zk.not_applicable("3.9.2", distributions.get("apache-kraft")) == "it acts on ZooKeeper itself, which this cluster does not run"
     assert zk.not_applicable("3.9.2") is None

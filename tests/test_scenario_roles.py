@@ -18,7 +18,7 @@ def _s(**kw):
 def test_needs_roles_defaults_follow_kraft():
     assert _s().needs_roles == ("zookeeper",)
     assert _s(kraft=True).needs_roles == ()
-    assert _s().not_applicable("3.9.2", KRAFT) == "written for ZooKeeper mode only"
+    assert _s().not_applicable("3.9.2", KRAFT) == "it acts on ZooKeeper itself, which this cluster does not run"
     assert _s(kraft=True).not_applicable("3.9.2", ZK) is None
 
 
