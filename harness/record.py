@@ -173,12 +173,20 @@ class RunRecorder:
         return self.emit("phase", name=name, **fields)
 
     def read_events(self) -> list[dict]:
-        """Every event emitted so far, read back from the (unpublished) events file."""
+        """Every event emitted so far, read back from the (unpublished) events file: the whole lines
+        written by the time of the call (other threads go on writing while it reads; a line being
+        written then would be cut in the middle)."""
         with self._lock:
+            limit = None
             if not self._finished:
                 self._flush_locked()
+                limit = self._size
             path = self._published_dir() / "events.jsonl"
-        return list(iter_events(path))
+        if limit is None:
+            return list(iter_events(path))
+        with open(path, "rb") as fh:
+            data = fh.read(limit)
+        return list(parse_event_lines(data.decode("utf-8").splitlines(keepends=True), path))
 
     def _published_dir(self) -> Path:
         return self.final_dir if self._finished and self.final_dir.is_dir() else self.tmp_dir
@@ -345,16 +353,21 @@ def load_json_object(path: str | os.PathLike) -> dict:
 
 def iter_events(path: Path) -> Iterator[dict]:
     with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise RecordError(f"{path}:{n}: not valid JSON ({e})") from None
-            if not isinstance(ev, dict) or "type" not in ev or "t" not in ev:
-                raise RecordError(f"{path}:{n}: event without 'type' and 't'")
-            yield ev
+        yield from parse_event_lines(fh, path)
+
+
+def parse_event_lines(lines, path) -> Iterator[dict]:
+    """The events of ``lines`` (of ``path``'s events.jsonl, named in errors)."""
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise RecordError(f"{path}:{n}: not valid JSON ({e})") from None
+        if not isinstance(ev, dict) or "type" not in ev or "t" not in ev:
+            raise RecordError(f"{path}:{n}: event without 'type' and 't'")
+        yield ev
 
 
 def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
