@@ -44,6 +44,28 @@ def _tup(xs) -> tuple:
     return tuple(int(x) for x in (xs or ()))
 
 
+def _sampled_states(events: list[dict]):
+    """Every partition state a broker answered in a protocol sample: ``(sample event, (topic, partition),
+    (leader, leader_epoch, isr, replicas), real_leader)``; ``real_leader`` False where the answer's error
+    (LEADER_NOT_AVAILABLE, LISTENER_NOT_FOUND) means its leader field is not the leader."""
+    for ev in events:
+        if ev.get("type") != "admin.metadata" or ev.get("error") or ev.get("source") != "protocol":
+            continue
+        for p in ev.get("partitions") or []:
+            if p.get("partition") is None or p.get("leader_epoch") is None or p.get("error") not in STATE_ERRORS:
+                continue
+            shown = (-1 if p.get("leader") is None else int(p["leader"]), int(p["leader_epoch"]),
+                     _tup(p.get("isr")), _tup(p.get("replicas")))
+            yield ev, (p.get("topic"), int(p["partition"])), shown, p.get("error") in LEADER_ERRORS
+
+
+def _sample(ev: dict, k: tuple, shown: tuple) -> dict:
+    """The subject of a finding on one sampled state (for ``report``)."""
+    return {"topic": k[0], "partition": k[1], "seq": ev.get("seq"), "t": ev.get("t"),
+            "answered_by": ev.get("answered_by"), "leader": shown[0], "leader_epoch": shown[1],
+            "isr": list(shown[2]), "replicas": list(shown[3])}
+
+
 def cross_check(events: list[dict], meta: list[dict], metadata: dict, report) -> dict:
     """L9: sampled partition states ⊆ committed states."""
     obs = metadata.get("observer")
@@ -59,28 +81,17 @@ def cross_check(events: list[dict], meta: list[dict], metadata: dict, report) ->
         shape.setdefault(k, set()).add(st)
         full.setdefault(k, set()).add((int(e["leader"]),) + st)
     n = 0
-    for ev in events:
-        if ev.get("type") != "admin.metadata" or ev.get("error") or ev.get("source") != "protocol":
+    for ev, k, shown, real_leader in _sampled_states(events):
+        leader, st = shown[0], shown[1:]
+        n += 1
+        if ((shown in full.get(k, ())) if real_leader else st in shape.get(k, ())):
             continue
-        for p in ev.get("partitions") or []:
-            if p.get("partition") is None or p.get("leader_epoch") is None or p.get("error") not in STATE_ERRORS:
-                continue
-            k = (p.get("topic"), int(p["partition"]))
-            st = (int(p["leader_epoch"]), _tup(p.get("isr")), _tup(p.get("replicas")))
-            leader = -1 if p.get("leader") is None else int(p["leader"])
-            n += 1
-            real_leader = p.get("error") in LEADER_ERRORS
-            if (((leader,) + st) in full.get(k, ()) if real_leader else st in shape.get(k, ())):
-                continue
-            sample = {"topic": k[0], "partition": k[1], "seq": ev.get("seq"), "t": ev.get("t"),
-                      "answered_by": ev.get("answered_by"), "leader": leader, "leader_epoch": st[0],
-                      "isr": list(st[1]), "replicas": list(st[2])}
-            known = sorted(s for s in full.get(k, ()) if s[1] == st[0])
-            report("L9", sample, f"broker {ev.get('answered_by')} answered leader {leader if real_leader else '-'}"
-                   f" at leader epoch {st[0]}, ISR {list(st[1])}, replicas {list(st[2])}: no record of the "
-                   f"metadata log leaves the partition in that state (states at that epoch in the log: "
-                   f"{[(s[0], list(s[2]), list(s[3])) for s in known] or 'none'})",
-                   key=(leader if real_leader else None,) + st)
+        known = sorted(s for s in full.get(k, ()) if s[1] == st[0])
+        report("L9", _sample(ev, k, shown), f"broker {ev.get('answered_by')} answered leader "
+               f"{leader if real_leader else '-'} at leader epoch {st[0]}, ISR {list(st[1])}, replicas "
+               f"{list(st[2])}: no record of the metadata log leaves the partition in that state (states at "
+               f"that epoch in the log: {[(s[0], list(s[2]), list(s[3])) for s in known] or 'none'})",
+               key=(leader if real_leader else None,) + st)
     return {"samples_cross_checked": n}
 
 
@@ -194,39 +205,25 @@ def served_staleness(events: list[dict], meta: list[dict], session_s: float, gra
     times = {k: [t for t, _ in h] for k, h in hist.items()}
     faults = _any_fault_windows(events)
     stats = {"staleness_judged": 0, "max_served_staleness_s": 0.0}
-    for ev in events:
-        w = ev.get("wall")
-        if (ev.get("type") != "admin.metadata" or ev.get("error") or ev.get("source") != "protocol"
-                or not isinstance(w, (int, float))):
+    for ev, k, shown, real_leader in _sampled_states(events):
+        w, h = ev.get("wall"), hist.get(k)
+        if not isinstance(w, (int, float)) or not h:
             continue
-        for p in ev.get("partitions") or []:
-            if p.get("partition") is None or p.get("leader_epoch") is None or p.get("error") not in STATE_ERRORS:
-                continue
-            k = (p.get("topic"), int(p["partition"]))
-            h = hist.get(k)
-            if not h:
-                continue
-            real_leader = p.get("error") in LEADER_ERRORS
-            shown = (-1 if p.get("leader") is None else int(p["leader"]), int(p["leader_epoch"]),
-                     _tup(p.get("isr")), _tup(p.get("replicas")))
-            i = bisect.bisect_right(times[k], w) - 1       # the newest state committed by then
-            while i >= 0 and not (h[i][1] == shown or (not real_leader and h[i][1][1:] == shown[1:])):
-                i -= 1
-            if i < 0 or i + 1 >= len(h) or h[i + 1][0] > w:
-                continue                                # current (or not in the log: L9's)
-            since = h[i + 1][0]
-            if any(a <= w and b >= since for a, b in faults):
-                continue                                # a fault in between: no bound applies
-            stale = w - since
-            stats["staleness_judged"] += 1
-            stats["max_served_staleness_s"] = max(stats["max_served_staleness_s"], round(stale, 3))
-            if stale > bound:
-                sample = {"topic": k[0], "partition": k[1], "seq": ev.get("seq"), "t": ev.get("t"),
-                          "answered_by": ev.get("answered_by"), "leader": shown[0], "leader_epoch": shown[1],
-                          "isr": list(shown[2]), "replicas": list(shown[3])}
-                report("L12", sample, f"broker {ev.get('answered_by')} served leader epoch {shown[1]}, ISR "
-                       f"{list(shown[2])} {stale:.1f}s after the metadata log replaced it (leader {h[i + 1][1][0]}, "
-                       f"leader epoch {h[i + 1][1][1]}, ISR {list(h[i + 1][1][2])}) with no fault active "
-                       f"(bound: session timeout {session_s:g}s + {grace_s:g}s)",
-                       key=(ev.get("answered_by"), shown[1], shown[2]))
+        i = bisect.bisect_right(times[k], w) - 1           # the newest state committed by then
+        while i >= 0 and not (h[i][1] == shown or (not real_leader and h[i][1][1:] == shown[1:])):
+            i -= 1
+        if i < 0 or i + 1 >= len(h) or h[i + 1][0] > w:
+            continue                                    # current (or not in the log: L9's)
+        since = h[i + 1][0]
+        if any(a <= w and b >= since for a, b in faults):
+            continue                                    # a fault in between: no bound applies
+        stale = w - since
+        stats["staleness_judged"] += 1
+        stats["max_served_staleness_s"] = max(stats["max_served_staleness_s"], round(stale, 3))
+        if stale > bound:
+            nxt = h[i + 1][1]
+            report("L12", _sample(ev, k, shown), f"broker {ev.get('answered_by')} served leader epoch {shown[1]}, "
+                   f"ISR {list(shown[2])} {stale:.1f}s after the metadata log replaced it (leader {nxt[0]}, leader "
+                   f"epoch {nxt[1]}, ISR {list(nxt[2])}) with no fault active (bound: session timeout "
+                   f"{session_s:g}s + {grace_s:g}s)", key=(ev.get("answered_by"), shown[1], shown[2]))
     return stats

@@ -120,13 +120,17 @@ def test_controller_link_cuts_only_the_controller_listener_of_the_leader_for_a_b
                      _rule(nr.CHAIN_OUT, "-d", "10.0.0.14/32", "-p", "tcp", "--sport", "9094")]
 
 
+def _both_listeners(peer_ip: str, port: str) -> list:
+    """The four rules cutting a link on ``port`` both nodes listen on: to and from each one's listener."""
+    return sorted([_rule(nr.CHAIN_IN, "-s", f"{peer_ip}/32", "-p", "tcp", "--dport", port),
+                   _rule(nr.CHAIN_OUT, "-d", f"{peer_ip}/32", "-p", "tcp", "--sport", port),
+                   _rule(nr.CHAIN_IN, "-s", f"{peer_ip}/32", "-p", "tcp", "--sport", port),
+                   _rule(nr.CHAIN_OUT, "-d", f"{peer_ip}/32", "-p", "tcp", "--dport", port)])
+
+
 def test_controller_link_between_two_controllers_cuts_both_listeners():
     rules = nr.isolate_rules([V1], [V2], ("controller",), "t")["c-b1"]
-    assert sorted(rules) == sorted([
-        _rule(nr.CHAIN_IN, "-s", "10.0.0.12/32", "-p", "tcp", "--dport", "9094"),
-        _rule(nr.CHAIN_OUT, "-d", "10.0.0.12/32", "-p", "tcp", "--sport", "9094"),
-        _rule(nr.CHAIN_IN, "-s", "10.0.0.12/32", "-p", "tcp", "--sport", "9094"),
-        _rule(nr.CHAIN_OUT, "-d", "10.0.0.12/32", "-p", "tcp", "--dport", "9094")])
+    assert sorted(rules) == _both_listeners("10.0.0.12", "9094")
 
 
 def test_controller_link_cuts_nothing_without_a_controller_and_defers_to_a_whole_link():
@@ -150,11 +154,7 @@ RC = nr.NetNode("c-c101", "controller101", "controller", "10.0.0.21", 9094, "10.
 
 def test_replication_link_cuts_both_inter_broker_listeners_and_keeps_the_controller_listener():
     rules = nr.isolate_rules([R1], [R2], ("replication",), "t")["c-b1"]
-    assert sorted(rules) == sorted([
-        _rule(nr.CHAIN_IN, "-s", "10.0.0.12/32", "-p", "tcp", "--dport", "9093"),
-        _rule(nr.CHAIN_OUT, "-d", "10.0.0.12/32", "-p", "tcp", "--sport", "9093"),
-        _rule(nr.CHAIN_IN, "-s", "10.0.0.12/32", "-p", "tcp", "--sport", "9093"),
-        _rule(nr.CHAIN_OUT, "-d", "10.0.0.12/32", "-p", "tcp", "--dport", "9093")])
+    assert sorted(rules) == _both_listeners("10.0.0.12", "9093")
     assert not any("9094" in a for _, a in rules)
 
 

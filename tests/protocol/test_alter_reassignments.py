@@ -35,14 +35,6 @@ def _server(node_id: int, controller: int, asked: list) -> ScriptedServer:
     return ScriptedServer(answer)
 
 
-@pytest.fixture
-def servers():
-    made: list[ScriptedServer] = []
-    yield made
-    for s in made:
-        s.close()
-
-
 def test_client_round_trip(servers):
     asked: list = []
     servers.append(_server(1, controller=1, asked=asked))

@@ -85,14 +85,6 @@ def _server(node_id: int, with_quorum: bool, leader_epoch: int = 5) -> ScriptedS
     return ScriptedServer(answer)
 
 
-@pytest.fixture
-def servers():
-    made: list[ScriptedServer] = []
-    yield made
-    for s in made:
-        s.close()
-
-
 def _dead_port() -> int:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
