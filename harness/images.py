@@ -46,6 +46,7 @@ MAVEN_METADATA = "https://repo.maven.apache.org/maven2/org/apache/kafka/kafka_2.
 FALLBACK_DEFAULT_VERSION = "3.9.2"
 DEFAULT_SERIES = "3.9"
 KRAFT_ONLY_FROM = (4, 0)    # no ZooKeeper mode (KIP-833) and Log4j 2 logging (KIP-653) from 4.0 on
+WARM_UP_FROM = (3, 3)       # KRaft in production: the image build formats a storage template and dumps a CDS archive
 TOOLS_JAR_FROM = (3, 5)     # kafka-tools (reassignment tool) is a separate artifact from 3.5 on
 # Log4j 2 for 4.x releases whose poms declare none at runtime (4.0.x; 4.1.0 on name 2.24.3 themselves)
 FALLBACK_LOG4J = "2.24.3"
@@ -337,15 +338,18 @@ def _inputs_hash(base_id: str, libs: Path, version: str = "") -> str:
 def dockerfile(version: str, input_hash: str) -> str:
     """The Dockerfile of ``kafka-chaos/kafka:<version>`` (build context: libs/ and image_files/)."""
     env = "".join(line + "\n" for line in _version_env(version))
+    # KRaft-capable versions: a storage template and a class-data-sharing archive (warm-up.sh)
+    warm_up = "RUN /opt/kafka-chaos/warm-up.sh\n" if versions.at_least(version, WARM_UP_FROM) else ""
     return (f"FROM {BASE_TAG}\n"
             "COPY libs/ /opt/kafka/libs/\n"
             "COPY log4j.properties tools-log4j.properties /opt/kafka/config/\n"
-            "COPY entrypoint.sh kafka-run-class /opt/kafka-chaos/\n"
-            "RUN chmod 0755 /opt/kafka-chaos/entrypoint.sh /opt/kafka-chaos/kafka-run-class && "
+            "COPY entrypoint.sh kafka-run-class warm-up.sh /opt/kafka-chaos/\n"
+            "RUN chmod 0755 /opt/kafka-chaos/entrypoint.sh /opt/kafka-chaos/kafka-run-class /opt/kafka-chaos/warm-up.sh && "
             "mkdir -p /var/lib/kafka/data /var/lib/zookeeper /etc/kafka-chaos && "
             f"useradd --uid 1000 --user-group --no-create-home --home-dir /var/lib/kafka --shell /usr/sbin/nologin {RUN_USER} && "
             f"chown -R {RUN_USER}:{RUN_USER} /var/lib/kafka /var/lib/zookeeper /etc/kafka-chaos\n"
             f"{env}"
+            f"{warm_up}"
             f"USER {RUN_USER}\n"
             f"LABEL kafka-chaos=1 kafka-chaos.kafka-version={version} kafka-chaos.input-hash={input_hash} "
             f"kafka-chaos.distribution={image_distribution(version)}\n"

@@ -153,6 +153,19 @@ def test_dockerfile_per_version():
             "ENV LOG4J_COMPATIBILITY=true\n", "")
 
 
+def test_dockerfile_warms_up_only_kraft_capable_versions():
+    """warm-up.sh (storage template + class-data-sharing archive) runs after the version's ENV lines
+    (4.x needs LOG4J_COMPATIBILITY to start) and before the image drops to its user."""
+    for v in ("3.3.2", "3.9.2", "4.1.2"):
+        d = images.dockerfile(v, "h")
+        assert "RUN /opt/kafka-chaos/warm-up.sh\n" in d
+        assert d.index("COPY entrypoint.sh") < d.index("warm-up.sh\n") < d.index("USER ")
+    d4 = images.dockerfile("4.1.2", "h")
+    assert d4.index("ENV LOG4J_COMPATIBILITY") < d4.index("RUN /opt/kafka-chaos/warm-up.sh")
+    for v in ("2.8.2", "3.2.3"):
+        assert "RUN /opt/kafka-chaos/warm-up.sh" not in images.dockerfile(v, "h")
+
+
 def test_input_hash_3x_independent_of_version_4x_not(tmp_path):
     (tmp_path / "a.jar").write_bytes(b"x" * 10)
     assert images._inputs_hash("sha256:b", tmp_path, "3.9.2") == images._inputs_hash("sha256:b", tmp_path)

@@ -1,0 +1,106 @@
+"""The build-time warm-up of a KRaft-capable image (harness/image_files/warm-up.sh).
+
+Two things come out of it, and each is checked against Kafka itself:
+- the storage template the entrypoint formats an empty node from must be what Kafka's storage tool
+  writes for the harness's own node configuration (the same bootstrap records, the same
+  meta.properties keys), or a cluster would start from metadata Kafka would not have written;
+- the class-data-sharing archive must map and serve Kafka's classes to the image's JVMs (with
+  ``-Xshare:on`` a JVM that cannot use it exits with an error instead of silently loading from jars).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+
+from harness import images
+from harness.distributions import ApacheKraft, properties_text
+from harness.node_settings import DEFAULT_BROKER_CONFIG
+from harness.observer.kraft_metadata import parse_segment_bytes
+
+pytestmark = pytest.mark.docker
+
+VERSIONS = [images.resolve_version(None), os.environ.get("KAFKA_CHAOS_KAFKA4_VERSION", "4.1.2")]
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def image(request, docker_engine):
+    return images.build(request.param).tag
+
+
+def _sh(image: str, script: str, env: dict | None = None) -> str:
+    cmd = ["docker", "run", "--rm", "--network", "none", "--label", "kafka-chaos=1", "--entrypoint", "sh"]
+    for k, v in (env or {}).items():
+        cmd += ["-e", f"{k}={v}"]
+    res = subprocess.run(cmd + [image, "-c", script], capture_output=True, timeout=300)
+    assert res.returncode == 0, res.stderr.decode(errors="replace")[-2000:]
+    return res.stdout
+
+
+def _node_config(node_id: int) -> str:
+    """The server properties the harness gives node ``node_id`` of a 3-node combined KRaft cluster."""
+    dist = ApacheKraft()
+    nodes = [SimpleNamespace(node_id=i, alias=f"broker{i}", host_port=0) for i in (1, 2, 3)]
+    common = dist.common_config(DEFAULT_BROKER_CONFIG, 3, {})
+    return properties_text(dist.node_config(common, nodes[node_id - 1], nodes))
+
+
+def _records(blob: bytes) -> list[tuple]:
+    out = []
+    for batch in parse_segment_bytes(blob, "bootstrap.checkpoint").batches:
+        for r in batch.records:
+            fields = {k: v for k, v in r.fields.items() if k != "lastContainedLogTimestamp"}
+            out.append((r.type, r.control, r.version, sorted(fields.items())))
+    return out
+
+
+def _props(text: str) -> dict:
+    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def test_storage_template_is_what_the_storage_tool_writes_for_a_harness_node(image):
+    config = _node_config(2)
+    script = ("printf '%s\\n' \"$C\" > /tmp/s.properties && "
+              "java -Xmx256m -cp '/opt/kafka/libs/*' kafka.tools.StorageTool format -t MkU3OEVBNTcwNTJENDM2Qk "
+              "-c /tmp/s.properties >/dev/null 2>&1 && "
+              "base64 -w0 /var/lib/kafka/data/bootstrap.checkpoint && echo && "
+              "base64 -w0 /opt/kafka-chaos/kraft-template/bootstrap.checkpoint && echo && "
+              "cat /var/lib/kafka/data/meta.properties && echo ---- && cat /opt/kafka-chaos/kraft-template/meta.properties")
+    out = _sh(image, script, {"C": config}).decode()
+    tool_b64, tpl_b64, rest = out.split("\n", 2)
+    tool_meta, tpl_meta = rest.split("----\n")
+    tool, tpl = _records(base64.b64decode(tool_b64)), _records(base64.b64decode(tpl_b64))
+    assert tool and tool == tpl
+    assert any(t == "FeatureLevelRecord" and dict(f).get("name") == "metadata.version" for t, _, _, f in tpl)
+    assert set(_props(tool_meta)) == set(_props(tpl_meta))
+    assert _props(tool_meta)["version"] == _props(tpl_meta)["version"] == "1"
+
+
+def test_entrypoint_formats_from_the_template_with_the_nodes_ids(image):
+    config = _node_config(3)
+    # the entrypoint's kraft mode, stopped right after the format (no server: "java" is a stub here)
+    script = ("mkdir -p /tmp/bin && printf '#!/bin/sh\\necho java-stub \"$@\"\\n' > /tmp/bin/java && "
+              "chmod +x /tmp/bin/java && PATH=/tmp/bin:$PATH /opt/kafka-chaos/entrypoint.sh kraft && "
+              "cat /var/lib/kafka/data/meta.properties && "
+              "cmp /var/lib/kafka/data/bootstrap.checkpoint /opt/kafka-chaos/kraft-template/bootstrap.checkpoint")
+    out = _sh(image, script, {"KC_CONFIG": config, "KC_CLUSTER_ID": "MkU3OEVBNTcwNTJENDM2Qk"}).decode()
+    assert "from the image's storage template" in out
+    java_lines = [line for line in out.splitlines() if line.startswith("java-stub")]
+    assert len(java_lines) == 1 and "kafka.Kafka" in java_lines[0]        # the storage tool did not run
+    assert "-XX:SharedArchiveFile=/opt/kafka-chaos/kafka.jsa" in java_lines[0]
+    meta = _props("\n".join(line for line in out.splitlines()
+                             if "=" in line and not line.startswith(("java-stub", "Formatting"))))
+    assert meta["cluster.id"] == "MkU3OEVBNTcwNTJENDM2Qk" and meta["node.id"] == "3"
+    if "directory.id" in meta:
+        assert len(meta["directory.id"]) == 22 and not meta["directory.id"].startswith("-")
+
+
+def test_class_data_sharing_archive_serves_kafka_classes(image):
+    script = ("java -Xshare:on -XX:SharedArchiveFile=/opt/kafka-chaos/kafka.jsa -Xlog:class+load "
+              "-cp '/opt/kafka/libs/*' kafka.tools.StorageTool --help 2>&1 | grep -c 'shared objects file (top)'")
+    from_archive = int(_sh(image, script + " || true").decode().strip() or 0)
+    assert from_archive > 500, f"{from_archive} classes came from the archive"
