@@ -102,6 +102,12 @@ class Fault:
     def broker_ids(self) -> list[int]:
         return [n.node_id for n in self.nodes if n.role == "broker"]
 
+    @property
+    def kafka_node_ids(self) -> list[int]:
+        """Node ids of the Kafka nodes it acts on: brokers and dedicated KRaft controllers (not
+        ZooKeeper servers, whose ids are another numbering)."""
+        return [n.node_id for n in self.nodes if n.role in ("broker", "controller")]
+
     def apply(self) -> None:
         raise NotImplementedError
 

@@ -125,7 +125,8 @@ class Nemesis:
         fault = FAULT_CLASSES[name](self.ctx, fid, target, nodes, params)
         fault.on_restore = self._emit_heal
         fault.workload = self.workload
-        self._emit_start(fid, name, target, [n.name for n in nodes], fault.broker_ids, params)
+        self._emit_start(fid, name, target, [n.name for n in nodes], fault.broker_ids, params,
+                         fault.kafka_node_ids)
         with self._lock:
             self.active.append(fault)
             self.history.append(fault)
@@ -145,9 +146,10 @@ class Nemesis:
             self._finish(fault, ok=True, error=None)
         return fault
 
-    def _emit_start(self, fid, name, target, nodes, broker_ids, params) -> None:
+    def _emit_start(self, fid, name, target, nodes, broker_ids, params, node_ids=None) -> None:
         self.recorder.emit("fault.start", fault_id=fid, fault=name, target=target, nodes=nodes,
-                           broker_ids=broker_ids, params=params)
+                           broker_ids=broker_ids, node_ids=node_ids if node_ids is not None else broker_ids,
+                           params=params)
 
     def _emit_heal(self, fault: Fault) -> None:
         """Record ``fault.heal`` for ``fault`` once: its effect is being undone now."""

@@ -548,6 +548,25 @@ def test_k3_deadline_counts_from_quorum_recovery():
     assert_rule(h, "K3")
 
 
+def test_k3_knows_a_dedicated_quorum_lost_its_majority():
+    """Dedicated controllers (voters 101..103, no broker among them): the fault on the quorum names
+    them in ``node_ids`` (``broker_ids`` is empty), so the quorum is known lost and K3 counts from its
+    recovery, as on combined nodes (quorum.majority_loss on --layout dedicated-controllers)."""
+    def run(with_node_ids: bool):
+        h = KHistory()
+        h.md(entry(5, 0, [5, 4]), by=4).quorum(102, 5, by=4, voters=(101, 102, 103))
+        fid = len(h.events)
+        h._add("fault.start", 0.0, fault_id=fid, fault="kill", target="quorum-majority",
+               nodes=["c101", "c103"], broker_ids=[], params={},
+               **({"node_ids": [101, 103]} if with_node_ids else {}))
+        h.fault("kill", [5])                                  # no quorum: nobody can fence broker 5
+        h.wait(40.0).heal(fid)                                # the quorum is back at t≈40.5
+        h.md(entry(5, 0, [5, 4]), by=4, dt=1.0)                # 41 s after 5 died, 1 s after recovery
+        return check(h).rules()
+    assert "K3" not in run(with_node_ids=True)
+    assert "K3" in run(with_node_ids=False)                   # a record without node_ids: as before
+
+
 def test_killed_with_heal_none_stays_down_until_started():
     h = KHistory()
     h.md(entry(1, 0, [1, 2, 3]), by=2).quorum(2, 5, by=2)
