@@ -20,7 +20,7 @@ def params_restart(fault: str, params: dict) -> bool:
     return not (fault in ("kill", "stop") and params.get("heal") == "none")
 
 
-def _node_ids(ev: dict) -> list:
+def node_ids(ev: dict) -> list:
     """The Kafka nodes a ``fault.start`` acts on: ``node_ids`` (brokers and dedicated controllers, so
     the quorum's health is known on a dedicated layout too); ``broker_ids`` in records made before it."""
     ids = ev.get("node_ids")
@@ -72,7 +72,7 @@ class Liveness:
 
     def start(self, ev: dict, t: float) -> None:
         fault = ev.get("fault")
-        ids = frozenset(int(b) for b in _node_ids(ev))
+        ids = frozenset(int(b) for b in node_ids(ev))
         params = ev.get("params") or {}
         self._forget_answers(ids)
         if fault in ("start", "restart"):

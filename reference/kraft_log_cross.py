@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 import math
 
-from reference.kraft_liveness import STOP_TIMEOUT_S, params_restart
+from reference.kraft_liveness import STOP_TIMEOUT_S, node_ids, params_restart
 from reference.kraft_samples import LEADER_ERRORS, STATE_ERRORS
 
 L8_FAULTS = ("kill", "pause", "stop")
@@ -96,7 +96,8 @@ def cross_check(events: list[dict], meta: list[dict], metadata: dict, report) ->
 
 
 def _fault_windows(events: list[dict]) -> list[dict]:
-    """Down faults as ``{fault, brokers, start, end}`` in wall seconds (``end`` inf: never healed)."""
+    """Down faults as ``{fault, brokers, nodes, start, end}`` in wall seconds (``end`` inf: never healed;
+    ``nodes``: every Kafka node it downs, dedicated controllers included, for the quorum's health)."""
     open_: dict = {}
     out: list[dict] = []
     for ev in sorted((e for e in events if e.get("type") in ("fault.start", "fault.heal", "fault.end", "phase")),
@@ -106,16 +107,17 @@ def _fault_windows(events: list[dict]) -> list[dict]:
             continue
         t, fid = ev["type"], ev.get("fault_id")
         if t == "fault.start":
-            ids = [int(b) for b in ev.get("broker_ids") or []]
+            ids = [int(b) for b in node_ids(ev)]        # brokers and dedicated controllers
             if ev.get("fault") in ("start", "restart"):
                 for f in out:
-                    if f["end"] == math.inf and set(f["brokers"]) & set(ids):
+                    if f["end"] == math.inf and set(f["nodes"]) & set(ids):
                         f["end"] = w
             if ev.get("fault") in L8_FAULTS and ids:
                 params = ev.get("params") or {}
                 start = w + float(params.get("stop_timeout_s", STOP_TIMEOUT_S)) if ev["fault"] == "stop" else w
-                f = {"fault": ev["fault"], "brokers": ids, "start": start, "end": math.inf, "params": params,
-                     "seq": ev.get("seq"), "t": ev.get("t")}
+                brokers = [int(b) for b in ev.get("broker_ids") or []]
+                f = {"fault": ev["fault"], "brokers": brokers, "nodes": ids, "start": start, "end": math.inf,
+                     "params": params, "seq": ev.get("seq"), "t": ev.get("t")}
                 open_[fid] = f
                 out.append(f)
         elif t in ("fault.heal", "fault.end") and fid in open_:
@@ -145,7 +147,7 @@ def fencing_deadlines(events: list[dict], meta: list[dict], session_s: float, gr
             for c in changes:                       # a new active controller restarts every session (BHM)
                 if f["start"] <= c <= deadline:
                     deadline = max(deadline, c + bound)
-            down = {x for g in windows if g["start"] <= deadline and g["end"] > f["start"] for x in g["brokers"]}
+            down = {x for g in windows if g["start"] <= deadline and g["end"] > f["start"] for x in g["nodes"]}
             mine = [e for e in bstates if int(e["broker_id"]) == b]
             before = [e for e in mine if e["time_ms"] / 1000.0 <= f["start"]]
             if not before or before[-1].get("fenced") is not False or not before[-1].get("registered"):

@@ -320,6 +320,25 @@ def test_short_fault_or_lost_quorum_is_not_judged():
 
 
 # -- L9: samples against the log --------------------------------------------------------------------------------------------
+def test_lost_dedicated_quorum_is_known_from_node_ids():
+    """Dedicated controllers 101..103: the kill of two of them names them in ``node_ids`` only (no
+    broker among them), and the quorum is then known lost while broker 2 is down: not judged. A record
+    without ``node_ids`` cannot tell, and judges it (quorum.majority_loss on the dedicated layout)."""
+    def log_with(node_ids: bool):
+        log = MetaLog()
+        log.leader_change([101, 102, 103], leader=102)
+        log.create().fault(2, start=20.0, end=80.0)
+        quorum = {"fault_id": 99, "fault": "kill", "nodes": ["c101", "c103"]}
+        log.run.append({"type": "fault.start", "t": 10.0, "wall": W0 + 10.0, **quorum, "target": "quorum-majority",
+                        "broker_ids": [], "params": {}, **({"node_ids": [101, 103]} if node_ids else {})})
+        log.run.append({"type": "fault.heal", "t": 70.0, "wall": W0 + 70.0, **quorum})
+        log.time = W0 + 90
+        return log.change(isr=[1, 3])
+    r = assert_pass(log_with(node_ids=True))
+    assert r.stats["metadata_log"]["fencings_judged"] == 0
+    assert_rules(log_with(node_ids=False), {"L8"})
+
+
 def test_sampled_states_in_the_log_pass():
     log = failover().sample(1, 0, [1, 2, 3], at=1.0).sample(2, 1, [2, 3], at=2.0).sample(2, 1, [2, 3, 1], at=3.0)
     assert assert_pass(log).stats["metadata_log"]["samples_cross_checked"] == 3
