@@ -73,6 +73,13 @@ def cmd_images_build(args) -> int:
     return EXIT_OK
 
 
+def cmd_images_build_kfake(args) -> int:
+    from .foreign_images import build_kfake  # lazy: only this command builds Go
+    b = build_kfake(force=args.force)
+    print(f"{b.tag} {'cached' if b.cached else 'built'} in {b.seconds:.1f} s (id {b.image_id.replace('sha256:', '')[:12]})")
+    return EXIT_OK
+
+
 def cmd_images_list(args) -> int:
     rows = images.list_images()
     if args.json:
@@ -321,6 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Kafka version or series (default: latest 3.9.x); repeat for several")
     b.add_argument("--force", action="store_true", help="rebuild even if cached")
     b.set_defaults(func=cmd_images_build)
+    bk = isub.add_parser("build-kfake", help="build kafka-chaos/kfake:latest offline: franz-go's kfake (Go module) "
+                                             "as a broker binary (brokers/kfake, docs/broker-contract.md)")
+    bk.add_argument("--force", action="store_true", help="rebuild even if cached")
+    bk.set_defaults(func=cmd_images_build_kfake)
     ls = isub.add_parser("list", help="show the images built here")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_images_list)
