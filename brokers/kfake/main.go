@@ -22,10 +22,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -150,6 +152,7 @@ func main() {
 		}
 	}
 	_ = bootstrap
+	setController(c, int32(ids[0]))
 	fmt.Printf("kfake-broker started: node ids %v on ports %v, advertised host %s, cluster id %s at %s\n",
 		ids, ps, *host, *clusterID, time.Now().UTC().Format(time.RFC3339))
 
@@ -157,4 +160,25 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	<-sigs
 	c.Close()
+}
+
+// setController makes node id the cluster's controller. kfake fixes its controller (the node that
+// answers CreateTopics, DeleteTopics, CreatePartitions and is reported in Metadata) to its last
+// initial node when the cluster is created and has no option to choose it; here the initial node 0
+// is replaced by the asked ids, so the controller is pointed at the first asked node. Done once,
+// before any client has connected (the harness waits for the "started" line).
+func setController(c *kfake.Cluster, id int32) {
+	cv := reflect.ValueOf(c).Elem()
+	bs := cv.FieldByName("bs")
+	for i := 0; i < bs.Len(); i++ {
+		b := bs.Index(i)
+		if b.Elem().FieldByName("node").Int() == int64(id) {
+			f := cv.FieldByName("controller")
+			b = reflect.NewAt(b.Type(), unsafe.Pointer(b.UnsafeAddr())).Elem()
+			reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(b)
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "kfake-broker: node %d not found to make it the controller\n", id)
+	os.Exit(1)
 }
