@@ -104,7 +104,7 @@ def test_option_sets_the_distribution_and_the_image(tmp_path):
 def test_plan_missing_apis_and_undeclared_capabilities_are_not_applicable(tmp_path):
     p = write(tmp_path, GOOD + "\n")
     text = p.read_text().replace('layout = "replicated"', 'layout = "replicated"\ncapabilities = ["acks", "topics", '
-                                 '"preferred_election", "quorum", "restart"]')
+                                 '"preferred_election", "quorum", "restart"]').replace("[11, 12, 13]", "[1, 2, 3, 4, 5]")
     p.write_text(text)
     subject = Subject("vendor/broker:1", None, None, f"file:{p}")
     have = set(range(0, 43)) | {44, 45, 46}          # no ElectLeaders (43), no DescribeQuorum (55)
@@ -121,3 +121,17 @@ def test_apache_plans_do_not_change_without_advertised_apis():
     b = {cp.capability.name: (cp.na_reason, [s.name for s in cp.applicable])
          for cp in plan(SCENARIOS, subject, advertised_apis=None)}
     assert a == b and not any(r for r, _ in a.values() if "advertise" in r)
+
+
+def test_scenarios_needing_more_brokers_than_declared_are_not_applicable(tmp_path):
+    one = FileDistribution(EXAMPLE)
+    three = FileDistribution(write(tmp_path, GOOD))
+    s = next(s for s in SCENARIOS if s.name == "acks.aall_minisr2")     # 4 brokers, replication factor 3
+    assert s.not_applicable(None, one) == ("needs 4 brokers (replication factor 3); the distribution runs 1 "
+                                           "(layout single-node)")
+    assert s.not_applicable(None, three) == ("needs 4 brokers (replication factor 3); the distribution runs 3 "
+                                             "(layout replicated)")
+    s3 = next(s for s in SCENARIOS if s.family == "topics" and s.brokers == 3)
+    assert s3.not_applicable(None, three) is None
+    # the Apache adapters run as many brokers as a scenario asks: unchanged
+    assert s.not_applicable("4.1.2", distributions.get("apache-kraft")) is None
