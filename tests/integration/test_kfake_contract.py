@@ -99,4 +99,4 @@ def test_a_missing_admin_api_makes_its_capabilities_not_applicable(kfake_image, 
     assert by["reassignment"].na_reason == ("the broker does not advertise AlterPartitionReassignments (45), "
                                             "ListPartitionReassignments (46) in ApiVersions")
     assert by["quorum"].na_reason == "the broker does not advertise DescribeQuorum (55) in ApiVersions"
-    assert by["acks"].applicable
+    assert "advertise" not in by["acks"].na_reason      # Produce and Fetch are there (one node: too few brokers)
