@@ -24,23 +24,31 @@ class Capability:
     title: str                     # what a person reads on the certificate
     families: tuple[str, ...]      # suites/scenarios/<family>.py modules whose scenarios are evidence
     needs_role: str | None = None  # NOT-APPLICABLE when the distribution runs no such node (Distribution.roles)
+    # Kafka APIs (name, key) the capability's scenarios need; when the broker's ApiVersions are known (the
+    # preflight of a distribution file: harness/preflight.py) one it does not advertise makes it NOT-APPLICABLE
+    needs_apis: tuple[tuple[str, int], ...] = ()
 
 
 # The one table. Families that do not exist yet are mapped all the same: their capability shows
 # NOT-APPLICABLE ("no scenario in this harness version") until someone adds the module.
 CAPABILITIES: tuple[Capability, ...] = (
-    Capability("acks", "Produce/consume semantics, acks and min.insync.replicas", ("acks",)),
+    Capability("acks", "Produce/consume semantics, acks and min.insync.replicas", ("acks",),
+               needs_apis=(("Produce", 0), ("Fetch", 1))),
     Capability("broker_failover", "Leader failover", ("broker_failover",)),
     Capability("controller_failover", "Controller failover", ("controller_failover",)),
     Capability("isr", "ISR shrink and expand", ("isr",)),
-    Capability("topics", "Topic lifecycle (create, delete)", ("topics",)),
+    Capability("topics", "Topic lifecycle (create, delete)", ("topics",),
+               needs_apis=(("CreateTopics", 19), ("DeleteTopics", 20))),
     Capability("restart", "Broker restart", ("restart",)),
-    Capability("reassignment", "Partition reassignment", ("reassignment",)),
-    Capability("preferred_election", "Preferred leader election and controlled shutdown", ("preferred_election",)),
+    Capability("reassignment", "Partition reassignment", ("reassignment",),
+               needs_apis=(("AlterPartitionReassignments", 45), ("ListPartitionReassignments", 46))),
+    Capability("preferred_election", "Preferred leader election and controlled shutdown", ("preferred_election",),
+               needs_apis=(("ElectLeaders", 43),)),
     Capability("zookeeper", "ZooKeeper faults", ("zookeeper",), needs_role="zookeeper"),
-    Capability("quorum", "KRaft controller quorum faults", ("quorum",), needs_role="controller"),
+    Capability("quorum", "KRaft controller quorum faults", ("quorum",), needs_role="controller",
+               needs_apis=(("DescribeQuorum", 55),)),
     Capability("network", "Network partitions", ("network",)),
-    Capability("unclean", "Unclean leader election", ("unclean",)),
+    Capability("unclean", "Unclean leader election", ("unclean",), needs_apis=(("ElectLeaders", 43),)),
 )
 
 # what a profile selects: conformance scenarios (nightly soak / random mixes are not certificate evidence)
@@ -123,12 +131,23 @@ def _scenario_applicability(s, subject: Subject) -> tuple[bool, str]:
     return True, ""
 
 
+def missing_apis(cap: Capability, advertised_apis: Iterable[int] | None) -> list[str]:
+    """The APIs ``cap`` needs that the broker does not advertise ([] when its ApiVersions are unknown)."""
+    if advertised_apis is None:
+        return []
+    have = set(advertised_apis)
+    return [f"{name} ({key})" for name, key in cap.needs_apis if key not in have]
+
+
 def plan(scenarios: Iterable, subject: Subject, selected: Iterable[str] | None = None,
-         only: Iterable[str] | None = None) -> list[CapabilityPlan]:
+         only: Iterable[str] | None = None, advertised_apis: Iterable[int] | None = None) -> list[CapabilityPlan]:
     """Per selected capability (table order), its scenarios from the catalog and whether each applies.
 
     ``only``: scenario names; when given, a capability's other scenarios are left out (a quick,
-    partial certificate) and capabilities none of them belongs to are not selected."""
+    partial certificate) and capabilities none of them belongs to are not selected.
+    ``advertised_apis``: the API keys the broker advertises (a distribution file's preflight); a
+    capability needing one it lacks is NOT-APPLICABLE, and so is one the distribution file does not
+    declare (``Distribution.declared_capabilities``). None (the Apache adapters): neither applies."""
     scenarios = list(scenarios)
     if only:
         only = set(only)
@@ -153,7 +172,15 @@ def plan(scenarios: Iterable, subject: Subject, selected: Iterable[str] | None =
             continue
         cp = CapabilityPlan(cap)
         members = [s for s in scenarios if s.family in cap.families]
-        if cap.needs_role and cap.needs_role not in subject.adapter.roles:
+        declared = subject.adapter.declared_capabilities
+        lacking = missing_apis(cap, advertised_apis)
+        if declared is not None and cap.name not in declared:
+            cp.scenarios = [ScenarioPlan(s, False, "capability not declared") for s in members]
+            cp.na_reason = "the distribution file does not declare this capability"
+        elif lacking:
+            cp.scenarios = [ScenarioPlan(s, False, f"needs {', '.join(lacking)}") for s in members]
+            cp.na_reason = f"the broker does not advertise {', '.join(lacking)} in ApiVersions"
+        elif cap.needs_role and cap.needs_role not in subject.adapter.roles:
             cp.scenarios = [ScenarioPlan(s, False, f"needs {cap.needs_role} nodes") for s in members]
             cp.na_reason = f"the broker runs no {cap.needs_role} nodes ({subject.distribution})"
         elif not members:

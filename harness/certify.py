@@ -25,6 +25,7 @@ error (including an inconclusive certificate: a run the environment spoiled and 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -40,13 +41,14 @@ from .capabilities import (CAPABILITIES, NO_SCENARIO, SELECT_TAG, CapabilityPlan
                            plan, resolve_profile, unmapped_scenarios)
 from .errors import HarnessError
 from .node_settings import DEFAULT_BROKER_CONFIG
-from .options import add_layout_arg, config_args, config_pairs
+from .options import add_distribution_file_arg, add_layout_arg, config_args, config_pairs, distribution_args
 from .parallel import Job, run_children
 from .record import read_run
 
 PASS, FAIL, NA, UNKNOWN = "PASS", "FAIL", "NOT-APPLICABLE", "UNKNOWN"
 CERTIFIED, NOT_CERTIFIED, INCONCLUSIVE = "CERTIFIED", "NOT CERTIFIED", "INCONCLUSIVE"
-EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
+INCOMPATIBLE = "INCOMPATIBLE"     # the broker does not fit its distribution file (preflight): nothing was run
+EXIT_OK, EXIT_FAIL, EXIT_ENV, EXIT_INCOMPATIBLE = 0, 1, 2, 3
 UNRECORDED = "unrecorded"          # an UNKNOWN run whose verdict.json names no cause (older records)
 CERTIFICATE_SCHEMA = 1
 
@@ -305,7 +307,7 @@ def add_parser(sub) -> None:
                        description="Run the conformance scenarios the profile selects and write a certificate "
                                    "(certificate.html + certificate.json) with PASS / FAIL / NOT-APPLICABLE per "
                                    "capability and the evidence runs.",
-                       epilog="Exit codes: 0 certified, 1 a capability failed, 2 usage or environment error "
+                       epilog="Exit codes: 0 certified, 1 a capability failed, 3 INCOMPATIBLE (a --distribution-file broker failed the preflight), 2 usage or environment error "
                               "(also: inconclusive because the environment failed).")
     g = c.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V", help="certify the locally built Apache Kafka V image")
@@ -334,6 +336,7 @@ def add_parser(sub) -> None:
                         "ZooKeeper mode only are NOT-APPLICABLE) or generic (default for any other image: configured "
                         "by KAFKA_* variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
     add_layout_arg(c)
+    add_distribution_file_arg(c)
     c.set_defaults(func=cmd_certify)
 
 
@@ -371,7 +374,7 @@ def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_di
     a time (:mod:`harness.parallel`); the runs spoiled by the environment (UNKNOWN) are retried
     together in a next round, up to ``--retries`` rounds."""
     extra = ["--broker-image", image, "--runs-dir", str(runs_dir), "--suite", "certify", "--profile", profile,
-             *(["--distribution", args.distribution] if args.distribution else []), *config_args(overrides)]
+             *distribution_args(args.distribution), *config_args(overrides)]
     pending = list(todo)
     for attempt in range(args.retries + 1):
         if not pending:
@@ -395,6 +398,25 @@ def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_di
             if j["verdict"] == UNKNOWN:
                 again.append((cp, sp))
         pending = again
+
+
+def _preflight(subject: Subject, image: str, out_dir: Path, started_at: str):
+    """The contract check of a distribution file before any scenario (harness/preflight.py); an
+    INCOMPATIBLE broker gets a certificate.json saying so with the one line, and no scenario runs."""
+    from .preflight import preflight   # lazy: starts a cluster
+    _say(f"preflight of {subject.distribution[len('file:'):]} ({image}) ...")
+    pf = preflight(subject.distribution, image)
+    _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
+    if not pf.ok:
+        cert = {"schema_version": CERTIFICATE_SCHEMA, "kind": "kafka-chaos certificate",
+                "overall": INCOMPATIBLE, "overall_reason": pf.line, "exit_code": EXIT_INCOMPATIBLE,
+                "subject": subject.to_dict(), "started_at": started_at, "finished_at": _iso_now(),
+                "harness": {"version": __version__, **git_facts()}, "preflight": pf.to_dict(),
+                "scope_text": "nothing was decided: the broker does not fit its distribution file", "capabilities": []}
+        (out_dir / "certificate.json").write_text(json.dumps(cert, indent=2) + "\n")
+        _say(f"{INCOMPATIBLE}: {pf.line}; {out_dir / 'certificate.json'}")
+        print(f"{INCOMPATIBLE} {pf.line}")
+    return pf
 
 
 def cmd_certify(args) -> int:
@@ -423,7 +445,12 @@ def cmd_certify(args) -> int:
     runs_dir = Path(args.runs_dir) if args.runs_dir else out_dir / "runs"
     out_dir.mkdir(parents=True, exist_ok=True)
     only = list(dict.fromkeys(args.scenario or [])) or None
-    plans = plan(SCENARIOS, subject, selected, only)
+    pf = None
+    if subject.distribution.startswith("file:"):
+        pf = _preflight(subject, info.tag, out_dir, started_at)
+        if not pf.ok:
+            return EXIT_INCOMPATIBLE
+    plans = plan(SCENARIOS, subject, selected, only, advertised_apis=pf.api_keys if pf else None)
     todo = [(cp, sp) for cp in plans for sp in cp.applicable]
     _say(f"certifying {subject.broker_image} (Kafka {subject.kafka_version or 'unknown'}, {subject.distribution}) "
          f"with profile {profile}: {len(todo)} scenarios in {sum(1 for cp in plans if cp.applicable)} "
@@ -444,6 +471,8 @@ def cmd_certify(args) -> int:
                              started_at=started_at, finished_at=_iso_now(), out_dir=out_dir, git=git_facts(),
                              selected=selected, unmapped=unmapped_scenarios(SCENARIOS), interrupted=interrupted,
                              only=only)
+    if pf is not None:
+        cert["preflight"] = pf.to_dict()
     html, js = write_certificate(cert, out_dir)
     for c in cert["capabilities"]:
         _say(f"  {c['name']:20} {c['status']:15} {c['reason']}")

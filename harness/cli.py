@@ -30,7 +30,8 @@ from .cleanup import list_clusters, remove_cluster
 from .cluster import Cluster, ClusterSpec
 from .errors import HarnessError
 from .lifecycle import reap_at_start
-from .options import add_layout_arg, apply_layout, check_distribution_fits, config_pairs
+from .options import (add_distribution_file_arg, add_layout_arg, apply_distribution_file, apply_layout,
+                      check_distribution_fits, config_pairs)
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
@@ -70,6 +71,13 @@ def cmd_images_build(args) -> int:
         b = images.build(v, force=args.force)
         state = "cached" if b.cached else "built"
         print(f"{b.tag} {state} in {b.seconds:.1f} s (id {b.image_id.replace('sha256:', '')[:12]})")
+    return EXIT_OK
+
+
+def cmd_images_build_kfake(args) -> int:
+    from .foreign_images import build_kfake  # lazy: only this command builds Go
+    b = build_kfake(force=args.force)
+    print(f"{b.tag} {'cached' if b.cached else 'built'} in {b.seconds:.1f} s (id {b.image_id.replace('sha256:', '')[:12]})")
     return EXIT_OK
 
 
@@ -250,6 +258,7 @@ def _check_run(args) -> None:
     if args.seed is not None and args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     _check_writable_dir(args.runs_dir, "--runs-dir")
+    apply_distribution_file(args)
     apply_layout(args)
     _check_profile(args.profile, args.kafka_version, args.distribution)
     check_distribution_fits(args.kafka_version, args.distribution)
@@ -275,6 +284,7 @@ def _check_certify(args) -> None:
     _check_writable_dir(args.out or "certificates", "--out")
     if args.runs_dir:
         _check_writable_dir(args.runs_dir, "--runs-dir")
+    apply_distribution_file(args)
     apply_layout(args)
     _check_profile(args.profile, args.kafka_version, args.distribution)
     check_distribution_fits(args.kafka_version, args.distribution, default=None)
@@ -291,6 +301,7 @@ def _check_certify(args) -> None:
 def _check_cluster_up(args) -> None:
     """`cluster up`: an unknown --kafka-version, or one the --distribution cannot run, is said before
     Docker is asked anything."""
+    apply_distribution_file(args)
     apply_layout(args)
     if args.kafka_version:
         check_distribution_fits(args.kafka_version, args.distribution)
@@ -321,6 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Kafka version or series (default: latest 3.9.x); repeat for several")
     b.add_argument("--force", action="store_true", help="rebuild even if cached")
     b.set_defaults(func=cmd_images_build)
+    bk = isub.add_parser("build-kfake", help="build kafka-chaos/kfake:latest offline: franz-go's kfake (Go module) "
+                                             "as a broker binary (brokers/kfake, docs/broker-contract.md)")
+    bk.add_argument("--force", action="store_true", help="rebuild even if cached")
+    bk.set_defaults(func=cmd_images_build_kfake)
     ls = isub.add_parser("list", help="show the images built here")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_images_list)
@@ -337,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--config", action="append", metavar="KEY=VALUE", help="broker config override (repeatable)")
     up.add_argument("--distribution", choices=distributions.NAMES, default=None, help=distributions.CHOICES_HELP)
     add_layout_arg(up)
+    add_distribution_file_arg(up)
     up.add_argument("--controllers", type=int, default=3, choices=[1, 3, 5],
                     help="controller-only nodes of apache-kraft-dedicated (default 3; ids 101, 102, ...)")
     up.add_argument("--port-base", type=int, help="fixed host ports: brokers BASE+id, ZooKeeper BASE+100+n")

@@ -228,7 +228,8 @@ class Cluster:
         t0 = time.monotonic()
         client = docker_util.client()
         reap_orphans()
-        self.image = images.image_for(self.spec.kafka_version, self.spec.image, build_missing=self.spec.build_missing)
+        self.image = images.image_for(self.spec.kafka_version, self.spec.image or self.distribution.image,
+                                      build_missing=self.spec.build_missing)
         self.distribution.check_image(self.image)
         if client.networks.list(names=[self.network_name]) or labelled_containers(f"{LABEL_CLUSTER}={self.name}"):
             raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
@@ -236,11 +237,11 @@ class Cluster:
         self.aux_nodes = {g.role: node_groups.make_nodes(
             self.name, g, _pick_ports(len(g.ids), self.spec.port_base + g.port_offset if self.spec.port_base else None,
                                       g.role), self.distribution.started_line) for g in groups}
-        b_ports = _pick_ports(self.spec.brokers,
-                              self.spec.port_base + 1 if self.spec.port_base else None, "broker")
-        self.brokers = {i + 1: Node(self.name, "broker", i + 1, f"kc-{self.name}-b{i + 1}", f"broker{i + 1}",
-                                    b_ports[i], self.distribution.started_line(i + 1))
-                        for i in range(self.spec.brokers)}
+        ids = self.distribution.broker_ids(self.spec.brokers)     # 1..N unless the distribution declares its own
+        b_ports = _pick_ports(len(ids), self.spec.port_base + 1 if self.spec.port_base else None, "broker")
+        self.brokers = {b: Node(self.name, "broker", b, f"kc-{self.name}-b{b}", f"broker{b}",
+                                b_ports[i], self.distribution.started_line(b))
+                        for i, b in enumerate(ids)}
         self.cluster_id = self.control.new_cluster_id() or self.cluster_id
         try:
             net = Network(docker_network_kw={"labels": self._labels(), "driver": "bridge"})
@@ -278,7 +279,7 @@ class Cluster:
         if node.role != "zookeeper":
             labels[distributions.LABEL_DISTRIBUTION] = self.distribution.name
         return node_groups.container(cls, self.image.tag, net, node, plan, labels,
-                                     generic=self.distribution.name == "generic")
+                                     generic=self.distribution.foreign)
 
     def _broker_config_common(self) -> dict[str, str]:
         return self.distribution.common_config(DEFAULT_BROKER_CONFIG, len(self.brokers), self.spec.broker_config)

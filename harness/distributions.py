@@ -118,6 +118,16 @@ class Distribution:
     # broker without one is told so (NotSupported) instead of failing the run as the environment
     metadata_log = False
     metadata_log_required = True
+    # a broker that is not built here (generic, distribution files): no kafka-chaos JVM options, the
+    # hardening limits of a foreign image (harness/node_settings.container_limits)
+    foreign = False
+    image: str | None = None      # the image a cluster runs when none is asked for (None: the Kafka image)
+    layout = "replicated"         # docs/broker-contract.md "Layouts"
+    declared_capabilities: tuple[str, ...] | None = None    # None: every capability may apply
+
+    def broker_ids(self, requested: int) -> list[int]:
+        """The node ids of the broker containers a cluster asking for ``requested`` brokers runs."""
+        return list(range(1, requested + 1))
 
     def control_plane(self, cluster) -> ControlPlane:
         """How ``cluster`` (a :class:`harness.cluster.Cluster` of this distribution) is observed:
@@ -355,6 +365,7 @@ class Generic(ApacheKraft):
     """Any image configured by environment variables; KRaft layout, readiness by protocol only."""
 
     name = "generic"
+    foreign = True
     # an image built on Apache Kafka keeps the metadata log where the harness puts log.dirs; a vendor's
     # broker may keep none, and scenarios that read the controller's writes then say so (NotSupported)
     metadata_log = True
@@ -403,6 +414,9 @@ CHOICES_HELP = ("apache-zk (default: ZooKeeper mode, observed through ZooKeeper)
 def get(name: str | None) -> Distribution:
     """The adapter called ``name`` (None: the default, ``apache-zk``)."""
     key = name or DEFAULT
+    if key.startswith("file:"):         # a distribution file (harness/distribution_file.py)
+        from .distribution_file import FileDistribution  # lazy: it imports this module
+        return FileDistribution(key[len("file:"):])
     if key in _MODULES:
         return importlib.import_module(_MODULES[key]).ADAPTER()
     if key not in _ADAPTERS:

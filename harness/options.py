@@ -67,3 +67,39 @@ def check_distribution_fits(kafka_version: str | None, distribution: str | None,
         raise HarnessError(f"Kafka {version} has no ZooKeeper mode; use --distribution apache-kraft")
     if (distribution or "").startswith("apache-kraft") and key < (3, 3):   # apache-kraft, apache-kraft-dedicated
         raise HarnessError(f"Kafka {version} has no production KRaft mode; use 3.3 or newer")
+
+
+def add_distribution_file_arg(parser) -> None:
+    parser.add_argument("--distribution-file", metavar="PATH",
+                        help="a broker described by a TOML distribution file instead of --distribution "
+                             "(docs/broker-contract.md; example docs/examples/kfake.toml): its image, per-node "
+                             "environment and command, node ids, layout and capabilities")
+
+
+def apply_distribution_file(args) -> None:
+    """``--distribution-file PATH`` into ``args.distribution`` (``file:<absolute path>``) after checking
+    the file (one error naming the file and key); its image becomes ``--broker-image`` unless one is given."""
+    path = getattr(args, "distribution_file", None)
+    if not path:
+        return
+    from .distribution_file import PREFIX, FileDistribution   # lazy: loads the capability table
+    if args.distribution and not args.distribution.startswith(PREFIX):
+        raise HarnessError("--distribution-file and --distribution cannot be combined: the file is the distribution")
+    if getattr(args, "layout", None):
+        raise HarnessError("--layout does not apply to --distribution-file: the file's `layout` key says it")
+    if getattr(args, "kafka_version", None):
+        raise HarnessError("--kafka-version does not apply to --distribution-file: the file names its image "
+                           "(--broker-image overrides it)")
+    dist = FileDistribution(path)
+    args.distribution = dist.name
+    if hasattr(args, "broker_image") and not args.broker_image:
+        args.broker_image = dist.image
+
+
+def distribution_args(distribution: str | None) -> list[str]:
+    """The arguments that give a child ``kafka-chaos run`` the same distribution."""
+    if not distribution:
+        return []
+    if distribution.startswith("file:"):
+        return ["--distribution-file", distribution[len("file:"):]]
+    return ["--distribution", distribution]

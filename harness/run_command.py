@@ -13,7 +13,7 @@ from suites.catalog import SUITES, scenarios_for
 
 from . import distributions, images
 from .errors import HarnessError
-from .options import add_layout_arg, config_args, config_pairs
+from .options import add_distribution_file_arg, add_layout_arg, config_args, config_pairs, distribution_args
 from .parallel import Job, run_parallel
 from .replay import plan_replay
 from .runner import RunOutcome, execute
@@ -55,6 +55,7 @@ def add_parser(sub) -> None:
                    help=distributions.CHOICES_HELP + "; generic is the default for an image not built here; "
                         "scenarios that need ZooKeeper are skipped without it")
     add_layout_arg(r)
+    add_distribution_file_arg(r)
     r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
                                      "or compatible)")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
@@ -152,6 +153,13 @@ def cmd_run(args) -> int:
     if not chosen:
         raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
                            f" ({dist.name})")
+    if getattr(dist, "foreign", False) and dist.name.startswith("file:"):
+        from .preflight import EXIT_INCOMPATIBLE, preflight   # lazy: starts a cluster
+        pf = preflight(dist.name, info.tag)
+        _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
+        if not pf.ok:
+            print(f"INCOMPATIBLE {pf.line}")
+            return EXIT_INCOMPATIBLE
     if args.shard:
         mine = set(select([s.name for s in chosen], args.shard))
         _say(f"shard {args.shard}: {len(mine)} of {len(chosen)} scenario(s)")
@@ -160,7 +168,7 @@ def cmd_run(args) -> int:
             return 0
     if args.parallel > 1 and len(chosen) * args.repeat > 1:
         extra = (["--profile", args.profile] if args.profile else []) + (
-            ["--distribution", args.distribution] if args.distribution else []) + (
+            distribution_args(args.distribution)) + (
             ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides)
         pjobs = [Job(s.name, [s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
                               args.runs_dir, "--suite", suite, *extra])

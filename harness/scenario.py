@@ -101,6 +101,17 @@ class Scenario:
                 return ROLE_REASONS[r]
         if self.min_version and kafka_version and versions.older_than(kafka_version, self.min_version):
             return f"needs Kafka {self.min_version}+ (this is {kafka_version})"
+        if distribution is not None:
+            # a distribution that fixes its nodes (a distribution file: its declared node ids) may run fewer
+            # brokers than the scenario's cluster or its topics' replication need; the Apache adapters run
+            # as many as asked (broker_ids(n) has n ids), so this never applies to them
+            have = len(distribution.broker_ids(self.brokers))
+            rf = max([t.replication_factor for t in self.topics] + [
+                len(r) for t in self.topics for r in (t.assignment or {}).values()] + [1])
+            need = max(self.brokers, rf) if have < self.brokers else rf
+            if have < need:
+                return (f"needs {need} brokers (replication factor {rf}); the distribution runs {have} "
+                        f"(layout {getattr(distribution, 'layout', 'replicated')})")
         return None
 
     def with_length(self, seconds: float) -> "Scenario":

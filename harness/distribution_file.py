@@ -1,0 +1,275 @@
+"""Distribution files: a broker that is not Apache Kafka described in TOML instead of Python
+(docs/broker-contract.md; example docs/examples/kfake.toml).
+
+A file is loaded and checked here (:func:`load`): every mistake is one :class:`DistributionFileError`
+naming the file and the key. :class:`FileDistribution` is the adapter it becomes — a
+:class:`harness.distributions.Distribution` like the built-in ones, named ``file:<absolute path>`` so
+that the runner, child processes (``--distribution file:...``) and run records pass it on by name
+(:func:`harness.distributions.get` loads it again). Readiness is "every node answers the Kafka
+protocol" (:class:`FileControlPlane`), never "node ids 1..N are listed": which node ids the broker
+reports is checked by the preflight (harness/preflight.py), which says INCOMPATIBLE when they differ
+from the declaration.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import HarnessError
+
+PREFIX = "file:"
+LAYOUTS = ("single-node", "replicated")
+# the placeholders a template may use (docs/broker-contract.md "Templates")
+PLACEHOLDERS = ("node_id", "node_ids", "advertised_host", "port", "cluster_id", "alias", "internal_port")
+ADVERTISED_HOST = "127.0.0.1"     # what every node advertises to clients: its port is published there
+INTERNAL_PORT = 9093
+# the capability ids (harness/capabilities.py); repeated here so that loading a file needs no planning code
+_KNOWN_KEYS = {"name", "image", "layout", "nodes", "node_ids", "command", "env", "ready_log_line",
+               "capabilities", "config", "config_env_prefix", "description"}
+
+
+class DistributionFileError(HarnessError):
+    """A distribution file that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class DistributionSpec:
+    """A loaded, checked distribution file."""
+    path: Path
+    name: str
+    image: str
+    layout: str
+    node_ids: tuple[int, ...]          # the ids the broker is declared to report, one container each
+    command: tuple[str, ...] | None    # None: the image's own command
+    env: dict[str, str] = field(default_factory=dict)
+    ready_log_line: str = ""
+    capabilities: tuple[str, ...] | None = None   # None: not restricted by the file
+    config: dict[str, str] = field(default_factory=dict)
+    config_env_prefix: str | None = None
+    description: str = ""
+
+
+def _err(path: Path, key: str, what: str) -> DistributionFileError:
+    return DistributionFileError(f"distribution file {path}: {key}: {what}")
+
+
+def _check_template(path: Path, key: str, text) -> str:
+    if not isinstance(text, str):
+        raise _err(path, key, f"expected a string, got {type(text).__name__}")
+    try:
+        names = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as e:
+        raise _err(path, key, f"not a valid template ({e}); write a literal brace as {{{{ or }}}}") from None
+    for n in names:
+        if n not in PLACEHOLDERS:
+            raise _err(path, key, f"unknown placeholder {{{n}}}; use {', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+    return text
+
+
+def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> DistributionSpec:
+    """Check a parsed TOML document (``capability_names``: the known capability ids, when checked)."""
+    unknown = sorted(set(doc) - _KNOWN_KEYS)
+    if unknown:
+        raise _err(path, unknown[0], f"unknown key; known keys: {', '.join(sorted(_KNOWN_KEYS))}")
+    for key in ("name", "image"):
+        if key not in doc:
+            raise _err(path, key, "missing (required)")
+        if not isinstance(doc[key], str) or not doc[key].strip():
+            raise _err(path, key, "expected a non-empty string")
+    name = doc["name"]
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,40}", name):
+        raise _err(path, "name", f"{name!r}: use lower-case letters, digits, '.', '_' and '-' (max 41)")
+    layout = doc.get("layout", "replicated")
+    if layout not in LAYOUTS:
+        raise _err(path, "layout", f"{layout!r}: choose one of {', '.join(LAYOUTS)}")
+    if "node_ids" in doc:
+        ids = doc["node_ids"]
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                           for i in ids):
+            raise _err(path, "node_ids", "expected a non-empty list of integers")
+        if any(not 0 <= i <= 2**31 - 1 for i in ids):
+            raise _err(path, "node_ids", "node ids are between 0 and 2147483647")
+        if len(set(ids)) != len(ids):
+            raise _err(path, "node_ids", f"{ids}: an id is listed twice")
+        if "nodes" in doc and doc["nodes"] != len(ids):
+            raise _err(path, "nodes", f"{doc['nodes']} nodes but node_ids lists {len(ids)}; give one of them")
+        node_ids = tuple(ids)
+    else:
+        n = doc.get("nodes", 1 if layout == "single-node" else 3)
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 9:
+            raise _err(path, "nodes", f"{n!r}: expected an integer between 1 and 9")
+        node_ids = tuple(range(1, n + 1))
+    if not 1 <= len(node_ids) <= 9:
+        raise _err(path, "node_ids", "between 1 and 9 nodes")
+    if layout == "single-node" and len(node_ids) != 1:
+        raise _err(path, "node_ids" if "node_ids" in doc else "nodes",
+                   f"layout single-node runs one container with one node id in this harness version, "
+                   f"not {len(node_ids)}")
+    command = doc.get("command")
+    if command is not None:
+        if isinstance(command, str):
+            command = command.split()
+        if not isinstance(command, list) or not command:
+            raise _err(path, "command", "expected a non-empty list of strings (or one string)")
+        command = tuple(_check_template(path, f"command[{i}]", c) for i, c in enumerate(command))
+    env = doc.get("env", {})
+    if not isinstance(env, dict):
+        raise _err(path, "env", "expected a table of NAME = \"template\"")
+    for k, v in env.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            raise _err(path, f"env.{k}", "not a valid environment variable name")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = str(v)
+        env[k] = _check_template(path, f"env.{k}", v)
+    caps = doc.get("capabilities")
+    if caps is not None:
+        if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+            raise _err(path, "capabilities", "expected a list of capability names")
+        for c in caps:
+            if capability_names and c not in capability_names:
+                raise _err(path, "capabilities", f"unknown capability {c!r}; known: {', '.join(capability_names)}")
+        caps = tuple(caps)
+    config = doc.get("config", {})
+    if not isinstance(config, dict):
+        raise _err(path, "config", "expected a table of broker properties")
+    prefix = doc.get("config_env_prefix")
+    if prefix is not None and (not isinstance(prefix, str) or not re.fullmatch(r"[A-Z][A-Z0-9_]*", prefix)):
+        raise _err(path, "config_env_prefix", f"{prefix!r}: use upper-case letters, digits and '_'")
+    line = doc.get("ready_log_line", "")
+    if not isinstance(line, str):
+        raise _err(path, "ready_log_line", "expected a string")
+    return DistributionSpec(path=path, name=name, image=doc["image"].strip(), layout=layout, node_ids=node_ids,
+                            command=command, env=env, ready_log_line=line, capabilities=caps,
+                            config={str(k): str(v) for k, v in config.items()}, config_env_prefix=prefix,
+                            description=str(doc.get("description", "")))
+
+
+def load(path: str | Path, capability_names: tuple[str, ...] = ()) -> DistributionSpec:
+    """Read and check one distribution file."""
+    p = Path(path).expanduser().absolute()
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise DistributionFileError(f"distribution file {p}: cannot read it: {e.strerror or e}") from None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise DistributionFileError(f"distribution file {p}: not valid TOML: {e}") from None
+    return parse(p, doc, capability_names)
+
+
+def render(template: str, **values) -> str:
+    return template.format(**values)
+
+
+# -- the adapter ---------------------------------------------------------------------------------
+from .control_plane import ProtocolControlPlane, new_cluster_id  # noqa: E402
+from .distributions import Distribution, NodePlan, property_env_name  # noqa: E402
+from .protocol import ProtocolClient, ProtocolError  # noqa: E402
+
+
+class FileControlPlane(ProtocolControlPlane):
+    """A broker described by a distribution file: readiness is each node answering ApiVersions and
+    Metadata on its published port (whatever node ids it lists: the preflight judges those) and, when
+    the file names one, its ready log line; the controller is DescribeQuorum's leader when the broker
+    has that API, else the controller id Metadata reports."""
+
+    def not_ready(self, want: set[int]) -> str | None:
+        cl = self.cluster
+        for b in sorted(want):
+            node = cl.brokers[b]
+            try:
+                with ProtocolClient(port=node.host_port, timeout=3.0) as c:
+                    c.api_versions()
+                    c.metadata([])
+            except ProtocolError as e:
+                return f"{node.name} does not answer the Kafka protocol on 127.0.0.1:{node.host_port} yet ({e})"
+            if not node.started():
+                return f"{node.name} has not logged {cl.distribution.started_line(b)!r} yet"
+        return None
+
+    def active_controller(self) -> int | None:
+        ports = [self.cluster.brokers[b].host_port for b in self.cluster.broker_ids]
+        for port in ports:
+            try:
+                with ProtocolClient(port=port, timeout=5.0) as c:
+                    if c.supports_describe_quorum():
+                        q = c.describe_quorum()
+                        return q.leader_id if q.error is None and q.leader_id >= 0 else None
+                    cid = c.metadata([]).controller_id
+                    return cid if cid is not None and cid >= 0 else None
+            except ProtocolError:
+                continue
+        return None
+
+
+class FileDistribution(Distribution):
+    """The adapter of one distribution file (``name``: ``file:<absolute path>``)."""
+
+    roles = ("broker",)
+    controller_model = "kraft"       # judged by the protocol-observed rules; profile "compatible"
+    observation = "protocol"
+    metadata_log = False
+    metadata_log_required = False
+    foreign = True
+
+    def __init__(self, path: str | Path):
+        from .capabilities import capability_names   # lazy: capabilities imports distributions
+        self.spec = load(path, tuple(capability_names()))
+        self.name = PREFIX + str(self.spec.path)
+        self.image = self.spec.image
+        self.layout = self.spec.layout
+        self.declared_capabilities = self.spec.capabilities
+
+    def control_plane(self, cluster):
+        return FileControlPlane(cluster)
+
+    def broker_ids(self, requested: int) -> list[int]:
+        return list(self.spec.node_ids)
+
+    def check_image(self, image) -> None:
+        return None
+
+    def default_profile(self, kafka_version: str | None) -> str:
+        return "compatible"
+
+    def common_config(self, defaults, brokers, overrides):
+        """What the broker is declared to run with: the file's ``config`` and the overrides (passed to
+        the broker only through ``config_env_prefix``)."""
+        cfg = dict(self.spec.config)
+        cfg.update({k: str(v) for k, v in overrides.items()})
+        return cfg
+
+    def node_config(self, common, node, nodes, zookeeper_connect=""):
+        return dict(common)
+
+    def values(self, node, nodes, cluster_id: str | None) -> dict[str, str]:
+        return {"node_id": str(node.node_id), "node_ids": ",".join(str(n.node_id) for n in nodes),
+                "advertised_host": ADVERTISED_HOST, "port": str(node.host_port),
+                "cluster_id": cluster_id or "", "alias": node.alias, "internal_port": str(INTERNAL_PORT)}
+
+    def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None):
+        values = self.values(node, nodes, cluster_id)
+        env = {k: render(v, **values) for k, v in self.spec.env.items()}
+        if self.spec.config_env_prefix:
+            for k, v in common.items():
+                env[property_env_name(k, self.spec.config_env_prefix)] = v
+        env.update(extra_env or {})
+        command = [render(c, **values) for c in self.spec.command] if self.spec.command else None
+        return NodePlan(command, env, self.node_config(common, node, nodes))
+
+    def started_line(self, node_id: int) -> str:
+        return self.spec.ready_log_line
+
+    def describe(self) -> dict:
+        return {**super().describe(), "file": str(self.spec.path), "vendor_name": self.spec.name,
+                "layout": self.layout, "node_ids": list(self.spec.node_ids), "image": self.image}
+
+
+
+__all__ = ["DistributionFileError", "DistributionSpec", "FileDistribution", "FileControlPlane", "load", "parse",
+           "new_cluster_id"]

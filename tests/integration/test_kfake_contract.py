@@ -1,0 +1,102 @@
+"""A broker that is not Apache Kafka through a distribution file, on real containers: franz-go's
+kfake (kafka-chaos/kfake:latest, built offline by `kafka-chaos images build-kfake`). The preflight
+(harness/preflight.py) decides in seconds: INCOMPATIBLE with one precise line when the file's node
+ids do not match what the broker reports or a required API is missing, NOT-APPLICABLE capabilities
+for the admin APIs it does not advertise, PASS for docs/examples/kfake.toml. One cluster at a time,
+each removed before the next starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.capabilities import Subject, plan
+from harness import docker_util
+from harness.foreign_images import KFAKE_TAG, build_kfake
+from harness.preflight import EXIT_INCOMPATIBLE, preflight
+from suites.catalog import SCENARIOS
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "docs" / "examples" / "kfake.toml"
+WRONG_IDS_LINE = ("Metadata lists node ids [111], the distribution declares 3 nodes: set node ids in the "
+                  "distribution file or use layout single-node")
+
+
+@pytest.fixture(scope="module")
+def kfake_image(docker_engine):
+    build_kfake()            # cached by the hash of brokers/kfake: instant once built
+    return KFAKE_TAG
+
+
+def no_kfake_left() -> bool:
+    """No container of the kfake image is left (these tests run one cluster at a time)."""
+    return not docker_util.client().containers.list(all=True, filters={"ancestor": KFAKE_TAG})
+
+
+def kfake_file(tmp_path, *, layout="single-node", ids="node_ids = [111]", node_ids_env="{node_id}",
+               hide="") -> Path:
+    p = tmp_path / "kfake-variant.toml"
+    p.write_text(f"""
+name = "kfake-variant"
+image = "{KFAKE_TAG}"
+layout = "{layout}"
+{ids}
+ready_log_line = "kfake-broker started"
+[env]
+KFAKE_NODE_IDS = "{node_ids_env}"
+KFAKE_PORTS = "{{port}}"
+KFAKE_ADVERTISED_HOST = "{{advertised_host}}"
+KFAKE_HIDE_APIS = "{hide}"
+""")
+    return p
+
+
+def test_the_kfake_example_passes_the_preflight(kfake_image):
+    r = preflight(f"file:{EXAMPLE}")
+    assert r.ok, r.line
+    assert r.node_ids == [111] and r.seconds <= 30, r
+    assert {"ready_s", "produce_ack_s", "group_join_s", "first_fetch_s"} <= set(r.facts)
+    assert 55 not in r.api_keys            # kfake has no DescribeQuorum
+    assert no_kfake_left()
+
+
+def test_wrong_node_ids_are_incompatible_within_a_minute_with_the_precise_line(kfake_image, tmp_path):
+    # three containers, each a kfake reporting node id 111, declared as nodes 1..3
+    f = kfake_file(tmp_path, layout="replicated", ids="nodes = 3", node_ids_env="111")
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "harness.cli", "certify", "--distribution-file", str(f),
+                          "--profile", "compatible", "--out", str(tmp_path / "cert")],
+                         cwd=ROOT, capture_output=True, text=True)
+    took = time.monotonic() - t0
+    assert res.returncode == EXIT_INCOMPATIBLE, res.stderr[-2000:]
+    assert res.stdout.strip() == f"INCOMPATIBLE {WRONG_IDS_LINE}", res.stdout
+    assert took < 60, took
+    assert "UNKNOWN" not in res.stderr and "retry" not in res.stderr
+    assert (tmp_path / "cert" / "certificate.json").exists()
+    assert no_kfake_left()
+
+
+def test_a_missing_required_api_is_incompatible(kfake_image, tmp_path):
+    r = preflight(f"file:{kfake_file(tmp_path, hide='11')}")
+    assert not r.ok
+    assert r.line == ("node 111 does not advertise JoinGroup (11) in ApiVersions; every scenario needs it"), r.line
+
+
+def test_a_missing_admin_api_makes_its_capabilities_not_applicable(kfake_image, tmp_path):
+    f = kfake_file(tmp_path, hide="43,45,46")
+    r = preflight(f"file:{f}")
+    assert r.ok, r.line
+    by = {cp.capability.name: cp for cp in plan(SCENARIOS, Subject(KFAKE_TAG, None, None, f"file:{f}"),
+                                                advertised_apis=r.api_keys)}
+    assert by["preferred_election"].na_reason == "the broker does not advertise ElectLeaders (43) in ApiVersions"
+    assert by["unclean"].na_reason == "the broker does not advertise ElectLeaders (43) in ApiVersions"
+    assert by["reassignment"].na_reason == ("the broker does not advertise AlterPartitionReassignments (45), "
+                                            "ListPartitionReassignments (46) in ApiVersions")
+    assert by["quorum"].na_reason == "the broker does not advertise DescribeQuorum (55) in ApiVersions"
+    assert "advertise" not in by["acks"].na_reason      # Produce and Fetch are there (one node: too few brokers)

@@ -1,0 +1,137 @@
+"""Distribution files (harness/distribution_file.py): loading, the errors that name file and key, the
+templates, and what the capability plan makes of declared capabilities and advertised APIs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import distributions
+from harness.capabilities import Subject, capability_names, plan
+from harness.distribution_file import DistributionFileError, FileDistribution, load
+from harness.options import apply_distribution_file
+from suites.catalog import SCENARIOS
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "kfake.toml"
+
+GOOD = """
+name = "vendor"
+image = "vendor/broker:1"
+layout = "replicated"
+node_ids = [11, 12, 13]
+command = ["serve", "--id={node_id}", "--listen=0.0.0.0:{port}"]
+[env]
+VENDOR_ADVERTISED = "{advertised_host}:{port}"
+VENDOR_CLUSTER = "{cluster_id}"
+VENDOR_PEERS = "{node_ids}"
+"""
+
+
+def write(tmp_path, text: str) -> Path:
+    p = tmp_path / "vendor.toml"
+    p.write_text(text)
+    return p
+
+
+def test_the_example_loads():
+    spec = load(EXAMPLE, tuple(capability_names()))
+    assert (spec.name, spec.layout, spec.node_ids, spec.image) == ("kfake", "single-node", (111,),
+                                                                   "kafka-chaos/kfake:latest")
+
+
+def test_templates_are_filled_per_node(tmp_path):
+    d = FileDistribution(write(tmp_path, GOOD))
+    assert d.broker_ids(3) == [11, 12, 13] and d.name == f"file:{tmp_path / 'vendor.toml'}"
+
+    class N:
+        def __init__(self, i, port):
+            self.node_id, self.alias, self.host_port = i, f"broker{i}", port
+    nodes = [N(11, 20011), N(12, 20012), N(13, 20013)]
+    p = d.plan({}, nodes[1], nodes, cluster_id="CID")
+    assert p.command == ["serve", "--id=12", "--listen=0.0.0.0:20012"]
+    assert p.env == {"VENDOR_ADVERTISED": "127.0.0.1:20012", "VENDOR_CLUSTER": "CID", "VENDOR_PEERS": "11,12,13"}
+    # the name round-trips through distributions.get (runner, child processes, run records)
+    assert distributions.get(d.name).broker_ids(1) == [11, 12, 13]
+
+
+@pytest.mark.parametrize("text,key,words", [
+    ("image = 'x'", "name", "missing"),
+    ("name = 'v'", "image", "missing"),
+    ("name = 'v'\nimage = 'x'\nlayout = 'shared'", "layout", "single-node, replicated"),
+    ("name = 'v'\nimage = 'x'\nnode_ids = [1, 1]", "node_ids", "listed twice"),
+    ("name = 'v'\nimage = 'x'\nnode_ids = ['a']", "node_ids", "list of integers"),
+    ("name = 'v'\nimage = 'x'\nnodes = 3\nnode_ids = [1, 2]", "nodes", "3 nodes but node_ids lists 2"),
+    ("name = 'v'\nimage = 'x'\nlayout = 'single-node'\nnode_ids = [1, 2]", "node_ids", "one node id"),
+    ("name = 'v'\nimage = 'x'\nnodes = 12", "nodes", "between 1 and 9"),
+    ("name = 'v'\nimage = 'x'\n[env]\nA = '{nodeid}'", "env.A", "unknown placeholder {nodeid}"),
+    ("name = 'v'\nimage = 'x'\ncommand = ['run', '{port']", "command[1]", "not a valid template"),
+    ("name = 'v'\nimage = 'x'\ncapabilities = ['acks', 'flying']", "capabilities", "unknown capability 'flying'"),
+    ("name = 'v'\nimage = 'x'\nimgae = 'y'", "imgae", "unknown key"),
+    ("name = 'V V'\nimage = 'x'", "name", "lower-case"),
+])
+def test_errors_name_the_file_and_the_key(tmp_path, text, key, words):
+    p = write(tmp_path, text)
+    with pytest.raises(DistributionFileError) as e:
+        load(p, tuple(capability_names()))
+    msg = str(e.value)
+    assert msg.startswith(f"distribution file {p}: {key}: "), msg
+    assert words in msg, msg
+
+
+def test_unreadable_and_invalid_toml(tmp_path):
+    with pytest.raises(DistributionFileError, match="cannot read it"):
+        load(tmp_path / "absent.toml")
+    with pytest.raises(DistributionFileError, match="not valid TOML"):
+        load(write(tmp_path, "name = "))
+
+
+def test_option_sets_the_distribution_and_the_image(tmp_path):
+    class A:
+        distribution = None
+        layout = None
+        kafka_version = None
+        broker_image = None
+        distribution_file = str(write(tmp_path, GOOD))
+    a = A()
+    apply_distribution_file(a)
+    assert a.distribution.startswith("file:") and a.broker_image == "vendor/broker:1"
+    a.distribution, a.distribution_file = "apache-kraft", str(tmp_path / "vendor.toml")
+    with pytest.raises(Exception, match="cannot be combined"):
+        apply_distribution_file(a)
+
+
+def test_plan_missing_apis_and_undeclared_capabilities_are_not_applicable(tmp_path):
+    p = write(tmp_path, GOOD + "\n")
+    text = p.read_text().replace('layout = "replicated"', 'layout = "replicated"\ncapabilities = ["acks", "topics", '
+                                 '"preferred_election", "quorum", "restart"]').replace("[11, 12, 13]", "[1, 2, 3, 4, 5]")
+    p.write_text(text)
+    subject = Subject("vendor/broker:1", None, None, f"file:{p}")
+    have = set(range(0, 43)) | {44, 45, 46}          # no ElectLeaders (43), no DescribeQuorum (55)
+    by = {cp.capability.name: cp for cp in plan(SCENARIOS, subject, advertised_apis=have)}
+    assert by["preferred_election"].na_reason == "the broker does not advertise ElectLeaders (43) in ApiVersions"
+    assert by["quorum"].na_reason == "the broker does not advertise DescribeQuorum (55) in ApiVersions"
+    assert by["network"].na_reason == "the distribution file does not declare this capability"
+    assert by["acks"].applicable and not by["acks"].na_reason
+
+
+def test_apache_plans_do_not_change_without_advertised_apis():
+    subject = Subject("kafka-chaos/kafka:4.1.2", None, "4.1.2", "apache-kraft")
+    a = {cp.capability.name: (cp.na_reason, [s.name for s in cp.applicable]) for cp in plan(SCENARIOS, subject)}
+    b = {cp.capability.name: (cp.na_reason, [s.name for s in cp.applicable])
+         for cp in plan(SCENARIOS, subject, advertised_apis=None)}
+    assert a == b and not any(r for r, _ in a.values() if "advertise" in r)
+
+
+def test_scenarios_needing_more_brokers_than_declared_are_not_applicable(tmp_path):
+    one = FileDistribution(EXAMPLE)
+    three = FileDistribution(write(tmp_path, GOOD))
+    s = next(s for s in SCENARIOS if s.name == "acks.aall_minisr2")     # 4 brokers, replication factor 3
+    assert s.not_applicable(None, one) == ("needs 4 brokers (replication factor 3); the distribution runs 1 "
+                                           "(layout single-node)")
+    assert s.not_applicable(None, three) == ("needs 4 brokers (replication factor 3); the distribution runs 3 "
+                                             "(layout replicated)")
+    s3 = next(s for s in SCENARIOS if s.family == "topics" and s.brokers == 3)
+    assert s3.not_applicable(None, three) is None
+    # the Apache adapters run as many brokers as a scenario asks: unchanged
+    assert s.not_applicable("4.1.2", distributions.get("apache-kraft")) is None
