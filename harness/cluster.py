@@ -338,14 +338,15 @@ class Cluster:
         ``leader_epoch``, ``voters``."""
         return first_answer(self._protocol_ports(last), lambda c: c.describe_quorum(), timeout_s)[1]
 
-    def coordinator(self, key: str, key_type: str = "group", timeout_s: float = 3.0):
+    def coordinator(self, key: str, key_type: str = "group", timeout_s: float = 3.0, last: Iterable[int] = ()):
         """The coordinator of group ``key`` (``key_type`` "group") or of transactional id ``key``
         ("transaction") by FindCoordinator: the first error-free answer of the brokers asked in turn
-        (running ones first) as ``(port asked, harness.protocol.CoordinatorInfo)``; when every broker
+        (running ones first, those in ``last`` after the others: a broker cut off from the cluster still
+        names itself) as ``(port asked, harness.protocol.CoordinatorInfo)``; when every broker
         that answers names an error (the state partition has no leader now), the last such answer.
         Raises ProtocolError when none answers."""
         last = None
-        for port in self._protocol_ports():
+        for port in self._protocol_ports(last):
             try:
                 got = first_answer([port], lambda c: c.find_coordinator(key, key_type), timeout_s)
             except ProtocolError as e:
