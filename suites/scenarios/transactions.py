@@ -126,27 +126,27 @@ SCENARIOS: list[Scenario] = [
              "transactional producer (2+ partitions per transaction, 20 % aborted) and a read_committed "
              "consumer; the leader of txn-0 killed mid-run and restarted",
              leader_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
-             coverage=_COVERAGE, min_version="2.5", max_duration_s=120),
+             coverage=_COVERAGE, min_version="2.5", max_duration_s=120, kraft=True),
     Scenario("transactions.coordinator_kill",
              "transactional producer and a read_committed consumer; the transaction coordinator "
              "(txn-coordinator(<id>): FindCoordinator's answer) killed until another broker coordinates, "
              "then restarted",
              coordinator_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
-             coverage=_COVERAGE, min_version="2.5", max_duration_s=120),
+             coverage=_COVERAGE, min_version="2.5", max_duration_s=120, kraft=True),
     Scenario("transactions.coordinator_pause",
              "transactional producer and a read_committed consumer; the transaction coordinator paused until "
              "another broker coordinates the id, then unpaused (a stale coordinator for a moment)",
              coordinator_pause, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
-             coverage=_COVERAGE, min_version="2.5", max_duration_s=120),
+             coverage=_COVERAGE, min_version="2.5", max_duration_s=120, kraft=True),
     Scenario("transactions.coordinator_partition",
              "transactional producer and a read_committed consumer; the transaction coordinator cut from every "
              "other node (clients still reach it) until another broker coordinates the id, then reconnected",
              coordinator_partition, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
-             coverage=_COVERAGE, min_version="2.5", max_duration_s=120),
+             coverage=_COVERAGE, min_version="2.5", max_duration_s=120, kraft=True),
     Scenario("transactions.zombie_fenced",
              "a second producer with the same transactional.id starts 15 s in and fences the first; the "
              "fenced one's later transactions must neither commit nor become visible",
              zombie_fenced, tags=("chaos",), topics=_TOPICS, workload={**_WORKLOAD, "zombie_at_s": 15.0},
-             checks=_CHECKS, coverage={**_COVERAGE, "producers_alive": False}, min_version="2.5",
+             checks=_CHECKS, coverage={**_COVERAGE, "producers_alive": False}, min_version="2.5", kraft=True,
              max_duration_s=120),
 ]
