@@ -14,7 +14,9 @@ Variants: ``group_protocol`` ``classic`` (JoinGroup/SyncGroup, eager ``range,rou
 assignment) or ``consumer`` (KIP-848, Kafka 4.x brokers; the broker assigns); ``static`` gives every
 member a ``group.instance.id`` (its process name). :meth:`GroupWorkload.pause_member` stops one member
 from polling (a stalled application: past ``max.poll.interval.ms`` it is removed from the group);
-``client_crash`` ends one abruptly (no LeaveGroup: the coordinator notices at the session timeout).
+``client_crash`` ends one without committing what it processed since its last commit (librdkafka's
+close still sends LeaveGroup for a dynamic member; a static member sends none, KIP-345, so its
+partitions wait for the session timeout).
 """
 
 from __future__ import annotations
@@ -181,7 +183,7 @@ class GroupMemberProcess:
 
         def revoke(c, ps, lost: bool):
             gone = {tp.partition for tp in ps if tp.topic == topic}
-            if not lost:       # hand the position over: commit what was processed of the revoked partitions
+            if not lost and not self._halt.is_set():  # hand over: commit what was processed of the revoked partitions
                 self._commit(c, {p: done[p] for p in gone if p in done}, "revoke")
             for p in gone:
                 done.pop(p, None)
@@ -221,8 +223,8 @@ class GroupMemberProcess:
                     self._commit(consumer, dict(done), "batch")
                     done.clear()
         finally:
-            if self._halt.is_set():
-                return           # abrupt: no commit, no LeaveGroup (the consumer is left to the GC)
+            # crashed: nothing more is committed; librdkafka's close still sends LeaveGroup for a dynamic
+            # member (a Python thread cannot be killed), a static member sends none (KIP-345)
             consumer.close()
 
 
