@@ -345,21 +345,21 @@ class Cluster:
         names itself) as ``(port asked, harness.protocol.CoordinatorInfo)``; when every broker
         that answers names an error (the state partition has no leader now), the last such answer.
         Raises ProtocolError when none answers."""
-        last = None
+        found = None                 # the last error answer, or the first ProtocolError
         for port in self._protocol_ports(last):
             try:
                 got = first_answer([port], lambda c: c.find_coordinator(key, key_type), timeout_s)
             except ProtocolError as e:
-                last = last or e
+                found = found or e
                 continue
             if got[1].error is None:
                 return got
-            last = got
-        if last is None:
+            found = got
+        if found is None:
             raise ProtocolError("no broker port to ask")
-        if isinstance(last, ProtocolError):
-            raise last
-        return last
+        if isinstance(found, ProtocolError):
+            raise found
+        return found
 
     def active_controller(self) -> int | None:
         """The controller: ZooKeeper ``/controller`` in ZooKeeper mode, the quorum leader in KRaft."""

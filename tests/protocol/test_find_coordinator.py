@@ -82,3 +82,31 @@ def test_round_trip_negotiates_the_version():
         assert (got.node_id, got.key_type, got.version, got.error) == (3, 1, 4, None)
     finally:
         s.close()
+
+
+def test_cluster_coordinator_skips_error_answers_and_asks_last_ones_last():
+    from harness.cluster import Cluster
+
+    def server(node, err):
+        def answer(key, ver, cid):
+            if key == 18:
+                return struct.pack(">i", cid) + bytes.fromhex(
+                    "0000" "03" "0012 0000 0003 00" "000a 0000 0004 00" "00000000" "00")
+            return struct.pack(">i", cid) + b"\x00" + _resp(4, [("tx", node, "h", 1, err)])
+        return ScriptedServer(answer)
+
+    down, up = server(-1, 15), server(2, 0)
+    try:
+        class Fake:
+            def _protocol_ports(self, last=()):
+                ports = [down.port, up.port]
+                return [p for p in ports if p not in last] + [p for p in ports if p in last]
+        port, info = Cluster.coordinator(Fake(), "tx", "transaction")
+        assert (port, info.node_id) == (up.port, 2)
+        class OnlyDown(Fake):
+            def _protocol_ports(self, last=()):
+                return [down.port]
+        assert Cluster.coordinator(OnlyDown(), "tx", "transaction")[1].error == "COORDINATOR_NOT_AVAILABLE"
+    finally:
+        down.close()
+        up.close()
