@@ -41,6 +41,8 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("quorum", "KRaft controller quorum faults", ("quorum",), needs_role="controller"),
     Capability("network", "Network partitions", ("network",)),
     Capability("unclean", "Unclean leader election", ("unclean",)),
+    Capability("transactions", "Transactions: atomic visibility, fencing, coordinator failover", ("transactions",)),
+    Capability("consumer-groups", "Consumer groups: committed offsets and rebalances under faults", ("groups",)),
 )
 
 # what a profile selects: conformance scenarios (nightly soak / random mixes are not certificate evidence)
