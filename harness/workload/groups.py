@@ -7,8 +7,9 @@ Each member (process ``<prefix>m<i>``) commits, synchronously, the position afte
 processed once per consumed batch and on every revocation (so a new owner starts where it stopped).
 The generation each event carries is the one librdkafka holds at that moment, read from the
 consumer's group metadata (``consumer_group_metadata()``: librdkafka's serialized
-``rd_kafka_consumer_group_metadata_t``, ``CGMDv2:`` + generation id + group id + member id; with
-``group.protocol=consumer`` the member epoch).
+``rd_kafka_consumer_group_metadata_t``, ``CGMDv2:`` + generation id + group id + member id). With
+``group.protocol=consumer`` that number is the member's own epoch, not a group generation: it is
+recorded as ``member_epoch`` on ``group.assign`` and ``generation`` is null.
 
 Variants: ``group_protocol`` ``classic`` (JoinGroup/SyncGroup, eager ``range,roundrobin``
 assignment) or ``consumer`` (KIP-848, Kafka 4.x brokers; the broker assigns); ``static`` gives every
@@ -176,10 +177,14 @@ class GroupMemberProcess:
 
         def on_assign(c, ps):
             meta = self._meta(c)
-            self.generation = meta["generation"]
+            # classic: the group's generation. KIP-848: librdkafka's number is this member's own epoch, which
+            # two members may share without being in one round, so it is recorded as member_epoch only
+            # (the checker's double-consume then has no generation to compare)
+            self.generation = meta["generation"] if cfg.group_protocol == "classic" else None
+            epoch = {} if cfg.group_protocol == "classic" else {"member_epoch": meta["generation"]}
             owned.update(tp.partition for tp in ps if tp.topic == topic)
             emit("group.assign", process=name, group=group, generation=meta["generation"],
-                 member_id=meta["member_id"], protocol=cfg.group_protocol, partitions=parts(ps))
+                 member_id=meta["member_id"], protocol=cfg.group_protocol, partitions=parts(ps), **epoch)
 
         def revoke(c, ps, lost: bool):
             gone = {tp.partition for tp in ps if tp.topic == topic}
