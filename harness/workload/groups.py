@@ -183,7 +183,7 @@ class GroupMemberProcess:
             self.generation = meta["generation"] if cfg.group_protocol == "classic" else None
             epoch = {} if cfg.group_protocol == "classic" else {"member_epoch": meta["generation"]}
             owned.update(tp.partition for tp in ps if tp.topic == topic)
-            emit("group.assign", process=name, group=group, generation=meta["generation"],
+            emit("group.assign", process=name, group=group, generation=self.generation,
                  member_id=meta["member_id"], protocol=cfg.group_protocol, partitions=parts(ps), **epoch)
 
         def revoke(c, ps, lost: bool):
