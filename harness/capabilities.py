@@ -49,6 +49,11 @@ CAPABILITIES: tuple[Capability, ...] = (
                needs_apis=(("DescribeQuorum", 55),)),
     Capability("network", "Network partitions", ("network",)),
     Capability("unclean", "Unclean leader election", ("unclean",), needs_apis=(("ElectLeaders", 43),)),
+    Capability("transactions", "Transactions: atomic visibility, fencing, coordinator failover", ("transactions",),
+               needs_apis=(("FindCoordinator", 10), ("InitProducerId", 22), ("AddPartitionsToTxn", 24),
+                           ("EndTxn", 26))),
+    Capability("consumer-groups", "Consumer groups: committed offsets and rebalances under faults", ("groups",),
+               needs_apis=(("FindCoordinator", 10), ("OffsetCommit", 8), ("OffsetFetch", 9))),
 )
 
 # what a profile selects: conformance scenarios (nightly soak / random mixes are not certificate evidence)

@@ -43,7 +43,7 @@ from .lifecycle import Shield
 from .node import Node
 from .node_settings import DEFAULT_BROKER_CONFIG, ZK_CLIENT_PORT
 from .owner import this_owner
-from .protocol import first_answer
+from .protocol import ProtocolError, first_answer
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk is an image we cannot pull
 
@@ -338,6 +338,29 @@ class Cluster:
         ``last`` after the others): :class:`harness.protocol.QuorumInfo` with ``leader_id``,
         ``leader_epoch``, ``voters``."""
         return first_answer(self._protocol_ports(last), lambda c: c.describe_quorum(), timeout_s)[1]
+
+    def coordinator(self, key: str, key_type: str = "group", timeout_s: float = 3.0, last: Iterable[int] = ()):
+        """The coordinator of group ``key`` (``key_type`` "group") or of transactional id ``key``
+        ("transaction") by FindCoordinator: the first error-free answer of the brokers asked in turn
+        (running ones first, those in ``last`` after the others: a broker cut off from the cluster still
+        names itself) as ``(port asked, harness.protocol.CoordinatorInfo)``; when every broker
+        that answers names an error (the state partition has no leader now), the last such answer.
+        Raises ProtocolError when none answers."""
+        found = None                 # the last error answer, or the first ProtocolError
+        for port in self._protocol_ports(last):
+            try:
+                got = first_answer([port], lambda c: c.find_coordinator(key, key_type), timeout_s)
+            except ProtocolError as e:
+                found = found or e
+                continue
+            if got[1].error is None:
+                return got
+            found = got
+        if found is None:
+            raise ProtocolError("no broker port to ask")
+        if isinstance(found, ProtocolError):
+            raise found
+        return found
 
     def active_controller(self) -> int | None:
         """The controller: ZooKeeper ``/controller`` in ZooKeeper mode, the quorum leader in KRaft."""

@@ -34,6 +34,13 @@ from .workload import make_workload
 
 
 
+
+def cluster_prefix() -> str:
+    """The prefix of a run's cluster name: ``r``, or ``$KAFKA_CHAOS_CLUSTER_PREFIX`` (lower-case letters,
+    digits, '-'; e.g. to tell apart the clusters of several sessions sharing one Docker host)."""
+    p = os.environ.get("KAFKA_CHAOS_CLUSTER_PREFIX", "").strip().lower()
+    return p if p and len(p) <= 16 and p[0].isalnum() and all(c.isalnum() or c == "-" for c in p) else "r"
+
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -148,7 +155,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     ctx = None
     try:
         cluster = Cluster(ClusterSpec(brokers=scenario.brokers, zookeepers=scenario.zookeepers, image=info.tag,
-                                      broker_config=cfg, name=f"r{rec.run_id[-6:]}", distribution=dist.name))
+                                      broker_config=cfg, name=f"{cluster_prefix()}{rec.run_id[-6:]}", distribution=dist.name))
         cluster.start()
         rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name)
         rec.phase("cluster.ready")

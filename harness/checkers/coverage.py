@@ -23,6 +23,8 @@ DEFAULT_NEEDS = {
     "settle_s": 5.0,
     # acknowledged writes needed on every partition of the workload after the last heal (0: none)
     "acked_after_heal": 1,
+    # transactional workloads: transactions committed in the whole run (0: no need)
+    "committed_txns": 0,
     # a client dead for less than this inside the needed window (a fatal error and its re-creation)
     # is not a shortfall
     "gap_tolerance_s": 2.0,
@@ -118,6 +120,7 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
     acked_after: dict = {}                 # partition -> acks after the last heal (filled in a 2nd pass)
     stop_asked = healed_at = None
     last_t = 0.0
+    txns = {"committed": 0, "aborted": 0, "unsure": 0, "min_partitions": None}
 
     def client(name, role):
         c = clients.get(name)
@@ -149,6 +152,13 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
             elif f == "poll" and phase == "ok":
                 for w in open_w:
                     w["reads"] += 1
+        elif typ == "txn" and e.get("phase") in ("ok", "fail", "info"):
+            ok, outcome = e.get("phase") == "ok", e.get("outcome")
+            key = "committed" if ok and outcome == "commit" else "unsure" if e.get("phase") == "info" else "aborted"
+            txns[key] += 1
+            if key == "committed":
+                n = len({(o.get("topic"), o.get("partition")) for o in e.get("ops") or () if o.get("f") == "send"})
+                txns["min_partitions"] = n if txns["min_partitions"] is None else min(txns["min_partitions"], n)
         elif typ == "client.life":
             c = client(e.get("process"), e.get("role") or "unknown")
             c.life.append((t, e.get("state"), e.get("error")))
@@ -250,6 +260,10 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
             shortfalls.append(f"partition(s) {', '.join(f'{topic}/{p}' for p in short)} got fewer than {want} "
                               f"acknowledged write(s) after the last heal ({last_heal:.1f} s)")
 
+    want = int(need["committed_txns"] or 0)
+    if want > 0 and txns["committed"] < want:
+        shortfalls.append(f"{txns['committed']} transactions committed; the run needs at least {want}")
+
     acks.sort()
     gap = max((b - a for a, b in zip(acks, acks[1:])), default=0.0)
     if acks and need_to is not None and need_to > acks[-1]:
@@ -277,6 +291,7 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
                     for c in sorted(clients.values(), key=lambda c: c.name) if c.role != "unknown" or c.life},
         "acked_after_heal": {str(p): acked_after.get(p, 0) for p in parts} if last_heal is not None else {},
         "longest_ack_gap_s": round(gap, 3),
+        **({"transactions": txns} if any(v for k, v in txns.items() if k != "min_partitions") else {}),
     }
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .coverage import check_coverage
 from .durability import check_durability
+from .groups import check_groups
 from .txn import check_transactions
 
 PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
@@ -192,7 +193,8 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
 
     ``transactions`` (a record whose workload has ``kind: "txn"``) is judged by
     :func:`harness.checkers.txn.check_transactions`: its FAIL counts as data loss does, its UNKNOWN as
-    undecided.
+    undecided. ``groups`` (a record whose workload has ``kind: "group"``) is judged the same way by
+    :func:`harness.checkers.groups.check_groups`.
 
     Order of precedence: durability violations are FAIL whatever else happened (data loss is never
     UNKNOWN); other broker findings (conformance rules, expectations on broker state) are FAIL unless
@@ -233,6 +235,9 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
     # the transactional workload (kind "txn", docs/transactions.md): a FAIL is the broker's, like durability
     if "transactions" in wanted and (metadata.get("workload") or {}).get("kind") == "txn":
         data_check("transactions", check_transactions)
+    # the consumer-group workload (kind "group"): a committed offset going back or a skip is data loss too
+    if "groups" in wanted and (metadata.get("workload") or {}).get("kind") == "group":
+        data_check("groups", check_groups)
     # what the run exercised, judged against the scenario's needs (metadata coverage_needs; coverage.py)
     coverage = check_coverage(events, metadata) if metadata.get("workload") else None
     if "expectations" in wanted:

@@ -105,8 +105,9 @@ class Nemesis:
         with self._lock:
             fid = self._next_id
             self._next_id += 1
+        notes: list = []   # what coordinator targets resolved to (FindCoordinator), for fault.start
         try:
-            nodes = [] if info.kind == "client" else resolve(target, self.cluster, self.view, self.rng)
+            nodes = [] if info.kind == "client" else resolve(target, self.cluster, self.view, self.rng, notes)
         except TargetUnresolved as e:
             self._emit_start(fid, name, target, [], [], params)
             self.recorder.emit("fault.end", fault_id=fid, fault=name, nodes=[], ok=False, error=f"skipped: {e}")
@@ -125,7 +126,7 @@ class Nemesis:
         fault = FAULT_CLASSES[name](self.ctx, fid, target, nodes, params)
         fault.on_restore = self._emit_heal
         fault.workload = self.workload
-        self._emit_start(fid, name, target, [n.name for n in nodes], fault.broker_ids, params,
+        self._emit_start(fid, name, target, [n.name for n in nodes], fault.broker_ids, params, notes,
                          fault.kafka_node_ids)
         with self._lock:
             self.active.append(fault)
@@ -146,10 +147,11 @@ class Nemesis:
             self._finish(fault, ok=True, error=None)
         return fault
 
-    def _emit_start(self, fid, name, target, nodes, broker_ids, params, node_ids=None) -> None:
+    def _emit_start(self, fid, name, target, nodes, broker_ids, params, resolved=None, node_ids=None) -> None:
+        extra = {"resolved": resolved} if resolved else {}
         self.recorder.emit("fault.start", fault_id=fid, fault=name, target=target, nodes=nodes,
                            broker_ids=broker_ids, node_ids=node_ids if node_ids is not None else broker_ids,
-                           params=params)
+                           params=params, **extra)
 
     def _emit_heal(self, fault: Fault) -> None:
         """Record ``fault.heal`` for ``fault`` once: its effect is being undone now."""

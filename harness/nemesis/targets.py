@@ -8,6 +8,7 @@ Grammar (docs/faults.md "Targets")::
               | quorum-leader | quorum-follower | quorum-followers | quorum-majority | quorum-voters
               | quorum-observers
               | leader(<topic>,<partition>) | follower(<topic>,<partition>)
+              | txn-coordinator(<transactional.id>) | group-coordinator(<group.id>)
 
 Parsing (:func:`parse_target`) is pure and used to validate schedules; resolution
 (:func:`resolve`) asks the view (current controller, partition state) and, for ``random-*`` and
@@ -18,6 +19,12 @@ The ``quorum-*`` items name the KRaft metadata quorum as DescribeQuorum reports 
 (``cluster.quorum()``: its leader and voters), whatever the layout (combined broker+controller nodes
 or dedicated controllers). On a cluster whose distribution runs no controller role (ZooKeeper mode)
 they are a :class:`TargetError`: they can never name anything there.
+
+``txn-coordinator(<id>)`` and ``group-coordinator(<group>)`` name the broker that coordinates that
+transactional id / consumer group now, as FindCoordinator answers (``cluster.coordinator``: the leader
+of the id's ``__transaction_state`` / ``__consumer_offsets`` partition). :func:`resolve` appends what
+each such item resolved to (the node id, the broker that answered, the request version) to its
+``notes`` list; the nemesis records it in the fault's ``fault.start`` (``resolved``).
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ SIMPLE = ("controller", "random-broker", "random-zk", "random-minority", "zookee
 QUORUM = tuple(k for k in SIMPLE if k.startswith("quorum-"))
 _ID = re.compile(r"^(broker|zk):(\d+)$")
 _PART = re.compile(r"^(leader|follower)\(\s*([A-Za-z0-9._-]+)\s*,\s*(\d+)\s*\)$")
+_COORD = re.compile(r"^(txn-coordinator|group-coordinator)\(\s*([A-Za-z0-9._:-]+)\s*\)$")
+COORDINATORS = {"txn-coordinator": "transaction", "group-coordinator": "group"}  # kind -> FindCoordinator key type
 
 
 class TargetError(FaultSpecError):
@@ -54,16 +63,19 @@ class TargetUnresolved(Exception):
 @dataclass(frozen=True)
 class Target:
     """One parsed target item; ``str(t)`` gives its canonical spelling."""
-    kind: str                  # one of SIMPLE, "broker", "zk", "leader", "follower"
+    kind: str                  # one of SIMPLE, "broker", "zk", "leader", "follower", or a COORDINATORS kind
     node_id: int | None = None
     topic: str | None = None
     partition: int | None = None
+    key: str | None = None     # the transactional id / group id of a coordinator target
 
     def __str__(self) -> str:
         if self.kind in ("broker", "zk"):
             return f"{self.kind}:{self.node_id}"
         if self.kind in ("leader", "follower"):
             return f"{self.kind}({self.topic},{self.partition})"
+        if self.kind in COORDINATORS:
+            return f"{self.kind}({self.key})"
         return self.kind
 
 
@@ -102,10 +114,13 @@ def parse_target(spec: str) -> list[Target]:
             t = Target(m.group(1), node_id=int(m.group(2)))
         elif m := _PART.match(item):
             t = Target(m.group(1), topic=m.group(2), partition=int(m.group(3)))
+        elif m := _COORD.match(item):
+            t = Target(m.group(1).lower(), key=m.group(2))
         else:
             raise TargetError(
                 f"target {spec!r}: cannot parse {item!r}; expected one of {', '.join(SIMPLE)}, "
-                "broker:<id>, zk:<id>, leader(<topic>,<partition>), follower(<topic>,<partition>)")
+                "broker:<id>, zk:<id>, leader(<topic>,<partition>), follower(<topic>,<partition>), "
+                "txn-coordinator(<transactional.id>), group-coordinator(<group.id>)")
         if t not in out:
             out.append(t)
     return out
@@ -209,8 +224,31 @@ def _resolve_quorum(t: Target, cluster: "Cluster", rng: "random.Random") -> list
     return [_node(cluster, rng.choice(followers), str(t))]
 
 
-def resolve_one(t: Target, cluster: "Cluster", view: "View", rng: "random.Random") -> list["Node"]:
-    """Nodes one target item names right now."""
+def coordinator_of(cluster: "Cluster", kind: str, key: str, what: str) -> dict:
+    """Where the coordinator of ``key`` is now (FindCoordinator, ``kind`` a COORDINATORS kind):
+    ``{"target", "key_type", "key", "node_id", "answered_by", "version"}``; TargetUnresolved when no
+    broker answers or the answer is an error (the state partition has no leader now)."""
+    key_type = COORDINATORS[kind]
+    try:
+        port, info = cluster.coordinator(key, key_type)
+    except Exception as e:  # noqa: BLE001 - ProtocolError: no broker answered (nodes down mid-fault)
+        raise TargetUnresolved(f"{what}: FindCoordinator not answered ({e})") from None
+    by = next((b for b in cluster.broker_ids if getattr(cluster.brokers[b], "host_port", None) == port), None)
+    if info.error is not None or info.node_id < 0:
+        raise TargetUnresolved(f"{what}: FindCoordinator answered {info.error or 'no node'} (asked broker {by})")
+    return {"target": what, "key_type": key_type, "key": key, "node_id": info.node_id, "answered_by": by,
+            "version": info.version}
+
+
+def resolve_one(t: Target, cluster: "Cluster", view: "View", rng: "random.Random",
+                notes: list | None = None) -> list["Node"]:
+    """Nodes one target item names right now (what a coordinator item resolved to is appended to
+    ``notes``)."""
+    if t.kind in COORDINATORS:
+        found = coordinator_of(cluster, t.kind, t.key or "", str(t))
+        if notes is not None:
+            notes.append(found)
+        return [_broker(cluster, found["node_id"], str(t))]
     if t.kind == "broker":
         return [_broker(cluster, t.node_id, str(t))]
     if t.kind == "zk":
@@ -263,11 +301,13 @@ def resolve_one(t: Target, cluster: "Cluster", view: "View", rng: "random.Random
     raise TargetError(f"unsupported target kind {t.kind!r}")  # pragma: no cover - parse_target guards
 
 
-def resolve(spec: str, cluster: "Cluster", view: "View", rng: "random.Random") -> list["Node"]:
-    """All nodes a target string names right now (in item order, without duplicates)."""
+def resolve(spec: str, cluster: "Cluster", view: "View", rng: "random.Random",
+            notes: list | None = None) -> list["Node"]:
+    """All nodes a target string names right now (in item order, without duplicates); ``notes``: see
+    :func:`resolve_one`."""
     nodes: list = []
     for t in parse_target(spec):
-        for n in resolve_one(t, cluster, view, rng):
+        for n in resolve_one(t, cluster, view, rng, notes):
             if n not in nodes:
                 nodes.append(n)
     return nodes

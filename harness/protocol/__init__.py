@@ -1,14 +1,15 @@
 """A minimal Kafka protocol client for what confluent-kafka 2.16 does not expose: partition leader
 epochs (Metadata v7+), the KRaft quorum (DescribeQuorum), ongoing reassignments
-(ListPartitionReassignments) and eligible leader replicas (DescribeTopicPartitions). See :mod:`.messages` and :mod:`.client`.
+(ListPartitionReassignments), eligible leader replicas (DescribeTopicPartitions) and group and
+transaction coordinators (FindCoordinator). See :mod:`.messages` and :mod:`.client`.
 """
 
 from .client import ProtocolClient, ProtocolError, UnsupportedApi, first_answer
-from .messages import (ApiVersionsResult, BrokerInfo, MetadataResult, OngoingReassignment, PartitionInfo,
+from .messages import (ApiVersionsResult, BrokerInfo, CoordinatorInfo, MetadataResult, OngoingReassignment, PartitionInfo,
                        QuorumInfo, ReassignmentsResult, ReplicaState, TopicInfo, TopicPartitionsResult, error_name)
 from .wire import DecodeError
 
 __all__ = ["ProtocolClient", "ProtocolError", "UnsupportedApi", "first_answer", "ApiVersionsResult",
-           "BrokerInfo", "MetadataResult", "OngoingReassignment", "PartitionInfo", "QuorumInfo", "ReassignmentsResult",
+           "BrokerInfo", "CoordinatorInfo", "MetadataResult", "OngoingReassignment", "PartitionInfo", "QuorumInfo", "ReassignmentsResult",
            "ReplicaState", "TopicInfo", "TopicPartitionsResult",
            "error_name", "DecodeError"]

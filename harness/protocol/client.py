@@ -1,7 +1,8 @@
 """A small blocking Kafka protocol client over one TCP connection to a broker on 127.0.0.1.
 
 It speaks only the requests in :mod:`harness.protocol.messages` (ApiVersions, Metadata v7+,
-DescribeQuorum, ListPartitionReassignments, AlterPartitionReassignments, DescribeTopicPartitions) and negotiates each version with ApiVersions. Every socket operation is bounded by
+DescribeQuorum, ListPartitionReassignments, AlterPartitionReassignments, DescribeTopicPartitions,
+FindCoordinator) and negotiates each version with ApiVersions. Every socket operation is bounded by
 ``timeout`` seconds; any failure (refused, reset, timed out, malformed answer) closes the connection
 and raises :class:`ProtocolError` naming the address and request, so a caller sampling a cluster
 under faults can record the error and try again later.
@@ -217,6 +218,18 @@ class ProtocolClient:
                               f"AlterPartitionReassignments v{v}")
         return self._decode(m.decode_alter_partition_reassignments_response, body, v,
                             "AlterPartitionReassignments")
+
+    def find_coordinator(self, key: str, key_type: str | int = "group") -> m.CoordinatorInfo:
+        """FindCoordinator: the broker coordinating group ``key`` (``key_type`` "group") or transactional
+        id ``key`` ("transaction"). Errors (COORDINATOR_NOT_AVAILABLE while the state partition has no
+        leader, COORDINATOR_LOAD_IN_PROGRESS) are in the result, not raised."""
+        kt = m.COORDINATOR_KEY_TYPES[key_type] if isinstance(key_type, str) else int(key_type)
+        v = self._version(m.API_FIND_COORDINATOR, m.FIND_COORDINATOR_VERSIONS, "FindCoordinator")
+        body = self.roundtrip(m.API_FIND_COORDINATOR, v,
+                              lambda cid: m.encode_find_coordinator_request(v, cid, self.client_id, key, kt),
+                              f"FindCoordinator v{v}")
+        return self._decode(lambda b, vv: m.decode_find_coordinator_response(b, vv, key, kt), body, v,
+                            "FindCoordinator")
 
     def supports_describe_topic_partitions(self) -> bool:
         return self.api_versions().max_version(m.API_DESCRIBE_TOPIC_PARTITIONS,

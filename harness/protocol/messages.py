@@ -15,6 +15,12 @@ decoded by hand from the message schemas in apache/kafka
   reassignments and read the controller's own validation per partition (spec §7.3, §9.6); the
   reassignment tool checks broker ids against DescribeCluster first, so a refusal by the controller
   itself is seen only through this request.
+* **FindCoordinator** (key 10, v1–v6; v3+ flexible, v4+ batched ``CoordinatorKeys``): the broker that
+  coordinates a consumer group (key type 0) or a ``transactional.id`` (key type 1), i.e. the leader of
+  its ``__consumer_offsets`` / ``__transaction_state`` partition (read at the apache/kafka mirror's HEAD,
+  ``FindCoordinatorRequest.json`` / ``FindCoordinatorResponse.json``: v5 only adds the error
+  TRANSACTION_ABORTABLE and v6 the share-group key type, the layout is v4's). confluent-kafka has no
+  call that names a transaction coordinator.
 * **DescribeTopicPartitions** (key 75, v0, flexible; KRaft brokers 3.8+): Metadata's partition fields
   plus the eligible leader replicas (ELR) and last-known ELR (spec §9.5), paginated by a cursor.
 
@@ -29,6 +35,7 @@ from dataclasses import dataclass, field
 from .wire import DecodeError, Reader, Writer
 
 API_METADATA = 3
+API_FIND_COORDINATOR = 10
 API_API_VERSIONS = 18
 API_ALTER_PARTITION_REASSIGNMENTS = 45
 API_LIST_PARTITION_REASSIGNMENTS = 46
@@ -41,13 +48,16 @@ DESCRIBE_QUORUM_VERSIONS = (0, 2)
 LIST_PARTITION_REASSIGNMENTS_VERSIONS = (0, 0)
 ALTER_PARTITION_REASSIGNMENTS_VERSIONS = (0, 0)
 DESCRIBE_TOPIC_PARTITIONS_VERSIONS = (0, 0)
+FIND_COORDINATOR_VERSIONS = (1, 6)       # v0 (deprecated) has no key type
+COORDINATOR_KEY_TYPES = {"group": 0, "transaction": 1}
 METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log, partition 0
 
 # Error codes used in messages here (Kafka's org.apache.kafka.common.protocol.Errors).
 _ERROR_NAMES = {
     0: "NONE", -1: "UNKNOWN_SERVER_ERROR", 3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE",
     6: "NOT_LEADER_OR_FOLLOWER", 7: "REQUEST_TIMED_OUT", 8: "BROKER_NOT_AVAILABLE",
-    9: "REPLICA_NOT_AVAILABLE", 15: "COORDINATOR_NOT_AVAILABLE", 29: "TOPIC_AUTHORIZATION_FAILED",
+    9: "REPLICA_NOT_AVAILABLE", 14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE",
+    16: "NOT_COORDINATOR", 29: "TOPIC_AUTHORIZATION_FAILED",
     31: "CLUSTER_AUTHORIZATION_FAILED", 35: "UNSUPPORTED_VERSION", 39: "INVALID_REPLICA_ASSIGNMENT",
     41: "NOT_CONTROLLER", 42: "INVALID_REQUEST", 72: "LISTENER_NOT_FOUND", 74: "FENCED_LEADER_EPOCH",
     75: "UNKNOWN_LEADER_EPOCH", 85: "NO_REASSIGNMENT_IN_PROGRESS", 100: "UNKNOWN_TOPIC_ID",
@@ -95,7 +105,7 @@ def request_flexible(api_key: int, api_version: int) -> bool:
     return {API_METADATA: api_version >= 9, API_API_VERSIONS: api_version >= 3,
             API_DESCRIBE_QUORUM: True, API_LIST_PARTITION_REASSIGNMENTS: True,
             API_ALTER_PARTITION_REASSIGNMENTS: True,
-            API_DESCRIBE_TOPIC_PARTITIONS: True}[api_key]
+            API_DESCRIBE_TOPIC_PARTITIONS: True, API_FIND_COORDINATOR: api_version >= 3}[api_key]
 
 
 # -- ApiVersions ---------------------------------------------------------------------------------
@@ -542,3 +552,60 @@ def decode_describe_topic_partitions_response(body: bytes, version: int) -> Topi
     r.tagged_fields()
     r.expect_end(f"DescribeTopicPartitions v{version} response")
     return TopicPartitionsResult(topics, cursor, throttle)
+
+
+# -- FindCoordinator -----------------------------------------------------------------------------
+@dataclass
+class CoordinatorInfo:
+    """The coordinator of one key (a group id or a transactional id), as one broker answers."""
+    version: int
+    key: str
+    key_type: int                # 0 group, 1 transaction
+    error: str | None
+    error_message: str | None
+    node_id: int                 # -1 with an error
+    host: str
+    port: int
+
+
+def encode_find_coordinator_request(version: int, correlation_id: int, client_id: str | None,
+                                    key: str, key_type: int) -> bytes:
+    _check_version("FindCoordinator", version, FIND_COORDINATOR_VERSIONS)
+    flexible = request_flexible(API_FIND_COORDINATOR, version)
+    w = Writer()
+    encode_request_header(w, API_FIND_COORDINATOR, version, correlation_id, client_id, flexible)
+    if version <= 3:
+        w.string(key, compact=flexible).int8(key_type)
+    else:
+        w.int8(key_type).array([key], lambda ww, k: ww.string(k, compact=True), compact=True)
+    if flexible:
+        w.empty_tagged_fields()
+    return w.bytes()
+
+
+def decode_find_coordinator_response(body: bytes, version: int, key: str = "", key_type: int = 0) -> CoordinatorInfo:
+    """Decode the body (v4+: the entry for ``key``, the first one when none matches by name)."""
+    _check_version("FindCoordinator", version, FIND_COORDINATOR_VERSIONS)
+    flexible = version >= 3
+    r = Reader(body)
+    r.int32()                                   # ThrottleTimeMs
+    if version <= 3:
+        err, msg = r.int16(), r.string(flexible)
+        node, host, port = r.int32(), r.string(flexible), r.int32()
+        if flexible:
+            r.tagged_fields()
+        r.expect_end(f"FindCoordinator v{version} response")
+        return CoordinatorInfo(version, key, key_type, error_name(err), msg, node, host or "", port)
+
+    def coord(rr: Reader) -> CoordinatorInfo:
+        k, node, host, port = rr.string(True), rr.int32(), rr.string(True), rr.int32()
+        err, msg = rr.int16(), rr.string(True)
+        rr.tagged_fields()
+        return CoordinatorInfo(version, k or "", key_type, error_name(err), msg, node, host or "", port)
+
+    coords = r.array(coord, True) or []
+    r.tagged_fields()
+    r.expect_end(f"FindCoordinator v{version} response")
+    if not coords:
+        raise DecodeError("FindCoordinator response names no coordinator")
+    return next((c for c in coords if c.key == key), coords[0])

@@ -9,16 +9,20 @@ and the drain's end offsets as ``partition.end`` (docs/run-record.md).
 from .config import WorkloadConfig
 from .drain import drain
 from .outcomes import classify_delivery_error, single_attempt
+from .groups import GroupWorkload, GroupWorkloadConfig
 from .txn import TxnWorkload, TxnWorkloadConfig
 from .workload import Workload
 
-__all__ = ["Workload", "WorkloadConfig", "TxnWorkload", "TxnWorkloadConfig", "make_workload", "drain",
+__all__ = ["Workload", "WorkloadConfig", "TxnWorkload", "TxnWorkloadConfig", "GroupWorkload", "GroupWorkloadConfig", "make_workload", "drain",
            "classify_delivery_error", "single_attempt"]
 
 
 def make_workload(bootstrap: str, spec: dict, emit):
     """The workload a scenario's ``workload`` dict asks for: ``kind: "txn"`` the transactional one
-    (:class:`TxnWorkload`, docs/transactions.md), else the producer/consumer :class:`Workload`."""
+    (:class:`TxnWorkload`, docs/transactions.md), ``kind: "group"`` the consumer-group one
+    (:class:`GroupWorkload`), else the producer/consumer :class:`Workload`."""
     if spec.get("kind") == "txn":
         return TxnWorkload(bootstrap, TxnWorkloadConfig(**spec), emit)
+    if spec.get("kind") == "group":
+        return GroupWorkload(bootstrap, GroupWorkloadConfig(**spec), emit)
     return Workload(bootstrap, WorkloadConfig(**{k: v for k, v in spec.items() if k != "kind"}), emit)

@@ -48,6 +48,29 @@ SHORT = {
                "delete_controller_znode": {"weight": 1}},
 }
 
+# transactions and consumer groups under a seeded mix aimed at their coordinators (docs/transactions.md):
+# the transaction coordinator of the workload's transactional id, the group coordinator of its group
+_TXN_ID, _GROUP = "kc-tx-txn", "kc-g-grp"
+TXN_MIX = {
+    "length": 240, "interval": [8, 14], "duration": [6, 14],
+    "faults": {
+        "kill": {"weight": 2, "targets": [f"txn-coordinator({_TXN_ID})", "leader(txn,0)", "quorum-leader"]},
+        "pause": {"weight": 2, "targets": [f"txn-coordinator({_TXN_ID})", "random-broker"]},
+        "partition": {"weight": 1, "targets": [f"txn-coordinator({_TXN_ID})"]},
+        "zk_expire_session": {"weight": 1, "targets": ["random-broker"]},
+    },
+}
+GROUP_MIX = {
+    "length": 240, "interval": [8, 14], "duration": [6, 14],
+    "faults": {
+        "kill": {"weight": 2, "targets": [f"group-coordinator({_GROUP})", "random-broker"]},
+        "pause": {"weight": 2, "targets": [f"group-coordinator({_GROUP})", "random-broker"]},
+        "isolate": {"weight": 1, "targets": [f"group-coordinator({_GROUP})"]},
+    },
+}
+_TXN_TOPIC = [TopicSpec("txn", 4, 3, config={"min.insync.replicas": "2"})]
+_GRP_TOPIC = [TopicSpec("grp", 6, 3, config={"min.insync.replicas": "2"})]
+
 SCENARIOS: list[Scenario] = [
     Scenario("nightly.mixed", "seeded random schedule of mixed broker, network, ZooKeeper (KRaft: quorum) and "
              "controller faults (--length s, replayable)", None, tags=("nightly",), zookeepers=3, kraft=True,
@@ -57,4 +80,17 @@ SCENARIOS: list[Scenario] = [
     Scenario("nightly.short", "45 s seeded random schedule (kill, pause, /controller deletion; KRaft: kill the "
              "quorum leader); replayable", None, tags=("chaos",), kraft=True, broker_config=_CONFIG, topics=[TopicSpec(T, 3, 3)], workload=_WORKLOAD,
              fault_mix=SHORT, max_duration_s=SHORT["length"] + 120),
+    Scenario("nightly.transactions", "seeded random schedule against a transactional workload: the transaction "
+             "coordinator (txn-coordinator target) and a data leader killed, paused, partitioned (--length s, "
+             "replayable)", None, tags=("nightly",), kraft=True, topics=_TXN_TOPIC,
+             workload={"kind": "txn", "topic": "txn", "partitions": 4, "rate": 20.0, "abort_ratio": 0.2},
+             checks=("conformance", "transactions", "expectations"),
+             coverage={"acked_after_heal": 0, "producers_alive": False}, min_version="2.5",
+             fault_mix=TXN_MIX, max_duration_s=TXN_MIX["length"] + 120),
+    Scenario("nightly.groups", "seeded random schedule against a consumer group: the group coordinator "
+             "(group-coordinator target) and random brokers killed, paused, isolated (--length s, replayable)",
+             None, tags=("nightly",), kraft=True, topics=_GRP_TOPIC,
+             workload={"kind": "group", "topic": "grp", "partitions": 6, "rate": 100.0, "members": 4},
+             checks=("conformance", "durability", "groups", "expectations"),
+             fault_mix=GROUP_MIX, max_duration_s=GROUP_MIX["length"] + 120),
 ]

@@ -215,3 +215,55 @@ def test_quorum_targets_on_a_zookeeper_cluster_are_an_error(spec):
     msg = str(e.value)
     assert "\n" not in msg and msg == (f"{spec}: cluster x runs apache-zk (roles: broker, zookeeper): "
                                        "it has no KRaft controller quorum")
+
+
+# -- coordinators (FindCoordinator through cluster.coordinator()) ----------------------------------
+class _Info:
+    def __init__(self, node_id, error=None, version=4):
+        self.node_id, self.error, self.version = node_id, error, version
+
+
+class _CoordCluster(_Cluster):
+    def __init__(self, answers):
+        super().__init__(3)
+        for b in self.brokers.values():
+            b.host_port = 9000 + b.node_id
+        self.answers, self.asked = answers, []
+
+    def coordinator(self, key, key_type):
+        self.asked.append((key, key_type))
+        got = self.answers[(key, key_type)]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+
+def test_parse_coordinator_targets():
+    assert parse_target("txn-coordinator(kc-tx-txn), group-coordinator( g.1 )") == [
+        Target("txn-coordinator", key="kc-tx-txn"), Target("group-coordinator", key="g.1")]
+    assert format_target(parse_target("txn-coordinator(a),broker:1")) == "txn-coordinator(a),broker:1"
+    for bad in ("txn-coordinator()", "txn-coordinator(a,b)", "group-coordinator"):
+        with pytest.raises(TargetError):
+            parse_target(bad)
+
+
+def test_resolve_coordinators_and_record_how():
+    cl = _CoordCluster({("tx", "transaction"): (9002, _Info(3)), ("g", "group"): (9001, _Info(1, version=3))})
+    notes = []
+    assert _ids(resolve("txn-coordinator(tx),group-coordinator(g)", cl, _View(), random.Random(0), notes)) == [
+        "broker3", "broker1"]
+    assert cl.asked == [("tx", "transaction"), ("g", "group")]
+    assert notes == [{"target": "txn-coordinator(tx)", "key_type": "transaction", "key": "tx", "node_id": 3,
+                      "answered_by": 2, "version": 4},
+                     {"target": "group-coordinator(g)", "key_type": "group", "key": "g", "node_id": 1,
+                      "answered_by": 1, "version": 3}]
+
+
+@pytest.mark.parametrize("answer, message", [
+    ((9001, _Info(-1, "COORDINATOR_NOT_AVAILABLE")), "answered COORDINATOR_NOT_AVAILABLE"),
+    (RuntimeError("no broker answered"), "FindCoordinator not answered"),
+    ((9001, _Info(7)), "broker 7 is not part"),
+])
+def test_unresolvable_coordinators(answer, message):
+    with pytest.raises(TargetUnresolved, match=message):
+        resolve("txn-coordinator(tx)", _CoordCluster({("tx", "transaction"): answer}), _View(), random.Random(0))
