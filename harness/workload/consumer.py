@@ -39,6 +39,25 @@ def consumer_settings(bootstrap: str, group_id: str, client_id: str, extra: dict
     return conf
 
 
+class ClientThread:
+    """The thread body and crash switch that the group member (groups.py) and the transactional
+    consumer (txn.py) share: ``_run`` raising records ``died`` with the error; a ``crash`` (the
+    nemesis's ``client_crash``) ends it as ``died`` / ``client_crash``; else ``stopped``. The class
+    using it has ``_halt`` (an Event), ``error``, ``life`` and ``_run``."""
+
+    def crash(self) -> None:
+        self._halt.set()
+
+    def _main(self) -> None:
+        try:
+            self._run()
+        except Exception as e:  # noqa: BLE001
+            self.error = f"{type(e).__name__}: {e}"
+            self.life("died", self.error)
+            return
+        self.life("died" if self._halt.is_set() else "stopped", "client_crash" if self._halt.is_set() else None)
+
+
 class ConsumerProcess:
     """One consumer thread in ``assign`` or ``subscribe`` mode."""
 

@@ -33,7 +33,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from harness.clientlog import with_logger
 
 from .config import WorkloadConfig
-from .consumer import consumer_settings
+from .consumer import ClientThread, consumer_settings
 from .outcomes import error_name
 from .workload import Workload
 
@@ -82,7 +82,7 @@ class GroupWorkloadConfig(WorkloadConfig):
         return d
 
 
-class GroupMemberProcess:
+class GroupMemberProcess(ClientThread):
     """One member of the group (process ``<prefix>m<i>``)."""
 
     def __init__(self, name: str, bootstrap: str, cfg: GroupWorkloadConfig, emit: Emit, stop: threading.Event):
@@ -107,9 +107,6 @@ class GroupMemberProcess:
         self.thread = threading.Thread(target=self._main, name=f"group-member-{name}", daemon=True)
 
     # -- control
-    def crash(self) -> None:
-        self._halt.set()
-
     def pause(self, seconds: float) -> None:
         self._pause_until = time.monotonic() + seconds
 
@@ -120,15 +117,6 @@ class GroupMemberProcess:
     def life(self, state: str, error: str | None = None) -> None:
         self.emit("client.life", process=self.name, role="consumer", state=state, error=error, mode="subscribe",
                   group=self.cfg.group)
-
-    def _main(self) -> None:
-        try:
-            self._run()
-        except Exception as e:  # noqa: BLE001
-            self.error = f"{type(e).__name__}: {e}"
-            self.life("died", self.error)
-            return
-        self.life("died" if self._halt.is_set() else "stopped", "client_crash" if self._halt.is_set() else None)
 
     # -- the loop
     def _meta(self, consumer: Consumer) -> dict:

@@ -25,7 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from harness.clientlog import with_logger
 
 from .config import partition_ids
-from .consumer import consumer_settings
+from .consumer import ClientThread, consumer_settings
 from .outcomes import error_name
 from .workload import ClientGroup
 
@@ -302,7 +302,7 @@ class TxnProducerProcess:
                 time.sleep(0.2)
 
 
-class TxnConsumerProcess:
+class TxnConsumerProcess(ClientThread):
     """A read_committed consumer reading every partition by assignment (process ``<prefix>c<i>``)."""
 
     def __init__(self, name: str, bootstrap: str, cfg: TxnWorkloadConfig, emit: Emit, stop: threading.Event):
@@ -316,21 +316,9 @@ class TxnConsumerProcess:
         self._halt = threading.Event()
         self.thread = threading.Thread(target=self._main, name=f"txn-consumer-{name}", daemon=True)
 
-    def crash(self) -> None:
-        self._halt.set()
-
     def life(self, state: str, error: str | None = None, **extra) -> None:
         self.emit("client.life", process=self.name, role="consumer", state=state, error=error, mode="assign",
                   **extra)
-
-    def _main(self) -> None:
-        try:
-            self._run()
-        except Exception as e:  # noqa: BLE001
-            self.error = f"{type(e).__name__}: {e}"
-            self.life("died", self.error)
-            return
-        self.life("died" if self._halt.is_set() else "stopped", "client_crash" if self._halt.is_set() else None)
 
     def _run(self) -> None:
         cfg, emit, name, topic = self.cfg, self.emit, self.name, self.cfg.topic
