@@ -15,10 +15,10 @@ import time
 import uuid
 from typing import Callable
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from .config import WorkloadConfig
-from .outcomes import error_name, msg_leader_epoch
+from .outcomes import count_error, msg_leader_epoch
 from .producer import CRASH_ERROR
 
 Emit = Callable[..., object]
@@ -120,9 +120,7 @@ class ConsumerProcess:
                 for msg in consumer.consume(num_messages=500, timeout=cfg.poll_timeout_s):
                     err = msg.error()
                     if err is not None:
-                        if err.code() != KafkaError._PARTITION_EOF:
-                            n = error_name(err)
-                            self.errors[n] = self.errors.get(n, 0) + 1
+                        count_error(self.errors, err)
                         continue
                     self.records += 1
                     raw = msg.value()

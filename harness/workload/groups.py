@@ -34,7 +34,7 @@ from harness.clientlog import with_logger
 
 from .config import WorkloadConfig
 from .consumer import ClientThread, consumer_settings
-from .outcomes import error_name
+from .outcomes import count_error, error_name
 from .workload import Workload
 
 Emit = Callable[..., object]
@@ -197,9 +197,7 @@ class GroupMemberProcess(ClientThread):
                 for msg in msgs:
                     err = msg.error()
                     if err is not None:
-                        if err.code() != KafkaError._PARTITION_EOF:
-                            n = error_name(err)
-                            self.errors[n] = self.errors.get(n, 0) + 1
+                        count_error(self.errors, err)
                         continue
                     if self._halt.is_set():
                         break

@@ -75,3 +75,10 @@ def msg_leader_epoch(msg) -> int | None:
         return msg.leader_epoch()
     except (AttributeError, RuntimeError):
         return None
+
+
+def count_error(errors: dict[str, int], err: KafkaError) -> None:
+    """Count a consumer's error by name in ``errors``; an end-of-partition notice is not an error."""
+    if err.code() != KafkaError._PARTITION_EOF:
+        n = error_name(err)
+        errors[n] = errors.get(n, 0) + 1

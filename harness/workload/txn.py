@@ -26,7 +26,7 @@ from harness.clientlog import with_logger
 
 from .config import partition_ids
 from .consumer import ClientThread, consumer_settings
-from .outcomes import error_name
+from .outcomes import count_error, error_name
 from .workload import ClientGroup
 
 Emit = Callable[..., object]
@@ -335,9 +335,7 @@ class TxnConsumerProcess(ClientThread):
                 for msg in consumer.consume(num_messages=500, timeout=cfg.poll_timeout_s):
                     err = msg.error()
                     if err is not None:
-                        if err.code() != KafkaError._PARTITION_EOF:
-                            n = error_name(err)
-                            self.errors[n] = self.errors.get(n, 0) + 1
+                        count_error(self.errors, err)
                         continue
                     self.records += 1
                     raw = msg.value()
