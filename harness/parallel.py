@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .lifecycle import Shield, summary
 from .lifecycle import reap as reap_dead
+from .shard import longest_first
 
 RESULT = re.compile(r"^\[1/1\] (\S+): (PASS|FAIL|UNKNOWN) in (.*)$")
 SECONDS = re.compile(r"([\d.]+) s")           # the rest of a result line starts with "38 s"
@@ -126,13 +127,16 @@ def run_parallel(jobs: list[Job], workers: int, runs_dir: str) -> int:
     return 0 if all(c == 0 for c in codes) and passed == len(jobs) else 2
 
 
-def run_children(jobs: list[Job], workers: int, runs_dir: str) -> list[ChildResult]:
-    """Run ``jobs`` as ``kafka-chaos run`` children, ``workers`` at a time, with a progress line as
-    each starts and ends; their results in job order. Ctrl-C stops them (see the module docstring)
+def run_children(jobs: list[Job], workers: int, runs_dir: str,
+                 durations: dict[str, float] | None = None) -> list[ChildResult]:
+    """Run ``jobs`` as ``kafka-chaos run`` children, ``workers`` at a time, longest expected first
+    (``durations``: seconds per scenario, default the shipped table), with a progress line as each
+    starts and ends; their results in job order. Ctrl-C stops them (see the module docstring)
     and is raised again once they are reaped."""
     logs = Path(runs_dir) / ".logs"
     logs.mkdir(parents=True, exist_ok=True)
-    pending = list(enumerate(jobs, 1))
+    # longest expected duration first (suites/durations.json), so no long scenario starts last
+    pending = [(i + 1, jobs[i]) for i in longest_first([j.scenario for j in jobs], durations)]
     running: list[_Child] = []
     results: dict[int, ChildResult] = {}
     total = len(jobs)

@@ -72,6 +72,16 @@ def assign(names: list[str], n: int, durations: dict[str, float] | None = None) 
     return [sorted(s, key=order.__getitem__) for s in shards]   # each shard keeps the suite's order
 
 
+def longest_first(names: list[str], durations: dict[str, float] | None = None) -> list[int]:
+    """The indexes of ``names`` in the order to start them on a pool of workers: longest expected
+    duration first (ties and unknown durations keep the given order), so that no long scenario
+    starts last while the other workers idle. Unknown names count as the median of the known ones."""
+    durations = known_durations() if durations is None else durations
+    known = [durations[x] for x in names if x in durations]
+    fallback = statistics.median(known) if known else DEFAULT_SECONDS
+    return sorted(range(len(names)), key=lambda i: (-durations.get(names[i], fallback), i))
+
+
 def select(names: list[str], shard: str, durations: dict[str, float] | None = None) -> list[str]:
     """The scenarios of shard ``"i/N"``."""
     i, n = parse_shard(shard)

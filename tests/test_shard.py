@@ -73,3 +73,38 @@ def test_cli_rejects_a_bad_shard_before_any_docker_work():
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "kafka-chaos: error: --shard 3/2: I must be between 1 and N, and N at least 1"]
+
+
+def _makespan(costs: list[float], workers: int) -> float:
+    """The wall time of starting ``costs`` in this order on ``workers`` slots (each job takes the
+    first free slot), as harness.parallel.run_children does."""
+    free = [0.0] * workers
+    for c in costs:
+        k = min(range(workers), key=free.__getitem__)
+        free[k] += c
+    return max(free)
+
+
+def test_longest_first_starts_the_longest_expected_first_and_keeps_order_on_ties():
+    from harness.shard import longest_first
+    names = ["a", "b", "c", "d", "e"]
+    order = longest_first(names, {"a": 10, "b": 50, "c": 10, "d": 30})   # e unknown: median 20
+    assert [names[i] for i in order] == ["b", "d", "e", "a", "c"]
+    assert sorted(order) == list(range(5))
+    assert longest_first([], {}) == []
+    assert longest_first(["x", "y"], {}) == [0, 1]          # nothing known: the given order
+
+
+def test_longest_first_never_lengthens_the_suite_on_two_workers():
+    """On the shipped conformance durations, the start order run_children uses finishes no later
+    than the catalogue's order on 2 workers (and strictly earlier when the catalogue ends long)."""
+    from harness.shard import known_durations, longest_first
+    table = known_durations()
+    names = sorted(table)
+    assert len(names) >= 30
+    given = _makespan([table[n] for n in names], 2)
+    lpt = _makespan([table[names[i]] for i in longest_first(names, table)], 2)
+    assert lpt <= given
+    worst = sorted(names, key=table.__getitem__)                       # shortest first: the long tail
+    assert _makespan([table[names[i]] for i in longest_first(worst, table)], 2) < _makespan(
+        [table[n] for n in worst], 2)
