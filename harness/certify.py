@@ -122,7 +122,8 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
            "verdict": rec.verdict["verdict"], "reason": rec.verdict.get("reason", ""),
            "cause": cause, "run_cause": cause,
            "failing_rules": failing_rules(rec.verdict.get("checks") or {}),
-           "judged_against": "applied configuration"}
+           "judged_against": "applied configuration",
+           "container_logs": [e["path"] for e in rec.metadata.get("container_logs") or [] if e.get("path")]}
     if not overrides or _environment_spoiled(rec):
         return out
     if judge is None:

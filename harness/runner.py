@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, distributions, docker_util, images
+from . import __version__, container_logs, distributions, docker_util, images
 from .checkers.verdict import decide
 from .cluster import Cluster, ClusterSpec
 from .errors import HarnessError
@@ -32,7 +32,7 @@ from .scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
 from .schedule import Schedule, generate_schedule
 from .workload import make_workload
 
-
+LOGS_WAIT_S = 60.0      # the record waits this long at most for the containers' logs
 
 
 def cluster_prefix() -> str:
@@ -227,9 +227,10 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
                 obs.finish(cluster, rec)        # the ground-truth history, where there is one
         except Exception as e:
             rec.emit("phase", name="observer.error", error=f"{type(e).__name__}: {e}")
-        remover = _remove_in_background(cluster) if cluster is not None else None
+        remover = _remove_in_background(cluster, rec) if cluster is not None else None
     try:
-        return _conclude(rec, scenario, ctx, env_error, env_cause, interrupted, workload, t0)
+        return _conclude(rec, scenario, ctx, env_error, env_cause, interrupted, workload, t0,
+                         logs_saved=remover.logs_saved if remover is not None else None)
     finally:
         if remover is not None:
             remover.join()      # the containers are gone before the caller goes on
@@ -246,21 +247,33 @@ def _watch_docker(cluster: Cluster, rec: RunRecorder):
         return None
 
 
-def _remove_in_background(cluster: Cluster) -> threading.Thread:
-    """Remove the cluster's containers while the run is judged (nothing reads them any more)."""
+def _remove_in_background(cluster: Cluster, rec: RunRecorder) -> threading.Thread:
+    """Save the containers' logs into the record (harness/container_logs.py), then remove the
+    containers, while the run is judged (nothing else reads them any more). The thread's
+    ``logs_saved`` event is set once the logs are in the record (or could not be saved)."""
+    logs_saved = threading.Event()
+
     def remove() -> None:
+        try:
+            rec.update_metadata(container_logs=container_logs.save(cluster.name, rec.write_artifact))
+        except Exception as e:  # noqa: BLE001 - evidence is optional; the run goes on
+            rec.update_metadata(container_logs=[{"error": f"{type(e).__name__}: {e}"[:300]}])
+        finally:
+            logs_saved.set()
         try:
             cluster.remove()
         except Exception as e:  # noqa: BLE001 - orphans are reaped by the next start or `cleanup`
             _say(f"(could not remove cluster {cluster.name}: {type(e).__name__}: {e}; `kafka-chaos cleanup`)")
     t = threading.Thread(target=remove, name=f"remove-{cluster.name}")
+    t.logs_saved = logs_saved
     t.start()
     return t
 
 
 def _conclude(rec: RunRecorder, scenario: Scenario, ctx, env_error, env_cause, interrupted: bool,
-              workload, t0: float) -> RunOutcome:
-    """Judge the recorded run (harness/checkers/verdict.py) and publish its record."""
+              workload, t0: float, logs_saved: threading.Event | None = None) -> RunOutcome:
+    """Judge the recorded run (harness/checkers/verdict.py) and publish its record (once the
+    containers' logs are in it: ``logs_saved``, bounded)."""
     if env_error:
         rec.emit("phase", name="aborted" if interrupted else "environment.error", error=env_error,
                  cause=env_cause or "environment")
@@ -278,6 +291,8 @@ def _conclude(rec: RunRecorder, scenario: Scenario, ctx, env_error, env_cause, i
     stats = {"seconds": round(time.monotonic() - t0, 1), "events": len(events)}
     if workload is not None:
         stats["workload"] = workload.stats()
+    if logs_saved is not None and not logs_saved.wait(LOGS_WAIT_S):
+        rec.update_metadata(container_logs=[{"error": f"not saved within {LOGS_WAIT_S:.0f} s"}])
     path = rec.finish(verdict, reason, checks, stats, cause=cause, extra=extra)
     if interrupted:
         raise KeyboardInterrupt

@@ -75,7 +75,16 @@ def _run_links(run: dict) -> str:
     return (f'{_badge(verdict)} <a href="{_e(_href(p))}/"><code>{_e(run["run_id"])}</code></a>{extra} '
             f'<span class="muted">[<a href="{_e(_href(p + "/verdict.json"))}">verdict</a> · '
             f'<a href="{_e(_href(p + "/events.jsonl"))}">events</a> · '
-            f'<a href="{_e(_href(p + "/metadata.json"))}">metadata</a>]</span>')
+            f'<a href="{_e(_href(p + "/metadata.json"))}">metadata</a>'
+            + "".join(f' · <a href="{_e(_href(p + "/" + log))}">{_e(_log_label(log))}</a>'
+                      for log in run.get("container_logs") or [])
+            + ']</span>')
+
+
+def _log_label(path: str) -> str:
+    """``logs/kc-r1a2b3c-b2.log.gz`` -> ``b2 log`` (the node's part of the container name)."""
+    name = Path(path).name.removesuffix(".log.gz")
+    return name.rsplit("-", 1)[-1] + " log"
 
 
 def _rules(rules: list[dict]) -> str:

@@ -6,6 +6,7 @@ Select with markers: ``-m smoke`` (CI), ``-m conformance``, ``-m chaos``, ``-m n
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -35,3 +36,8 @@ def test_scenario(scenario, broker_image, request):
     if scenario.workload:
         dur = verdict["checks"]["durability"]
         assert dur["verdict"] == "PASS", dur
+    # every container's own log is in the record (harness/container_logs.py)
+    logs = json.loads((out.path / "metadata.json").read_text())["container_logs"]
+    assert len(logs) >= scenario.brokers and all("path" in e for e in logs), logs
+    texts = [gzip.decompress((out.path / e["path"]).read_bytes()).decode(errors="replace") for e in logs]
+    assert sum("started" in t for t in texts) >= scenario.brokers, [e["container"] for e in logs]

@@ -553,3 +553,31 @@ def test_scope_says_all_only_when_every_capability_was_decided(tmp_path):
     assert cert["scope_text"].startswith("every capability of this harness version was selected (14); "
                                          "decided (1): controller_failover; not applicable (13): acks (")
     assert "all capabilities" not in render_html(cert)
+
+
+def test_container_logs_of_a_run_are_linked_from_the_certificate(tmp_path):
+    """A run whose record holds its containers' logs (harness/container_logs.py): the certificate's
+    evidence row links each log, and each link resolves relative to the certificate."""
+    import gzip
+    import shutil
+    rid = "20250601T020000Z-broker_failover.kill_leader-000001"
+    run = tmp_path / "runs" / rid
+    shutil.copytree(FIXTURES / rid, run)
+    meta = json.loads((run / "metadata.json").read_text())
+    meta["container_logs"] = [{"container": "kc-r0a1b2c-b1", "path": "logs/kc-r0a1b2c-b1.log.gz", "bytes": 5,
+                               "truncated": False}, {"container": "kc-r0a1b2c-zk1", "error": "gone"}]
+    (run / "metadata.json").write_text(json.dumps(meta))
+    (run / "logs").mkdir()
+    (run / "logs" / "kc-r0a1b2c-b1.log.gz").write_bytes(gzip.compress(b"hello"))
+    j = certify.judge_run(run, None, {})
+    assert j["container_logs"] == ["logs/kc-r0a1b2c-b1.log.gz"]
+    j.update(run_id=rid, path=str(run), seconds=12.0, attempt=0)
+    plans = certify.plan([scen("broker_failover.kill_leader")], ZK_39, ["broker_failover"])
+    cert = certify.build_certificate(
+        plans, {"broker_failover.kill_leader": [j]}, subject=ZK_39, profile="apache-zk-3.9", overrides={},
+        started_at="2026-11-21T08:00:00Z", finished_at="2026-11-21T08:10:00Z", out_dir=tmp_path,
+        git={"git_sha": "0123456789abcdef", "git_dirty": False}, selected=["broker_failover"], unmapped=[])
+    page, _ = write_certificate(cert, tmp_path)
+    links = re.findall(r'href="([^"]+\.log\.gz)">([^<]+)<', page.read_text())
+    assert [label for _, label in links] == ["b1 log"]
+    assert gzip.decompress((tmp_path / links[0][0]).read_bytes()) == b"hello"
