@@ -23,7 +23,8 @@ defaults, ``GroupCoordinatorConfig``). Without ``--variant`` the members use the
 
 One flow for ZooKeeper mode and KRaft: the group coordinator moves with the leadership of its
 ``__consumer_offsets`` partition in both, and FindCoordinator answers from each broker's metadata
-cache (``KafkaApis.getCoordinator``). Tagged ``chaos`` only (each run is about a minute).
+cache (``KafkaApis.getCoordinator``). Tagged ``chaos`` (each run is about a minute); ``groups.member_kill``
+is also ``conformance``: the certificate's evidence for the ``consumer-groups`` capability.
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ _KIP848_BROKER = {"group.consumer.min.session.timeout.ms": "6000", "group.consum
 KIP848 = {"workload": {"group_protocol": "consumer"}, "broker_config": _KIP848_BROKER, "min_version": "4.0"}
 
 
-def _scenario(name: str, description: str, script, workload=None, **kw) -> Scenario:
-    return Scenario(name, description, script, tags=("chaos",), topics=_TOPICS, workload=workload or _WORKLOAD,
+def _scenario(name: str, description: str, script, workload=None, tags=("chaos",), **kw) -> Scenario:
+    return Scenario(name, description, script, tags=tags, topics=_TOPICS, workload=workload or _WORKLOAD,
                     checks=_CHECKS, kraft=True, max_duration_s=kw.pop("max_duration_s", 120),
                     variants={"kip848": {**KIP848, "description": f"{description} (KIP-848: group.protocol=consumer)"}},
                     **kw)
@@ -87,7 +88,7 @@ def _scenario(name: str, description: str, script, workload=None, **kw) -> Scena
 
 SCENARIOS: list[Scenario] = [
     _scenario("groups.member_kill", "three members of a group; one killed abruptly 12 s in",
-              member_kill),
+              member_kill, tags=("conformance", "chaos")),
     _scenario("groups.member_pause", "three members of a group; one stops polling for 20 s (past "
               "max.poll.interval.ms), leaves and rejoins", member_pause),
     _scenario("groups.coordinator_kill", "three members of a group; the group coordinator (FindCoordinator's "
