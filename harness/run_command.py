@@ -141,6 +141,13 @@ def cmd_run(args) -> int:
     chosen = scenarios_for(args.target)
     if not chosen:
         raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
+    if args.variant:
+        if not any(args.variant in s.variants for s in chosen):
+            raise HarnessError(f"no scenario of {args.target!r} has the variant {args.variant!r}")
+        for s in chosen:
+            if args.variant not in s.variants:
+                _say(f"skipped {s.name}: has no variant {args.variant!r}")
+        chosen = [s.with_variant(args.variant) for s in chosen if args.variant in s.variants]
     info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
                             and args.broker_image is None)
     if args.distribution is None and info.distribution == "generic":
@@ -150,13 +157,6 @@ def cmd_run(args) -> int:
     seed = args.seed or 0
     if args.length is not None:
         chosen = [s.with_length(args.length) for s in chosen]
-    if args.variant:
-        for s in chosen:
-            if args.variant not in s.variants:
-                _say(f"skipped {s.name}: has no variant {args.variant!r}")
-        chosen = [s.with_variant(args.variant) for s in chosen if args.variant in s.variants]
-        if not chosen:
-            raise HarnessError(f"no scenario of {args.target!r} has the variant {args.variant!r}")
     dist = distributions.get(args.distribution)
     skipped = [(s.name, s.not_applicable(info.kafka_version, dist)) for s in chosen]
     skipped = [(n, why) for n, why in skipped if why]
