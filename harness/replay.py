@@ -31,6 +31,7 @@ class ReplayPlan:
     broker_config: dict[str, str]
     suite: str
     distribution: str | None = None
+    variant: str | None = None            # the scenario's variant the run was (Scenario.with_variant)
 
 
 def plan_replay(run_dir: str | Path) -> ReplayPlan:
@@ -59,4 +60,5 @@ def plan_replay(run_dir: str | Path) -> ReplayPlan:
     return ReplayPlan(run_id=str(meta.get("run_id") or p.name), scenario=scenario, seed=seed, schedule=schedule,
                       broker_image=meta.get("broker_image"), kafka_version=meta.get("kafka_version"),
                       profile=meta.get("profile"), broker_config={str(k): str(v) for k, v in cfg.items()},
-                      suite=str(meta.get("suite") or "adhoc"), distribution=meta.get("distribution"))
+                      suite=str(meta.get("suite") or "adhoc"), distribution=meta.get("distribution"),
+                      variant=meta.get("variant") if isinstance(meta.get("variant"), str) else None)

@@ -58,6 +58,9 @@ def add_parser(sub) -> None:
     add_distribution_file_arg(r)
     r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
                                      "or compatible)")
+    r.add_argument("--variant", metavar="NAME",
+                   help="run each chosen scenario as its variant NAME (e.g. kip848: the consumer groups with "
+                        "group.protocol=consumer); scenarios without it are skipped, the run records it")
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="broker config override on top of each scenario's own (repeatable); the run is judged "
                         "against the configuration it ran with")
@@ -68,11 +71,11 @@ def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str) -> int:
     """Execute (scenario, execute-kwargs) jobs in order with a progress line each; the exit code."""
     outcomes: list[RunOutcome] = []
     for n, (s, kw) in enumerate(jobs, 1):
-        _say(f"[{n}/{len(jobs)}] {s.name}: running ...")
+        _say(f"[{n}/{len(jobs)}] {s.label}: running ...")
         o = execute(s, runs_dir=runs_dir, **kw)
         outcomes.append(o)
         what = f"{o.verdict}({o.cause})" if o.cause else o.verdict
-        _say(f"[{n}/{len(jobs)}] {s.name}: {what} in {o.seconds:.0f} s — {o.reason}  ({o.path})")
+        _say(f"[{n}/{len(jobs)}] {s.label}: {what} in {o.seconds:.0f} s — {o.reason}  ({o.path})")
     passed = sum(o.verdict == "PASS" for o in outcomes)
     _say(f"{passed}/{len(outcomes)} PASS; run records under {runs_dir}/")
     if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):
@@ -94,6 +97,9 @@ def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
     if not found:
         raise HarnessError(f"--replay {args.replay}: scenario {plan.scenario!r} is not in this harness version "
                            "(`kafka-chaos run list`)")
+    if args.variant and args.variant != plan.variant:
+        raise HarnessError(f"--variant cannot change a replay: {plan.run_id} ran variant {plan.variant!r}")
+    found = [found[0].with_variant(plan.variant)]
     if args.kafka_version or args.broker_image:   # replay the same schedule against another broker
         info = images.image_for(args.kafka_version, args.broker_image, build_missing=False)
         profile = args.profile
@@ -135,6 +141,13 @@ def cmd_run(args) -> int:
     chosen = scenarios_for(args.target)
     if not chosen:
         raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
+    if args.variant:
+        if not any(args.variant in s.variants for s in chosen):
+            raise HarnessError(f"no scenario of {args.target!r} has the variant {args.variant!r}")
+        for s in chosen:
+            if args.variant not in s.variants:
+                _say(f"skipped {s.name}: has no variant {args.variant!r}")
+        chosen = [s.with_variant(args.variant) for s in chosen if args.variant in s.variants]
     info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
                             and args.broker_image is None)
     if args.distribution is None and info.distribution == "generic":
@@ -169,7 +182,8 @@ def cmd_run(args) -> int:
     if args.parallel > 1 and len(chosen) * args.repeat > 1:
         extra = (["--profile", args.profile] if args.profile else []) + (
             distribution_args(args.distribution)) + (
-            ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides)
+            ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides) + (
+            ["--variant", args.variant] if args.variant else [])
         pjobs = [Job(s.name, [s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
                               args.runs_dir, "--suite", suite, *extra])
                  for i in range(args.repeat) for s in chosen]

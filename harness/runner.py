@@ -144,6 +144,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
         "topics": [t.to_dict() for t in scenario.topics], "workload": None, "seed": seed,
         "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
         "host": host_facts(), "replay_of": replay_of, "description": scenario.description,
+        "variant": scenario.variant,
         "tags": list(scenario.tags), "checks": list(scenario.checks), "record": {"end_marker": True}})
     cluster = view = nemesis = workload = docker_events = None
     obs = observation.for_distribution(dist)    # how this distribution's control plane is seen

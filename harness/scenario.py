@@ -37,6 +37,9 @@ ROLE_REASONS = {
 }
 
 
+VARIANT_KEYS = {"workload", "broker_config", "min_version", "description"}
+
+
 @dataclass
 class TopicSpec:
     name: str
@@ -77,6 +80,11 @@ class Scenario:
     # the node roles besides brokers the scenario needs (Distribution.roles must have each); None: from
     # ``kraft`` (False: a ZooKeeper ensemble, True: none). ("controller",): a KRaft quorum
     needs_roles: tuple[str, ...] | None = None
+    # named variants a run may ask for (``kafka-chaos run groups --variant kip848``): name -> changes, each of
+    # ``workload`` (keys merged into the workload), ``broker_config`` (merged), ``min_version``, ``description``.
+    # The script stays the same and the run keeps the scenario's name; metadata.json ``variant`` names it
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    variant: str | None = None                  # the variant this scenario object is (set by with_variant)
 
     def __post_init__(self) -> None:
         if self.needs_roles is None:
@@ -85,6 +93,32 @@ class Scenario:
         unknown = [r for r in self.needs_roles if r not in ROLE_REASONS]
         if unknown:
             raise ScenarioError(f"{self.name}: unknown role(s) {unknown} in needs_roles; known: {', '.join(ROLE_REASONS)}")
+
+        for v, change in self.variants.items():
+            bad = set(change) - VARIANT_KEYS
+            if bad:
+                raise ScenarioError(f"{self.name}: variant {v!r} changes {sorted(bad)}; a variant may change "
+                                    f"{', '.join(sorted(VARIANT_KEYS))}")
+
+    @property
+    def label(self) -> str:
+        """The name, with the variant in brackets when it is one (``groups.member_kill[kip848]``)."""
+        return f"{self.name}[{self.variant}]" if self.variant else self.name
+
+    def with_variant(self, variant: str | None) -> "Scenario":
+        """This scenario as its variant ``variant`` (None: itself); ScenarioError when it has no such variant."""
+        if variant is None:
+            return self
+        if variant not in self.variants:
+            have = ", ".join(sorted(self.variants)) or "none"
+            raise ScenarioError(f"{self.name} has no variant {variant!r} (its variants: {have})")
+        change = self.variants[variant]
+        workload = {**self.workload, **change.get("workload", {})} if self.workload else self.workload
+        newer = [v for v in (self.min_version, change.get("min_version")) if v]
+        min_version = max(newer, key=versions.parse) if newer else None
+        return replace(self, workload=workload, broker_config={**self.broker_config, **change.get("broker_config", {})},
+                       min_version=min_version, description=change.get("description", self.description),
+                       variant=variant, variants={})
 
     @property
     def family(self) -> str:

@@ -118,12 +118,16 @@ def test_plan_of_the_real_catalog_finds_the_existing_families():
     for name, p in plans.items():
         if p.capability.needs_role == "controller":      # a KRaft quorum: no such nodes in ZooKeeper mode
             assert p.applicable == [] and p.na_reason == "the broker runs no controller nodes (apache-zk)"
-        elif name in families:
+        elif set(p.capability.families) & families:
             assert p.applicable, f"{name}: its conformance scenarios exist but none applies"
         else:
             assert p.na_reason in (NO_SCENARIO,) or p.na_reason.startswith("no applicable scenario")
     kraft = {p.capability.name: p for p in certify.plan(SCENARIOS, KRAFT)}
     assert len(kraft["quorum"].applicable) >= 5
+    # issue 17: one short evidence scenario each (the rest of the families are chaos only)
+    for cp in (plans, kraft):
+        assert [s.name for s in cp["transactions"].applicable] == ["transactions.coordinator_kill"]
+        assert [s.name for s in cp["consumer-groups"].applicable] == ["groups.member_kill"]
 
 
 # -- profiles ----------------------------------------------------------------------------------------

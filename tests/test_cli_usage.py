@@ -108,6 +108,7 @@ def test_an_unknown_name_with_nothing_close_gets_no_guess():
     (["--distribution", "banana"], "argument --distribution: invalid choice: 'banana'"),
     (["--kafka-version", "banana"], "unknown Kafka version 'banana'"),
     (["--config", "foo"], "--config expects KEY=VALUE, got 'foo'"),
+    (["--variant", "kip848"], "no scenario of 'isr.pause_follower' has the variant 'kip848'"),
 ])
 def test_run_option_values(args, expected):
     line = one_error_line(kc("run", "isr.pause_follower", *args))

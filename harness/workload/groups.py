@@ -240,6 +240,22 @@ class GroupWorkload(Workload):
         self.emit("group.member_paused", process=proc.name, group=self.config.group, seconds=seconds)
         return proc.name
 
+    def add_member(self, name: str, consumer_config: dict | None = None) -> str:
+        """Start one more member mid-run (process ``<prefix><name>``, ``consumer_config`` on top of the
+        workload's: e.g. another member's ``group.instance.id``, a misconfigured group for a negative control);
+        recorded as ``group.member_added``."""
+        full = self.config.process_prefix + name
+        if full in {c.name for c in self.consumers}:
+            raise ValueError(f"the group already has a member {full!r}")
+        extra = dict(consumer_config or {})
+        cfg = GroupWorkloadConfig(**{**asdict(self.config), "consumer_config": {**self.config.consumer_config, **extra},
+                                     "static": self.config.static and "group.instance.id" not in extra})
+        proc = GroupMemberProcess(full, self.bootstrap, cfg, self.emit, self._stop_consumers)
+        self.consumers.append(proc)
+        self.emit("group.member_added", process=full, group=cfg.group, consumer_config=extra)
+        proc.thread.start()
+        return full
+
     def stats(self) -> dict:
         out = super().stats()
         out["consumers"] = {c.name: {"mode": "subscribe", "records": c.records, "commits": c.commits,

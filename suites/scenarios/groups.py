@@ -15,13 +15,16 @@ librdkafka leaves the group, the others take over, and the member rejoins when i
 group's ``__consumer_offsets`` partition) killed / frozen until another broker coordinates the group.
 ``groups.static_member_kill`` — static membership (``group.instance.id``): a member killed; a static
 member sends no LeaveGroup (KIP-345), so its partitions wait for the session timeout.
-``groups.kip848_member_kill`` / ``groups.kip848_coordinator_kill`` — the same with the KIP-848 protocol
-(``group.protocol=consumer``, Kafka 4.0+; the broker's ``group.consumer.session.timeout.ms`` lowered
-to 10 s, heartbeats every 2 s, from their 45 s / 5 s defaults, ``GroupCoordinatorConfig``).
+
+Every scenario has the variant ``kip848`` (``kafka-chaos run groups --variant kip848``): the same script
+with the KIP-848 protocol (``group.protocol=consumer``, Kafka 4.0+; the brokers'
+``group.consumer.session.timeout.ms`` lowered to 10 s, heartbeats every 2 s, from their 45 s / 5 s
+defaults, ``GroupCoordinatorConfig``). Without ``--variant`` the members use the classic protocol.
 
 One flow for ZooKeeper mode and KRaft: the group coordinator moves with the leadership of its
 ``__consumer_offsets`` partition in both, and FindCoordinator answers from each broker's metadata
-cache (``KafkaApis.getCoordinator``). Tagged ``chaos`` only (each run is about a minute).
+cache (``KafkaApis.getCoordinator``). Tagged ``chaos`` (each run is about a minute); ``groups.member_kill``
+is also ``conformance``: the certificate's evidence for the ``consumer-groups`` capability.
 """
 
 from __future__ import annotations
@@ -70,19 +73,22 @@ def _coordinator_fault(fault: str):
 _TOPICS = [TopicSpec(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})]
 _WORKLOAD = {"kind": "group", "topic": TOPIC, "partitions": PARTITIONS, "rate": 100.0, "members": 3}
 _CHECKS = ("conformance", "durability", "groups", "expectations")
-_KIP848 = {**_WORKLOAD, "group_protocol": "consumer"}
 _KIP848_BROKER = {"group.consumer.min.session.timeout.ms": "6000", "group.consumer.session.timeout.ms": "10000",
                   "group.consumer.min.heartbeat.interval.ms": "1000", "group.consumer.heartbeat.interval.ms": "2000"}
+# the KIP-848 protocol (group.protocol=consumer) for the same script: `kafka-chaos run groups --variant kip848`
+KIP848 = {"workload": {"group_protocol": "consumer"}, "broker_config": _KIP848_BROKER, "min_version": "4.0"}
 
 
-def _scenario(name: str, description: str, script, workload=None, **kw) -> Scenario:
-    return Scenario(name, description, script, tags=("chaos",), topics=_TOPICS, workload=workload or _WORKLOAD,
-                    checks=_CHECKS, kraft=True, max_duration_s=kw.pop("max_duration_s", 120), **kw)
+def _scenario(name: str, description: str, script, workload=None, tags=("chaos",), **kw) -> Scenario:
+    return Scenario(name, description, script, tags=tags, topics=_TOPICS, workload=workload or _WORKLOAD,
+                    checks=_CHECKS, kraft=True, max_duration_s=kw.pop("max_duration_s", 120),
+                    variants={"kip848": {**KIP848, "description": f"{description} (KIP-848: group.protocol=consumer)"}},
+                    **kw)
 
 
 SCENARIOS: list[Scenario] = [
-    _scenario("groups.member_kill", "three members of a group (classic protocol); one killed abruptly 12 s in",
-              member_kill),
+    _scenario("groups.member_kill", "three members of a group; one killed abruptly 12 s in",
+              member_kill, tags=("conformance", "chaos")),
     _scenario("groups.member_pause", "three members of a group; one stops polling for 20 s (past "
               "max.poll.interval.ms), leaves and rejoins", member_pause),
     _scenario("groups.coordinator_kill", "three members of a group; the group coordinator (FindCoordinator's "
@@ -92,10 +98,4 @@ SCENARIOS: list[Scenario] = [
               "another broker coordinates the group, then unpaused", _coordinator_fault("pause")),
     _scenario("groups.static_member_kill", "three static members (group.instance.id); one killed abruptly",
               member_kill, workload={**_WORKLOAD, "static": True}),
-    _scenario("groups.kip848_member_kill", "three members with the KIP-848 protocol (group.protocol=consumer); "
-              "one killed abruptly", member_kill, workload=_KIP848, broker_config=_KIP848_BROKER,
-              min_version="4.0"),
-    _scenario("groups.kip848_coordinator_kill", "three KIP-848 members; the group coordinator killed until "
-              "another broker coordinates the group, then restarted", _coordinator_fault("kill"),
-              workload=_KIP848, broker_config=_KIP848_BROKER, min_version="4.0"),
 ]

@@ -25,7 +25,9 @@ brokers first (a broker cut off from the cluster still names itself).
 The load is waited for, not assumed: the fault comes once 80 transactions committed (8-30 s in), and
 the run goes on after the heal until 230 did (10-60 s): a busy machine commits fewer a second.
 
-Tagged ``chaos`` only: not in the default test selection (each run is a minute on a real cluster).
+Tagged ``chaos``; ``transactions.coordinator_kill`` is also ``conformance``: the certificate's evidence for
+the ``transactions`` capability (harness/capabilities.py selects conformance scenarios), one run of
+about a minute.
 """
 
 from __future__ import annotations
@@ -148,7 +150,7 @@ SCENARIOS: list[Scenario] = [
              "transactional producer and a read_committed consumer; the transaction coordinator "
              "(txn-coordinator(<id>): FindCoordinator's answer) killed until another broker coordinates, "
              "then restarted",
-             coordinator_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
+             coordinator_kill, tags=("conformance", "chaos"), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
              coverage=_COVERAGE, min_version="2.5", max_duration_s=180, kraft=True),
     Scenario("transactions.coordinator_pause",
              "transactional producer and a read_committed consumer; the transaction coordinator paused until "
