@@ -7,6 +7,7 @@ each removed before the next starts."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -40,7 +41,7 @@ def no_kfake_left() -> bool:
 
 
 def kfake_file(tmp_path, *, layout="single-node", ids="node_ids = [111]", node_ids_env="{node_id}",
-               hide="", host="{{advertised_host}}", extra="") -> Path:
+               hide="", host="{advertised_host}", extra="") -> Path:
     p = tmp_path / "kfake-variant.toml"
     p.write_text(f"""
 name = "kfake-variant"
@@ -92,7 +93,8 @@ def test_a_missing_required_api_is_incompatible(kfake_image, tmp_path):
 
 def test_an_advertised_address_the_host_cannot_reach_is_incompatible(kfake_image, tmp_path):
     # the broker answers on its published port but tells clients to dial its cluster-network name
-    r = preflight(f"file:{kfake_file(tmp_path, host='{{alias}}')}")
+    f = kfake_file(tmp_path, host="{alias}")
+    r = preflight(f"file:{f}")
     assert not r.ok
     port = r.line.rsplit("127.0.0.1:", 1)[-1].split(":")[0]
     assert r.line == (f"Metadata (asked on node 111) advertises node 111 at broker111:{port}, but the harness "
@@ -103,10 +105,11 @@ def test_an_advertised_address_the_host_cannot_reach_is_incompatible(kfake_image
 
 def test_a_broker_without_consumer_groups_is_incompatible(kfake_image, tmp_path):
     # every group API is advertised, but every JoinGroup fails (COORDINATOR_NOT_AVAILABLE)
-    r = preflight(f"file:{kfake_file(tmp_path, extra='KFAKE_NO_GROUPS = \"true\"')}")
+    f = kfake_file(tmp_path, extra='KFAKE_NO_GROUPS = "true"')
+    r = preflight(f"file:{f}")
     assert not r.ok
     assert r.line.startswith("no consumer group support: the group kc-preflight-"), r.line
-    assert r.line.endswith("got no assignment (JoinGroup/SyncGroup) within 30 s") or "within 29 s" in r.line, r.line
+    assert re.search(r"got no assignment \(JoinGroup/SyncGroup\) within \d+ s$", r.line), r.line
     assert r.seconds < 60, r.seconds
     assert "produce_ack_s" in r.facts and "group_join_s" not in r.facts     # produce worked, the group did not
 
