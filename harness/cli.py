@@ -81,6 +81,13 @@ def cmd_images_build_kfake(args) -> int:
     return EXIT_OK
 
 
+def cmd_images_build_kroxylicious(args) -> int:
+    from .foreign_images import build_kroxylicious  # lazy: only this command runs Maven
+    b = build_kroxylicious(args.kafka, force=args.force)
+    print(f"{b.tag} {'cached' if b.cached else 'built'} in {b.seconds:.1f} s (id {b.image_id.replace('sha256:', '')[:12]})")
+    return EXIT_OK
+
+
 def cmd_images_list(args) -> int:
     rows = images.list_images()
     if args.json:
@@ -336,6 +343,12 @@ def build_parser() -> argparse.ArgumentParser:
                                              "as a broker binary (brokers/kfake, docs/broker-contract.md)")
     bk.add_argument("--force", action="store_true", help="rebuild even if cached")
     bk.set_defaults(func=cmd_images_build_kfake)
+    bx = isub.add_parser("build-kroxylicious", help="build kafka-chaos/kroxylicious:<kafka> offline: the Kroxylicious "
+                                                    "proxy (Maven Central) in front of Apache Kafka KRaft, one per node "
+                                                    "(brokers/kroxylicious, docs/broker-contract.md)")
+    bx.add_argument("--kafka", default="4.1.2", metavar="VERSION", help="the Apache Kafka image behind it (default 4.1.2)")
+    bx.add_argument("--force", action="store_true", help="rebuild even if cached")
+    bx.set_defaults(func=cmd_images_build_kroxylicious)
     ls = isub.add_parser("list", help="show the images built here")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_images_list)

@@ -118,7 +118,16 @@ def _port_taken(e: BaseException) -> bool:
     return "port is already allocated" in text or "address already in use" in text
 
 
-def _pick_ports(n: int, base: int | None, what: str) -> list[int]:
+def _pick_ports(n: int, base: int | None, what: str, contiguous: bool = False) -> list[int]:
+    """``n`` free host ports: ``base``, base+1, ... when given; else random ones, consecutive when
+    ``contiguous`` (a broker that maps node ids to ports from one first port)."""
+    if base is None and contiguous:
+        rng = random.Random()
+        for _ in range(200):
+            first = rng.randrange(PORT_RANGE[0], PORT_RANGE[1] - n)
+            if all(_port_free(first + i) for i in range(n)):
+                return [first + i for i in range(n)]
+        raise PortConflict(f"no {n} consecutive free host ports for the {what}s in {PORT_RANGE[0]}-{PORT_RANGE[1]}")
     if base is not None:
         ports = [base + i for i in range(n)]
         busy = [p for p in ports if not _port_free(p)]
@@ -238,7 +247,8 @@ class Cluster:
             self.name, g, _pick_ports(len(g.ids), self.spec.port_base + g.port_offset if self.spec.port_base else None,
                                       g.role), self.distribution.started_line) for g in groups}
         ids = self.distribution.broker_ids(self.spec.brokers)     # 1..N unless the distribution declares its own
-        b_ports = _pick_ports(len(ids), self.spec.port_base + 1 if self.spec.port_base else None, "broker")
+        b_ports = _pick_ports(len(ids), self.spec.port_base + 1 if self.spec.port_base else None, "broker",
+                             contiguous=self.distribution.contiguous_ports)
         self.brokers = {b: Node(self.name, "broker", b, f"kc-{self.name}-b{b}", f"broker{b}",
                                 b_ports[i], self.distribution.started_line(b))
                         for i, b in enumerate(ids)}

@@ -23,13 +23,14 @@ from .errors import HarnessError
 
 PREFIX = "file:"
 LAYOUTS = ("single-node", "replicated")
+PORTS = ("any", "contiguous")     # how the harness picks the nodes' published ports
 # the placeholders a template may use (docs/broker-contract.md "Templates")
 PLACEHOLDERS = ("node_id", "node_ids", "advertised_host", "port", "cluster_id", "alias", "internal_port")
 ADVERTISED_HOST = "127.0.0.1"     # what every node advertises to clients: its port is published there
 INTERNAL_PORT = 9093
 # the capability ids (harness/capabilities.py); repeated here so that loading a file needs no planning code
 _KNOWN_KEYS = {"name", "image", "layout", "nodes", "node_ids", "command", "env", "ready_log_line",
-               "capabilities", "config", "config_env_prefix", "description"}
+               "capabilities", "config", "config_env_prefix", "description", "ports", "metadata_log"}
 
 
 class DistributionFileError(HarnessError):
@@ -51,6 +52,8 @@ class DistributionSpec:
     config: dict[str, str] = field(default_factory=dict)
     config_env_prefix: str | None = None
     description: str = ""
+    ports: str = "any"                 # "contiguous": consecutive host ports in node id order
+    metadata_log: bool = False         # the nodes keep a KRaft __cluster_metadata-0 log under log.dirs
 
 
 def _err(path: Path, key: str, what: str) -> DistributionFileError:
@@ -139,13 +142,23 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
     prefix = doc.get("config_env_prefix")
     if prefix is not None and (not isinstance(prefix, str) or not re.fullmatch(r"[A-Z][A-Z0-9_]*", prefix)):
         raise _err(path, "config_env_prefix", f"{prefix!r}: use upper-case letters, digits and '_'")
+    ports = doc.get("ports", "any")
+    if ports not in PORTS:
+        raise _err(path, "ports", f"{ports!r}: choose one of {', '.join(PORTS)}")
+    mlog = doc.get("metadata_log", False)
+    if not isinstance(mlog, bool):
+        raise _err(path, "metadata_log", f"{mlog!r}: expected true or false")
+    if mlog and not str(config.get("log.dirs", "")).strip():
+        raise _err(path, "metadata_log", "true needs config.\"log.dirs\": the directory whose "
+                                         "__cluster_metadata-0 the harness reads")
     line = doc.get("ready_log_line", "")
     if not isinstance(line, str):
         raise _err(path, "ready_log_line", "expected a string")
     return DistributionSpec(path=path, name=name, image=doc["image"].strip(), layout=layout, node_ids=node_ids,
                             command=command, env=env, ready_log_line=line, capabilities=caps,
                             config={str(k): str(v) for k, v in config.items()}, config_env_prefix=prefix,
-                            description=str(doc.get("description", "")))
+                            description=str(doc.get("description", "")), ports=ports,
+                            metadata_log=mlog)
 
 
 def load(path: str | Path, capability_names: tuple[str, ...] = ()) -> DistributionSpec:
@@ -224,12 +237,17 @@ class FileDistribution(Distribution):
         self.image = self.spec.image
         self.layout = self.spec.layout
         self.declared_capabilities = self.spec.capabilities
+        self.contiguous_ports = self.spec.ports == "contiguous"
+        # an Apache Kafka behind the broker (e.g. a proxy) keeps the KRaft metadata log the harness reads for
+        # the controller's writes (harness/observer/kraft_history.py); unreadable: NotSupported
+        self.metadata_log = self.spec.metadata_log
 
     def control_plane(self, cluster):
         return FileControlPlane(cluster)
 
     def broker_ids(self, requested: int) -> list[int]:
-        return list(self.spec.node_ids)
+        # consecutive ports go to the nodes in node id order
+        return sorted(self.spec.node_ids) if self.contiguous_ports else list(self.spec.node_ids)
 
     def check_image(self, image) -> None:
         return None

@@ -123,6 +123,9 @@ class Distribution:
     foreign = False
     image: str | None = None      # the image a cluster runs when none is asked for (None: the Kafka image)
     layout = "replicated"         # docs/broker-contract.md "Layouts"
+    # the brokers' host ports are consecutive in node id order (a proxy that maps node ids to ports from
+    # one first port, e.g. Kroxylicious's portIdentifiesNode; distribution file key ``ports``)
+    contiguous_ports = False
     declared_capabilities: tuple[str, ...] | None = None    # None: every capability may apply
 
     def broker_ids(self, requested: int) -> list[int]:

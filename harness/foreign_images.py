@@ -6,6 +6,13 @@ wrapped by the small main in ``brokers/kfake/`` (flags / ``KFAKE_*`` variables f
 advertised host, cluster id, hidden APIs). The binary is compiled on the host with the Go module
 proxy (``GOFLAGS=-mod=mod``; versions pinned by brokers/kfake/go.mod and go.sum), then copied into an
 image ``FROM`` the local base image (no image is pulled; ``DOCKER_BUILDKIT=0``).
+
+``kafka-chaos images build-kroxylicious`` builds ``kafka-chaos/kroxylicious:<kafka version>``: the
+Kroxylicious Kafka protocol proxy (Maven Central ``io.kroxylicious:kroxylicious-runtime``, started by
+the ten-line main in ``brokers/kroxylicious/``) in front of Apache Kafka in KRaft mode, one proxy per
+node in the node's container (brokers/kroxylicious/kroxy-node.sh). The jar and its dependencies are
+resolved and compiled on the host by Maven (``mvn package dependency:copy-dependencies``), then copied
+into an image ``FROM`` the local ``kafka-chaos/kafka:<version>`` image (built if missing).
 """
 
 from __future__ import annotations
@@ -26,6 +33,12 @@ from .images import BASE_TAG, ensure_base_image, find_image
 KFAKE_TAG = "kafka-chaos/kfake:latest"
 KFAKE_SRC = Path(__file__).resolve().parent.parent / "brokers" / "kfake"
 GO_CANDIDATES = ("go", "/usr/local/go/bin/go")
+KROXY_SRC = Path(__file__).resolve().parent.parent / "brokers" / "kroxylicious"
+KROXY_KAFKA = "4.1.2"          # the Apache Kafka behind the proxy (docs/examples/kroxylicious.toml)
+
+
+def kroxylicious_tag(kafka_version: str = KROXY_KAFKA) -> str:
+    return f"kafka-chaos/kroxylicious:{kafka_version}"
 
 
 @dataclass
@@ -45,9 +58,9 @@ def _go() -> str:
                        "kfake is built from its Go module")
 
 
-def _sources_hash(base_id: str) -> str:
+def _sources_hash(base_id: str, src: Path = KFAKE_SRC) -> str:
     h = hashlib.sha256(base_id.encode())
-    for f in sorted(KFAKE_SRC.iterdir()):
+    for f in sorted(p for p in src.rglob("*") if "target" not in p.relative_to(src).parts):
         if f.is_file():
             h.update(f.name.encode())
             h.update(f.read_bytes())
@@ -87,3 +100,50 @@ def build_kfake(force: bool = False) -> ForeignBuild:
             raise HarnessError(f"docker build of {KFAKE_TAG} failed: {res.stderr.strip()[-400:]}")
     img = find_image(KFAKE_TAG)
     return ForeignBuild(KFAKE_TAG, img.id, False, time.monotonic() - t0)
+
+
+def kroxylicious_dockerfile(base_tag: str, input_hash: str) -> str:
+    return (f"FROM {base_tag}\n"
+            "COPY lib /opt/kroxylicious/lib\n"
+            "COPY kroxylicious-broker.jar kroxy-node.sh /opt/kroxylicious/\n"
+            "USER root\n"
+            "RUN chmod 0755 /opt/kroxylicious/kroxy-node.sh && chmod -R a+rX /opt/kroxylicious\n"
+            "USER kafka\n"
+            "LABEL kafka-chaos.distribution=generic kafka-chaos.broker=kroxylicious "
+            f"kafka-chaos.input-hash={input_hash}\n"
+            "ENTRYPOINT [\"/opt/kroxylicious/kroxy-node.sh\"]\n")
+
+
+def build_kroxylicious(kafka_version: str = KROXY_KAFKA, force: bool = False) -> ForeignBuild:
+    """Build ``kafka-chaos/kroxylicious:<kafka_version>`` (cached by the hash of brokers/kroxylicious/ and
+    the Kafka image it is built from)."""
+    from .images import image_for      # lazy: as the other image helpers
+    t0 = time.monotonic()
+    docker_util.client()
+    base = image_for(kafka_version, None, build_missing=True)
+    tag = kroxylicious_tag(kafka_version)
+    want = _sources_hash(base.image_id, KROXY_SRC)
+    img = find_image(tag)
+    if img is not None and not force and img.labels.get("kafka-chaos.input-hash") == want:
+        return ForeignBuild(tag, img.id, True, time.monotonic() - t0)
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise HarnessError("Maven is not installed (`mvn` on PATH); the Kroxylicious proxy is built from Maven Central")
+    with tempfile.TemporaryDirectory(prefix="kc-kroxy-") as ctx:
+        ctxp = Path(ctx)
+        res = subprocess.run([mvn, "-q", "-B", "-f", str(KROXY_SRC / "pom.xml"),
+                              "package", "dependency:copy-dependencies", "-DincludeScope=runtime",
+                              f"-DoutputDirectory={ctxp / 'lib'}"],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            raise HarnessError(f"mvn package of brokers/kroxylicious failed: {(res.stdout + res.stderr).strip()[-600:]}")
+        jar = KROXY_SRC / "target" / "kroxylicious-broker.jar"
+        shutil.copy(jar, ctxp / "kroxylicious-broker.jar")
+        shutil.copy(KROXY_SRC / "kroxy-node.sh", ctxp / "kroxy-node.sh")
+        (ctxp / "Dockerfile").write_text(kroxylicious_dockerfile(base.tag, want))
+        res = subprocess.run(["docker", "build", "-q", "-t", tag, str(ctxp)], capture_output=True, text=True,
+                             env={**os.environ, "DOCKER_BUILDKIT": "0"})
+        if res.returncode != 0:
+            raise HarnessError(f"docker build of {tag} failed: {res.stderr.strip()[-400:]}")
+    img = find_image(tag)
+    return ForeignBuild(tag, img.id, False, time.monotonic() - t0)

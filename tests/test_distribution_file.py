@@ -69,6 +69,9 @@ def test_templates_are_filled_per_node(tmp_path):
     ("name = 'v'\nimage = 'x'\ncapabilities = ['acks', 'flying']", "capabilities", "unknown capability 'flying'"),
     ("name = 'v'\nimage = 'x'\nimgae = 'y'", "imgae", "unknown key"),
     ("name = 'V V'\nimage = 'x'", "name", "lower-case"),
+    ("name = 'v'\nimage = 'x'\nports = 'sequential'", "ports", "any, contiguous"),
+    ("name = 'v'\nimage = 'x'\nmetadata_log = 'yes'", "metadata_log", "true or false"),
+    ("name = 'v'\nimage = 'x'\nmetadata_log = true", "metadata_log", "log.dirs"),
 ])
 def test_errors_name_the_file_and_the_key(tmp_path, text, key, words):
     p = write(tmp_path, text)
@@ -77,6 +80,26 @@ def test_errors_name_the_file_and_the_key(tmp_path, text, key, words):
     msg = str(e.value)
     assert msg.startswith(f"distribution file {p}: {key}: "), msg
     assert words in msg, msg
+
+
+EXAMPLES = EXAMPLE.parent
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.toml")))
+def test_every_example_file_loads(name):
+    spec = load(EXAMPLES / name, tuple(capability_names()))
+    assert spec.name and spec.image
+
+
+def test_contiguous_ports_go_to_the_nodes_in_node_id_order(tmp_path):
+    from harness.cluster import _pick_ports
+    d = FileDistribution(write(tmp_path, GOOD.replace("node_ids = [11, 12, 13]", "node_ids = [13, 11, 12]\n"
+                                                                                   "ports = 'contiguous'")))
+    assert d.contiguous_ports and d.broker_ids(3) == [11, 12, 13]
+    ports = _pick_ports(3, None, "broker", contiguous=True)
+    assert ports == [ports[0], ports[0] + 1, ports[0] + 2]
+    assert not FileDistribution(write(tmp_path, GOOD)).contiguous_ports
+    assert not distributions.get("apache-kraft").contiguous_ports
 
 
 def test_unreadable_and_invalid_toml(tmp_path):

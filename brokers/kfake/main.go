@@ -14,6 +14,9 @@
 //	-auto-create / KFAKE_AUTO_CREATE     allow auto topic creation (default true)
 //	-partitions / KFAKE_PARTITIONS       default partitions of a new topic (default 1)
 //	-log-level / KFAKE_LOG_LEVEL         none, error, warn, info, debug (default warn)
+//	-no-groups / KFAKE_NO_GROUPS         answer every JoinGroup with COORDINATOR_NOT_AVAILABLE (15): a
+//	                                     broker that advertises the group APIs but runs no consumer group
+//	                                     (tests of the preflight's "no consumer group support")
 package main
 
 import (
@@ -30,6 +33,7 @@ import (
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
@@ -80,6 +84,7 @@ func main() {
 	autoCreate := flag.Bool("auto-create", env("KFAKE_AUTO_CREATE", "true") == "true", "auto topic creation")
 	parts := flag.Int("partitions", ints(env("KFAKE_PARTITIONS", "1"), "KFAKE_PARTITIONS")[0], "default partitions")
 	logLevel := flag.String("log-level", env("KFAKE_LOG_LEVEL", "warn"), "none, error, warn, info, debug")
+	noGroups := flag.Bool("no-groups", env("KFAKE_NO_GROUPS", "false") == "true", "fail every JoinGroup")
 	flag.Parse()
 
 	ids := ints(*nodeIDs, "node ids")
@@ -152,6 +157,14 @@ func main() {
 		}
 	}
 	_ = bootstrap
+	if *noGroups {
+		c.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+			resp.ErrorCode = 15 // COORDINATOR_NOT_AVAILABLE
+			return resp, nil, true
+		})
+	}
 	setController(c, int32(ids[0]))
 	fmt.Printf("kfake-broker started: node ids %v on ports %v, advertised host %s, cluster id %s at %s\n",
 		ids, ps, *host, *clusterID, time.Now().UTC().Format(time.RFC3339))

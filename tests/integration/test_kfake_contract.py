@@ -7,6 +7,7 @@ each removed before the next starts."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -40,7 +41,7 @@ def no_kfake_left() -> bool:
 
 
 def kfake_file(tmp_path, *, layout="single-node", ids="node_ids = [111]", node_ids_env="{node_id}",
-               hide="") -> Path:
+               hide="", host="{advertised_host}", extra="") -> Path:
     p = tmp_path / "kfake-variant.toml"
     p.write_text(f"""
 name = "kfake-variant"
@@ -51,8 +52,9 @@ ready_log_line = "kfake-broker started"
 [env]
 KFAKE_NODE_IDS = "{node_ids_env}"
 KFAKE_PORTS = "{{port}}"
-KFAKE_ADVERTISED_HOST = "{{advertised_host}}"
+KFAKE_ADVERTISED_HOST = "{host}"
 KFAKE_HIDE_APIS = "{hide}"
+{extra}
 """)
     return p
 
@@ -86,6 +88,30 @@ def test_a_missing_required_api_is_incompatible(kfake_image, tmp_path):
     r = preflight(f"file:{kfake_file(tmp_path, hide='11')}")
     assert not r.ok
     assert r.line == ("node 111 does not advertise JoinGroup (11) in ApiVersions; every scenario needs it"), r.line
+    assert r.seconds < 60, r.seconds
+
+
+def test_an_advertised_address_the_host_cannot_reach_is_incompatible(kfake_image, tmp_path):
+    # the broker answers on its published port but tells clients to dial its cluster-network name
+    f = kfake_file(tmp_path, host="{alias}")
+    r = preflight(f"file:{f}")
+    assert not r.ok
+    port = r.line.rsplit("127.0.0.1:", 1)[-1].split(":")[0]
+    assert r.line == (f"Metadata (asked on node 111) advertises node 111 at broker111:{port}, but the harness "
+                      f"publishes it at 127.0.0.1:{port}: advertise {{advertised_host}}:{{port}} in the distribution "
+                      "file"), r.line
+    assert r.seconds < 60, r.seconds
+
+
+def test_a_broker_without_consumer_groups_is_incompatible(kfake_image, tmp_path):
+    # every group API is advertised, but every JoinGroup fails (COORDINATOR_NOT_AVAILABLE)
+    f = kfake_file(tmp_path, extra='KFAKE_NO_GROUPS = "true"')
+    r = preflight(f"file:{f}")
+    assert not r.ok
+    assert r.line.startswith("no consumer group support: the group kc-preflight-"), r.line
+    assert re.search(r"got no assignment \(JoinGroup/SyncGroup\) within \d+ s$", r.line), r.line
+    assert r.seconds < 60, r.seconds
+    assert "produce_ack_s" in r.facts and "group_join_s" not in r.facts     # produce worked, the group did not
 
 
 def test_a_missing_admin_api_makes_its_capabilities_not_applicable(kfake_image, tmp_path):
