@@ -67,7 +67,7 @@ class WriteJudge:
         rs, ar, rr = (t.assign.get(tp[1]) if t else None) or _NO_ASSIGN
         trs, need, removable = None, False, _EMPTY
         if ar or rr:
-            trs, need = list_minus(rs, rr), True
+            trs, need = tuple([r for r in rs if r not in rr]), True     # list_minus(rs, rr), inlined
             removable = frozenset(rr)
         zk = self.zk_reassign.get(tp)
         if zk is not None and not (ar or rr):
@@ -207,11 +207,14 @@ class WriteJudge:
 
     def _live_in_some_view(self, b: int, ce: int) -> int | None:
         """Index of the oldest admissible view in which ``b`` is registered (H19), else None."""
+        lo = self.lo.get(ce, 0)
         if b not in self.seen_brokers:
-            return self.lo.get(ce, 0)
-        lo, hi = self._views(ce)
-        for k in range(lo, hi + 1):
-            if b in self.snaps[k]:
+            return lo
+        snaps = self.snaps
+        if b in snaps[lo]:
+            return lo
+        for k in range(lo + 1, len(snaps)):
+            if b in snaps[k]:
                 return k
         return None
 
