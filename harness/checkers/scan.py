@@ -160,6 +160,14 @@ class Scan(PositionLog):
         open_faults = self._open_faults
         producer = self.producer
         n_invoke = n_ok = n_poll = n_drain = 0
+        tp_of: dict = {}
+
+        def intern_tp(topic, part):
+            tps = tp_of.get(topic)
+            if tps is None:
+                tps = tp_of[topic] = {}
+            tp = tps[part] = (topic, part)
+            return tp
         first_invoke_t = last_invoke_t = None
 
         ev: dict = {}
@@ -196,7 +204,10 @@ class Scan(PositionLog):
                             topic = ev["topic"]
                             part = ev["partition"]
                             off = ev["offset"]
-                            tp = (topic, part)
+                            tps = tp_of.get(topic)      # one (topic, partition) tuple per partition, shared
+                            tp = tps.get(part) if tps is not None else None     # by every ack and read
+                            if tp is None:
+                                tp = intern_tp(topic, part)
                             if off is not None and off < 0:
                                 off = None
                             acked[value] = (tp, off, t_inv, t, proc)
@@ -256,7 +267,10 @@ class Scan(PositionLog):
                         topic = ev["topic"]
                         part = ev["partition"]
                         off = ev["offset"]
-                        tp = (topic, part)
+                        tps = tp_of.get(topic)
+                        tp = tps.get(part) if tps is not None else None
+                        if tp is None:
+                            tp = intern_tp(topic, part)
                         d = pos.get(tp)
                         if d is None:
                             d = pos[tp] = {}
