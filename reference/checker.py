@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from reference.events import normalize, parse_gap_path
+from reference.events import ZK_TYPES, normalize, parse_gap_path
 from reference.invariants import state_violations, transition_violations
 from reference.liveness import Progress
 from reference.actions import UNCLEAN_KEY, partitions_of, record_unclean_permission
@@ -46,6 +46,7 @@ from reference.topics import TopicJudge, _Topic
 from reference.writes import Obs, WriteJudge
 
 _new_obs = tuple.__new__
+_ZK_TYPES = frozenset(ZK_TYPES)
 _NUM = (float, int)     # the types of an event time (``zk_time`` / ``wall``)
 
 __all__ = ["Checker", "ConformanceResult", "Divergence", "MAX_REPORTED"]
@@ -147,7 +148,7 @@ class Checker(WriteJudge, TopicJudge):
             if prog.due is not None and now > prog.due:
                 prog.tick()
             t = ev["type"]
-            if t.startswith("zk."):
+            if t in _ZK_TYPES:          # (normalize keeps only known types: the zk.* ones are these)
                 n_zk += 1
                 z = ev["zxid"]
                 if z != prev_zxid and self.unpaired is not None:
@@ -402,8 +403,14 @@ class Checker(WriteJudge, TopicJudge):
             self._check_creation(tp, subject, new, rs)
             part.gap = False
             return
-        if new.leader_epoch <= prev.leader_epoch or new.version <= prev.version:
-            # (with both epochs up, as in every controller write, transition_violations has nothing to say)
+        if (new.version <= prev.version or new.leader_epoch < prev.leader_epoch
+                or (new.leader_epoch == prev.leader_epoch
+                    and not (L == prev.leader and (L == NO_LEADER or (L in prev.isr_set and L in isr_set))
+                             and (rec != RECOVERING or prev.recovery == RECOVERING)
+                             and (rs_ok is None or isr_set <= prev.isr_set or rs_ok.issuperset(isr_set - prev.isr_set))))):
+            # (with both epochs up, as in every controller write, or a same-epoch write keeping its leader in
+            # both ISRs, not turning RECOVERING and adding only replicas, transition_violations has nothing
+            # to say: a test checks it exhaustively)
             for rule, msg in transition_violations(prev, new, rs_ok):
                 self._report(rule, subject, msg, prev.to_dict(), new.to_dict())
         part.gap = False

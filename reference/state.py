@@ -35,7 +35,7 @@ class LeaderAndIsr:
 def list_minus(a, b) -> tuple[int, ...]:
     """Ordered list difference, order of ``a`` preserved (§0.3)."""
     bs = set(b)
-    return tuple(x for x in a if x not in bs)
+    return tuple([x for x in a if x not in bs])
 
 
 def distinct(seq) -> tuple[int, ...]:

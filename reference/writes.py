@@ -17,7 +17,7 @@ from reference.elections import (clean_offline, controlled_shutdown_election, in
                                  preferred_election, reassign_election, remove_from_isr, unclean_offline)
 from reference.profiles import GATE_FENCING, GATE_KIP841
 from reference.rules import RULES, rule_id
-from reference.state import NO_LEADER, RECOVERING, list_minus
+from reference.state import NO_LEADER, RECOVERED, RECOVERING, list_minus
 
 if TYPE_CHECKING:   # pragma: no cover
     from reference.topics import _Topic
@@ -67,7 +67,7 @@ class WriteJudge:
         rs, ar, rr = (t.assign.get(tp[1]) if t else None) or _NO_ASSIGN
         trs, need, removable = None, False, _EMPTY
         if ar or rr:
-            trs, need = list_minus(rs, rr), True
+            trs, need = tuple([r for r in rs if r not in rr]), True     # list_minus(rs, rr), inlined
             removable = frozenset(rr)
         zk = self.zk_reassign.get(tp)
         if zk is not None and not (ar or rr):
@@ -137,17 +137,84 @@ class WriteJudge:
                 outs.append((res[0], frozenset(res[1]), rec, "D8"))
         return outs
 
+    def _explains(self, prev: Obs, c: _WriteCtx, reg: frozenset, sd: frozenset, nl: int, nisr: frozenset,
+                  nrec: int, any_rec: bool) -> bool:
+        """Whether one of :meth:`_outcomes` ``(prev, c, reg, sd)`` is the write (``nl``, ``nisr``,
+        ``nrec``; the recovery state compared unless ``any_rec``): the same rules in the same order,
+        without building the outcomes (the checker's hot path; a test compares the two exhaustively)."""
+        online = reg - sd if sd else reg
+        L, isr, rec, rs = prev.leader, prev.isr, prev.recovery, c.rs
+        pset = prev.isr_set
+        same_rec = any_rec or nrec == rec          # every outcome but D2 keeps the recovery state
+        elect_possible = False
+        deleting = c.deleting
+        if not deleting:
+            if (L == NO_LEADER or L not in online) and not c.failover_block:
+                for r in rs:                       # D1 (clean_offline)
+                    if r in online and r in pset:
+                        if r == nl and same_rec and nisr == pset.intersection(online):
+                            return True
+                        elect_possible = True
+                        break
+                else:
+                    if c.unclean and not any(i in online for i in isr):
+                        for r in rs:               # D2 (unclean_offline)
+                            if r in online:
+                                if (r == nl and len(nisr) == 1 and r in nisr and
+                                        (any_rec or nrec == (RECOVERING if self.rec_supported else RECOVERED))):
+                                    return True
+                                elect_possible = True
+                                break
+            if same_rec:
+                if rs and L != rs[0]:              # D4 (preferred_election)
+                    r = rs[0]
+                    if r == nl and r in online and r in pset and nisr == pset:
+                        return True
+                if L in sd and L in reg:           # D5 (controlled_shutdown_election)
+                    for r in rs:
+                        if r in reg and r in pset and r not in sd:
+                            if r == nl and nisr == pset.difference(sd):
+                                return True
+                            break
+        if not same_rec:
+            return False
+        trs = c.trs
+        if trs is not None:
+            if nl == L and nisr == pset:           # D16 (with or without the D6 election)
+                return True
+            if (not c.trs_must_be_in_isr or pset.issuperset(trs)) and (L not in trs or L not in online):
+                if nisr == pset:                   # D6 (reassign_election)
+                    for r in trs:
+                        if r in online and r in pset:
+                            if r == nl:
+                                return True
+                            break
+        one = len(isr) == 1
+        removable = c.removable
+        for r in isr:                              # D8 (remove_from_isr)
+            if r in online and not deleting and r not in removable:
+                continue
+            if r == L and not (deleting or r in removable or c.failover_block or not elect_possible):
+                continue
+            if nl == (NO_LEADER if L == r else L) and (nisr == pset if one else
+                                                      (r not in nisr and len(nisr) == len(pset) - 1 and nisr < pset)):
+                return True
+        return False
+
     def _views(self, ce: int):
         lo = self.lo.get(ce, 0)
         return lo, len(self.snaps) - 1
 
     def _live_in_some_view(self, b: int, ce: int) -> int | None:
         """Index of the oldest admissible view in which ``b`` is registered (H19), else None."""
+        lo = self.lo.get(ce, 0)
         if b not in self.seen_brokers:
-            return self.lo.get(ce, 0)
-        lo, hi = self._views(ce)
-        for k in range(lo, hi + 1):
-            if b in self.snaps[k]:
+            return lo
+        snaps = self.snaps
+        if b in snaps[lo]:
+            return lo
+        for k in range(lo + 1, len(snaps)):
+            if b in snaps[k]:
                 return k
         return None
 
@@ -300,6 +367,7 @@ class WriteJudge:
         nl, nisr, nrec = new.leader, new.isr_set, new.recovery
         any_rec = not self.rec_supported
         outcomes = self._outcomes
+        explains = self._explains
         scanned = 0
         try:
             for k in range(lo, hi + 1):
@@ -309,13 +377,10 @@ class WriteJudge:
                         continue
                     scanned += 1
                     for cx in ctxs:
-                        outs = outcomes(prev, cx, reg, sd)
                         if seen is not None:
-                            seen.update(outs)
-                            continue
-                        for o in outs:
-                            if o[0] == nl and o[1] == nisr and (any_rec or o[2] == nrec):
-                                return k
+                            seen.update(outcomes(prev, cx, reg, sd))
+                        elif explains(prev, cx, reg, sd, nl, nisr, nrec, any_rec):
+                            return k
             return None
         finally:
             if seen is None:

@@ -96,7 +96,8 @@ class Scan(PositionLog):
         self.fatal: list[dict] = []  # client.life fatal events
         self.errors: dict[str, int] = {}
         self.latencies: list[float] = []
-        self.send_order: dict[tuple, list] = {}  # (process, topic, partition) -> [(op_id, offset)]
+        # (process, topic, partition) -> [op ids, offsets]: two columns in send-ok order (no pair per ack)
+        self.send_order: dict[tuple, list] = {}
         self.first_invoke_t: float | None = None
         self.last_invoke_t: float | None = None
         # reads
@@ -159,6 +160,14 @@ class Scan(PositionLog):
         open_faults = self._open_faults
         producer = self.producer
         n_invoke = n_ok = n_poll = n_drain = 0
+        tp_of: dict = {}
+
+        def intern_tp(topic, part):
+            tps = tp_of.get(topic)
+            if tps is None:
+                tps = tp_of[topic] = {}
+            tp = tps[part] = (topic, part)
+            return tp
         first_invoke_t = last_invoke_t = None
 
         ev: dict = {}
@@ -174,14 +183,18 @@ class Scan(PositionLog):
                         if phase == "invoke":
                             n_invoke += 1
                             value = ev["value"]
-                            inv[(proc, ev["op_id"])] = (t, value)
+                            ip = inv.get(proc)          # process -> {op id: (t, value)}: no pair key per send
+                            if ip is None:
+                                ip = inv[proc] = {}
+                            ip[ev["op_id"]] = (t, value)
                             sent_by[value] = proc
                             if first_invoke_t is None:
                                 first_invoke_t = t
                             last_invoke_t = t
                             continue
                         op_id = ev["op_id"]
-                        rec = inv.pop((proc, op_id), None)
+                        ip = inv.get(proc)
+                        rec = ip.pop(op_id, None) if ip is not None else None
                         value = ev["value"]
                         if value is None and rec is not None:
                             value = rec[1]
@@ -191,7 +204,10 @@ class Scan(PositionLog):
                             topic = ev["topic"]
                             part = ev["partition"]
                             off = ev["offset"]
-                            tp = (topic, part)
+                            tps = tp_of.get(topic)      # one (topic, partition) tuple per partition, shared
+                            tp = tps.get(part) if tps is not None else None     # by every ack and read
+                            if tp is None:
+                                tp = intern_tp(topic, part)
                             if off is not None and off < 0:
                                 off = None
                             acked[value] = (tp, off, t_inv, t, proc)
@@ -205,11 +221,12 @@ class Scan(PositionLog):
                                 if old != value:
                                     self._conflict(tp, off, old, value)
                                 k = (proc, topic, part)
-                                lst = send_order.get(k)
-                                if lst is None:
-                                    send_order[k] = [(op_id, off)]
+                                cols = send_order.get(k)
+                                if cols is None:
+                                    send_order[k] = [[op_id], [off]]
                                 else:
-                                    lst.append((op_id, off))
+                                    cols[0].append(op_id)
+                                    cols[1].append(off)
                             last = last_ok.get(tp)
                             if last is None:
                                 first_ok[tp] = t
@@ -250,7 +267,10 @@ class Scan(PositionLog):
                         topic = ev["topic"]
                         part = ev["partition"]
                         off = ev["offset"]
-                        tp = (topic, part)
+                        tps = tp_of.get(topic)
+                        tp = tps.get(part) if tps is not None else None
+                        if tp is None:
+                            tp = intern_tp(topic, part)
                         d = pos.get(tp)
                         if d is None:
                             d = pos[tp] = {}
@@ -303,7 +323,7 @@ class Scan(PositionLog):
 
         self.n_invoke, self.n_ok, self.n_poll, self.n_drain = n_invoke, n_ok, n_poll, n_drain
         self.first_invoke_t, self.last_invoke_t = first_invoke_t, last_invoke_t
-        self.unfinished = len(inv)
+        self.unfinished = sum(map(len, inv.values()))
         self.zk_isr.finish()
         self.admin_isr.finish()
         return self

@@ -119,6 +119,22 @@ def test_transition_rules_are_silent_when_both_epochs_go_up():
         assert transition_violations(prev, new, rs) == [], (prev, new, rs)
 
 
+def test_transition_rules_are_silent_on_a_plain_same_epoch_isr_change():
+    """The checker skips transition_violations for a same-epoch write (version up) that keeps its leader,
+    in both ISRs unless -1, does not turn RECOVERING and adds only replicas: exhaustively over small
+    states, that skips no finding (the condition is the one in Checker._on_state)."""
+    isrs = [(), (1,), (2,), (1, 2), (2, 3), (1, 2, 3), (3, 4)]
+    for (pl, nl), (pi, ni), (pr, nr), rs in itertools.product(
+            itertools.product((-1, 1, 2, 4), repeat=2), itertools.product(isrs, repeat=2),
+            itertools.product((0, 1), repeat=2), (None, frozenset({1, 2}), frozenset({1, 2, 3}))):
+        prev = Obs(pl, 4, pi, frozenset(pi), 1, pr, 7)
+        new = Obs(nl, 4, ni, frozenset(ni), 1, nr, 8)
+        ps, ns = prev.isr_set, new.isr_set
+        if (nl == pl and (nl == -1 or (nl in ps and nl in ns)) and (nr != 1 or pr == 1)
+                and (rs is None or ns <= ps or rs.issuperset(ns - ps))):
+            assert transition_violations(prev, new, rs) == [], (prev, new, rs)
+
+
 def test_state_rules_are_silent_on_a_consistent_state():
     """The checker skips state_violations for a state that is not RECOVERING, whose leader (if any) is
     in its ISR and whose ISR lies within the replicas: exhaustively over small states, that skips no
