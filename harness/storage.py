@@ -133,7 +133,8 @@ class S3Store:
             raise HarnessError(f"--runs-dir {url}: boto3 is not installed ({e})") from None
         cfg = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=10, read_timeout=60,
                      s3={"addressing_style": "path"})
-        self.client = boto3.session.Session().client("s3", endpoint_url=self.endpoint, config=cfg)
+        self.session = boto3.session.Session()
+        self.client = self.session.client("s3", endpoint_url=self.endpoint, config=cfg)
 
     def key(self, *parts: str) -> str:
         return "/".join(p for p in (self.prefix, *parts) if p)
@@ -143,13 +144,11 @@ class S3Store:
 
     def check(self) -> None:
         """A usage/environment error now (before any Docker work) unless the bucket answers."""
-        from botocore.exceptions import NoCredentialsError
-
+        if self.session.get_credentials() is None:
+            raise HarnessError(f"--runs-dir {self.url}: no AWS credentials (set AWS_ACCESS_KEY_ID and "
+                               "AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws/credentials)")
         try:
             with_retries(lambda: self.client.head_bucket(Bucket=self.bucket), f"bucket {self.bucket}")
-        except NoCredentialsError:
-            raise HarnessError(f"--runs-dir {self.url}: no AWS credentials (set AWS_ACCESS_KEY_ID and "
-                               "AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws/credentials)") from None
         except HarnessError as e:
             where = f" at {self.endpoint}" if self.endpoint else ""
             raise HarnessError(f"--runs-dir {self.url}{where}: {e}".replace("object storage: ", "")) from None
@@ -165,14 +164,23 @@ class S3Store:
         for rel in record_files(local_dir):
             path = local_dir / rel
             files[rel] = {"size": path.stat().st_size, "sha256": _sha256(path)}
-            with_retries(lambda: self.client.upload_file(str(path), self.bucket, self.key(run_id, rel)),
-                         f"upload {rel} of {run_id}")
+            with_retries(lambda: self._put(path, self.key(run_id, rel)), f"upload {rel} of {run_id}")
         manifest = {"schema_version": MANIFEST_SCHEMA, "run_id": run_id, "files": files,
                     "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         body = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
         with_retries(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key(run_id, MANIFEST), Body=body,
                                                     ContentType="application/json"), f"manifest of {run_id}")
         return self.record_url(run_id)
+
+    def _put(self, path: Path, key: str) -> None:
+        with open(path, "rb") as fh:      # one PUT per file (records are small); a retry re-opens it
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=fh)
+
+    def _get(self, key: str, target: Path) -> None:
+        body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+        with open(target, "wb") as out:
+            for chunk in iter(lambda: body.read(1 << 20), b""):
+                out.write(chunk)
 
     # -- reading ----------------------------------------------------------------------------------
     def _keys(self) -> list[tuple[str, int]]:
@@ -211,8 +219,7 @@ class S3Store:
             for rel, facts in m.get("files", {}).items():
                 target = tmp / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with_retries(lambda: self.client.download_file(self.bucket, self.key(run_id, rel), str(target)),
-                             f"download {rel} of {run_id}")
+                with_retries(lambda: self._get(self.key(run_id, rel), target), f"download {rel} of {run_id}")
                 if target.stat().st_size != facts.get("size") or _sha256(target) != facts.get("sha256"):
                     raise HarnessError(f"{self.record_url(run_id)}/{rel}: differs from its manifest")
             final = dest_root / run_id

@@ -17,19 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from seaweed import SeaweedFS, free_port
+from seaweed import free_port, s3_server
 
 START_TIMEOUT_S = 300
 
 
 @pytest.fixture(scope="session")
 def seaweedfs(tmp_path_factory):
-    if shutil.which("go") is None and not any((Path.home() / ".cache/kafka-chaos/seaweedfs").glob("weed-*")):
-        pytest.fail("neither go nor a cached SeaweedFS binary: see scripts/build-seaweedfs.sh", pytrace=False)
-    server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs"))
+    server = s3_server(tmp_path_factory.mktemp("s3server"))
     t0 = time.monotonic()
     server.start()
-    print(f"SeaweedFS up at {server.endpoint} in {time.monotonic() - t0:.1f} s")
+    print(f"{type(server).__name__} up at {server.endpoint} in {time.monotonic() - t0:.1f} s")
     saved = {k: os.environ.get(k) for k in server.env()}
     os.environ.update(server.env())
     yield server

@@ -160,3 +160,36 @@ def _addr(hexaddr: str, v6: bool) -> str:
         return socket.inet_ntop(socket.AF_INET, b[::-1])
     words = b"".join(b[i:i + 4][::-1] for i in range(0, 16, 4))
     return socket.inet_ntop(socket.AF_INET6, words)
+
+
+class GoFakeS3(SeaweedFS):
+    """Fallback when SeaweedFS cannot be built in time (``KAFKA_CHAOS_S3_SERVER=gofakes3``): gofakes3's
+    server (``go install github.com/johannesboyne/gofakes3/cmd/gofakes3@v1.2.0``, a real HTTP S3 server with
+    a bolt-file backend) on 127.0.0.1. It accepts any credentials: tests of authentication skip with it."""
+
+    checks_credentials = False
+    min_listeners = 1
+
+    def start(self) -> "GoFakeS3":
+        binary = Path(os.environ.get("KAFKA_CHAOS_GOFAKES3") or Path.home() / ".cache/kafka-chaos/gofakes3/gofakes3")
+        if not binary.exists():
+            raise RuntimeError(f"{binary} missing: GOBIN={binary.parent} go install "
+                               "github.com/johannesboyne/gofakes3/cmd/gofakes3@v1.2.0")
+        port = free_port()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen([str(binary), "-backend", "bolt", "-bolt.db", str(self.workdir / "s3.db"),
+                                          "-host", f"127.0.0.1:{port}"], stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=self.workdir, start_new_session=True)
+        self._wait_ready()
+        return self
+
+
+SeaweedFS.checks_credentials = True
+SeaweedFS.min_listeners = 8
+
+
+def s3_server(workdir: Path) -> SeaweedFS:
+    """The server the tests use: SeaweedFS, or gofakes3 when ``KAFKA_CHAOS_S3_SERVER=gofakes3``."""
+    return GoFakeS3(workdir) if os.environ.get("KAFKA_CHAOS_S3_SERVER") == "gofakes3" else SeaweedFS(workdir)
+
