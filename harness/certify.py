@@ -43,7 +43,9 @@ from .errors import HarnessError
 from .node_settings import DEFAULT_BROKER_CONFIG
 from .options import add_distribution_file_arg, add_layout_arg, config_args, config_pairs, distribution_args
 from .parallel import Job, run_children
+from .certify_fleet import merged_results, shard_todo
 from .record import read_run
+from .storage import Publisher
 
 PASS, FAIL, NA, UNKNOWN = "PASS", "FAIL", "NOT-APPLICABLE", "UNKNOWN"
 CERTIFIED, NOT_CERTIFIED, INCONCLUSIVE = "CERTIFIED", "NOT CERTIFIED", "INCONCLUSIVE"
@@ -196,7 +198,7 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
                 attempts = results.get(sp.name, [])
                 for a in attempts:
                     r = dict(a)
-                    r["path"] = os.path.relpath(a["path"], out_dir)
+                    r["path"] = a["path"] if "://" in a["path"] else os.path.relpath(a["path"], out_dir)
                     row["runs"].append(r)
                 if not attempts:
                     row["status"] = UNKNOWN
@@ -318,7 +320,13 @@ def add_parser(sub) -> None:
                                      "(e.g. apache-zk-3.9); required")
     c.add_argument("--out", metavar="DIR", help="where the certificate goes (default "
                                                 "certificates/<time>-<profile>)")
-    c.add_argument("--runs-dir", metavar="DIR", help="where the evidence run records go (default OUT/runs)")
+    c.add_argument("--runs-dir", metavar="DIR", help="where the evidence run records go (default OUT/runs); "
+                                                     "s3://BUCKET/PREFIX: published to object storage")
+    c.add_argument("--s3-endpoint", metavar="URL", help="S3-compatible endpoint (default: $AWS_ENDPOINT_URL)")
+    c.add_argument("--shard", metavar="I/N", help="run only shard I of N of the applicable scenarios (the same "
+                                                  "balanced slices as `run --shard`); merge the shards with --merge")
+    c.add_argument("--merge", action="store_true",
+                   help="run nothing: build the certificate from the records the shards left in --runs-dir")
     c.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="broker config override for every cluster (repeatable); runs are judged against "
                         "the configuration the certification declares")
@@ -349,16 +357,18 @@ def _print_capabilities(scenarios) -> None:
 
 
 def _record_attempt(results: dict, tag: str, sp, run_dir: Path, seconds: float, attempt: int,
-                    overrides: dict) -> dict:
+                    overrides: dict, pub: Publisher | None = None) -> dict:
     j = judge_run(run_dir, sp.scenario, overrides)
-    j.update(run_id=run_dir.name, path=str(run_dir), seconds=round(seconds, 1), attempt=attempt)
+    where = pub.publish(run_dir) if pub else str(run_dir)     # s3://: uploaded now, the staged copy removed
+    j.update(run_id=run_dir.name, path=where, seconds=round(seconds, 1), attempt=attempt)
     results.setdefault(sp.name, []).append(j)
     extra = f" (run verdict {j['run_verdict']})" if j["run_verdict"] != j["verdict"] else ""
-    _say(f"{tag}: {j['verdict']}{extra} in {seconds:.0f} s — {j['reason']}  ({run_dir})")
+    _say(f"{tag}: {j['verdict']}{extra} in {seconds:.0f} s — {j['reason']}  ({where})")
     return j
 
 
-def _run_serial(todo, args, image: str, profile: str, overrides: dict, runs_dir: Path, results: dict) -> None:
+def _run_serial(todo, args, image: str, profile: str, overrides: dict, runs_dir: Path, results: dict,
+                pub: Publisher | None = None) -> None:
     """One scenario at a time in this process; an UNKNOWN run is retried at once (``--retries``)."""
     for i, (cp, sp) in enumerate(todo, 1):
         for attempt in range(args.retries + 1):
@@ -366,11 +376,12 @@ def _run_serial(todo, args, image: str, profile: str, overrides: dict, runs_dir:
             _say(f"{tag}: running ...")
             o = runner.execute(sp.scenario, runs_dir=runs_dir, image=image, suite="certify", seed=args.seed,
                         profile=profile, broker_config=overrides or None, distribution=args.distribution)
-            if _record_attempt(results, tag, sp, o.path, o.seconds, attempt, overrides)["verdict"] != UNKNOWN:
+            if _record_attempt(results, tag, sp, o.path, o.seconds, attempt, overrides, pub)["verdict"] != UNKNOWN:
                 break
 
 
-def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_dir: Path, results: dict) -> None:
+def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_dir: Path, results: dict,
+                  pub: Publisher | None = None) -> None:
     """``--parallel N``: every scenario in its own ``kafka-chaos run`` child with its own cluster, N at
     a time (:mod:`harness.parallel`); the runs spoiled by the environment (UNKNOWN) are retried
     together in a next round, up to ``--retries`` rounds."""
@@ -395,7 +406,7 @@ def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_di
                 results.setdefault(sp.name, []).append(j)
                 _say(f"{tag}: {UNKNOWN} — {j['reason']}")
             else:
-                j = _record_attempt(results, tag, sp, r.path, r.seconds or 0.0, attempt, overrides)
+                j = _record_attempt(results, tag, sp, r.path, r.seconds or 0.0, attempt, overrides, pub)
             if j["verdict"] == UNKNOWN:
                 again.append((cp, sp))
         pending = again
@@ -443,7 +454,8 @@ def cmd_certify(args) -> int:
     profile = resolve_profile(args.profile, subject)
     started_at = _iso_now()
     out_dir = Path(args.out or f"certificates/{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{profile}")
-    runs_dir = Path(args.runs_dir) if args.runs_dir else out_dir / "runs"
+    pub = Publisher(args.runs_dir, args.s3_endpoint) if args.runs_dir else None
+    runs_dir = Path(pub.local) if pub else out_dir / "runs"
     out_dir.mkdir(parents=True, exist_ok=True)
     only = list(dict.fromkeys(args.scenario or [])) or None
     pf = None
@@ -453,6 +465,14 @@ def cmd_certify(args) -> int:
             return EXIT_INCOMPATIBLE
     plans = plan(SCENARIOS, subject, selected, only, advertised_apis=pf.api_keys if pf else None)
     todo = [(cp, sp) for cp in plans for sp in cp.applicable]
+    if args.merge and args.shard:
+        raise HarnessError("--merge builds the certificate of every shard: leave --shard out")
+    if args.merge and not args.runs_dir:
+        raise HarnessError("--merge needs --runs-dir: the folder or s3:// prefix the shards wrote their records to")
+    if args.shard:        # a shard's certificate is partial: it names its scenarios
+        only = sorted({sp.name for _, sp in shard_todo(todo, args.shard)})
+        plans = plan(SCENARIOS, subject, selected, only, advertised_apis=pf.api_keys if pf else None)
+        todo = [(cp, sp) for cp in plans for sp in cp.applicable]
     _say(f"certifying {subject.broker_image} (Kafka {subject.kafka_version or 'unknown'}, {subject.distribution}) "
          f"with profile {profile}: {len(todo)} scenarios in {sum(1 for cp in plans if cp.applicable)} "
          f"capabilities" + (f"; overrides {overrides}" if overrides else ""))
@@ -462,10 +482,16 @@ def cmd_certify(args) -> int:
     results: dict[str, list[dict]] = {}
     interrupted = False
     try:
-        if args.parallel > 1:
-            _run_parallel(todo, args, info.tag, profile, overrides, runs_dir, results)
+        if args.merge:
+            scen = {sp.name: sp.scenario for _, sp in todo}
+            results = merged_results(args.runs_dir, set(scen), info.tag, profile, args.distribution,
+                                     lambda d, name: judge_run(d, scen[name], overrides), args.s3_endpoint)
+            _say(f"merged {sum(map(len, results.values()))} record(s) of {len(results)} of {len(todo)} "
+                 f"scenario(s) from {args.runs_dir}")
+        elif args.parallel > 1:
+            _run_parallel(todo, args, info.tag, profile, overrides, runs_dir, results, pub)
         else:
-            _run_serial(todo, args, info.tag, profile, overrides, runs_dir, results)
+            _run_serial(todo, args, info.tag, profile, overrides, runs_dir, results, pub)
     except KeyboardInterrupt:
         interrupted = True
     cert = build_certificate(plans, results, subject=subject, profile=profile, overrides=overrides,
@@ -474,6 +500,10 @@ def cmd_certify(args) -> int:
                              only=only)
     if pf is not None:
         cert["preflight"] = pf.to_dict()
+    if args.shard:
+        cert["shard"] = args.shard
+    if pub:
+        pub.raise_failed()
     html, js = write_certificate(cert, out_dir)
     for c in cert["capabilities"]:
         _say(f"  {c['name']:20} {c['status']:15} {c['reason']}")

@@ -17,9 +17,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from .checkers.verdict import Verdict, decide
+from . import storage
 from .errors import HarnessError
 from .record import RecordError, _write_json_atomic, list_runs, read_run
 
@@ -30,7 +32,10 @@ def add_parser(sub) -> None:
                                    "run records (directories, or folders holding them) and print, for each, the "
                                    "stored and the new verdict. Exit codes: 0 every verdict PASS, 1 a FAIL, "
                                    "2 usage error, unreadable record or UNKNOWN.")
-    c.add_argument("paths", nargs="+", metavar="RUN_DIR", help="a run record directory, or a folder of them")
+    c.add_argument("paths", nargs="+", metavar="RUN_DIR",
+                   help="a run record directory, or a folder of them; or s3://BUCKET/PREFIX (every complete "
+                        "record under it, or the one record PREFIX names)")
+    c.add_argument("--s3-endpoint", metavar="URL", help="S3-compatible endpoint (default: $AWS_ENDPOINT_URL)")
     c.add_argument("--profile", help="judge with this conformance profile instead of the recorded one")
     c.add_argument("--write", action="store_true",
                    help="replace each verdict.json with the new verdict (the old one is kept as verdict.previous.json)")
@@ -38,10 +43,33 @@ def add_parser(sub) -> None:
     c.set_defaults(func=cmd_check)
 
 
-def _record_dirs(paths: list[str]) -> list[Path]:
+def _download(url: str, endpoint: str | None, into: Path, remote: dict[Path, tuple]) -> list[Path]:
+    """The complete records under ``url`` (or the one it names), downloaded into ``into``."""
+    store = storage.open_store(url, endpoint)
+    ids = store.list_records()
+    if not ids and store.prefix:      # the URL of one record: s3://bucket/prefix/<run_id>
+        parent = storage.open_store(url.rstrip("/").rsplit("/", 1)[0], endpoint)
+        run_id = store.prefix.rsplit("/", 1)[-1]
+        if run_id in parent.list_records():
+            store, ids = parent, [run_id]
+    if not ids:
+        raise HarnessError(f"{url}: holds no complete run record (none with {storage.MANIFEST})")
+    out = []
+    for r in ids:
+        d = store.download(r, into / store.bucket / (store.prefix or "_root"))
+        remote[d] = (store, store.record_url(r))
+        out.append(d)
+    return out
+
+
+def _record_dirs(paths: list[str], endpoint: str | None = None, into: Path | None = None,
+                 remote: dict | None = None) -> list[Path]:
     out: list[Path] = []
     seen: set[Path] = set()
     for p in paths:
+        if storage.is_remote(p):
+            out.extend(_download(p, endpoint, into, remote))
+            continue
         path = Path(p)
         if not path.exists():
             raise HarnessError(f"{p}: no such run record or folder")
@@ -78,7 +106,13 @@ def _write(path: Path, stored: dict, new: Verdict) -> None:
 
 
 def cmd_check(args) -> int:
-    dirs = _record_dirs(args.paths)
+    with tempfile.TemporaryDirectory(prefix="kafka-chaos-check-") as tmp:
+        return _check(args, Path(tmp))
+
+
+def _check(args, tmp: Path) -> int:
+    remote: dict[Path, tuple] = {}        # downloaded record -> (its store, its s3:// URL)
+    dirs = _record_dirs(args.paths, args.s3_endpoint, tmp, remote)
     counts = {"PASS": 0, "FAIL": 0, "UNKNOWN": 0, "unreadable": 0, "changed": 0}
     for d in dirs:
         try:
@@ -93,14 +127,17 @@ def cmd_check(args) -> int:
         changed = before != after if "cause" in stored else stored.get("verdict") != new.verdict
         counts[new.verdict] += 1
         counts["changed"] += changed
+        shown = remote[d][1] if d in remote else d
         if args.json:
-            print(json.dumps({"path": str(d), "stored": before, "verdict": new.verdict, "cause": new.cause,
+            print(json.dumps({"path": str(shown), "stored": before, "verdict": new.verdict, "cause": new.cause,
                               "reason": new.reason, "changed": changed}))
         else:
             what = f"{before} -> {after}" if changed else after
-            print(f"{'changed' if changed else 'same':8} {what:34} {d}" + (f"  {first_line(new.reason)}" if changed else ""))
+            print(f"{'changed' if changed else 'same':8} {what:34} {shown}" + (f"  {first_line(new.reason)}" if changed else ""))
         if args.write and changed:
             _write(d, stored, new)
+            if d in remote:               # publish the re-judged record again (manifest last)
+                remote[d][0].publish(d)
     if counts["unreadable"] < len(dirs):     # nothing judged: the error lines say it all
         print(f"{len(dirs)} record(s): {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['UNKNOWN']} UNKNOWN, "
               f"{counts['unreadable']} unreadable; {counts['changed']} changed", file=sys.stderr)

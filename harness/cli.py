@@ -24,7 +24,7 @@ from pathlib import Path
 
 from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
-from . import __version__, certify, check, distributions, docker_util, images, lifecycle, run_command
+from . import __version__, certify, check, distributions, docker_util, images, lifecycle, run_command, storage
 from .certify import capability_names
 from .cleanup import list_clusters, remove_cluster
 from .cluster import Cluster, ClusterSpec
@@ -32,6 +32,7 @@ from .errors import HarnessError
 from .lifecycle import reap_at_start
 from .options import (add_distribution_file_arg, add_layout_arg, apply_distribution_file, apply_layout,
                       check_distribution_fits, config_pairs)
+from .shard import parse_shard
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
@@ -236,6 +237,16 @@ def _check_writable_dir(path: str, option: str) -> None:
         raise HarnessError(f"{option} {path}: {probe} is not writable")
 
 
+def _check_runs_dir(runs_dir: str, option: str = "--runs-dir", endpoint: str | None = None) -> None:
+    """A local runs dir must be writable; an ``s3://`` one must parse, answer and accept our credentials
+    (and its local staging directory must be writable): checked before any Docker work."""
+    if storage.is_remote(runs_dir):
+        _check_writable_dir(storage.local_runs_dir(runs_dir), f"{option} {runs_dir}: staging directory")
+        storage.open_store(runs_dir, endpoint).check()
+    else:
+        _check_writable_dir(runs_dir, option)
+
+
 def _check_profile(name: str | None, kafka_version: str | None, distribution: str | None) -> None:
     """Refuse an unknown or mismatched ``--profile`` before an image is built or a cluster started
     (it would otherwise only fail when the finished run is judged)."""
@@ -264,7 +275,7 @@ def _check_run(args) -> None:
         raise HarnessError(f"--length must be > 0 seconds, got {args.length:g}")
     if args.seed is not None and args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
-    _check_writable_dir(args.runs_dir, "--runs-dir")
+    _check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
     apply_distribution_file(args)
     apply_layout(args)
     _check_profile(args.profile, args.kafka_version, args.distribution)
@@ -290,7 +301,9 @@ def _check_certify(args) -> None:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     _check_writable_dir(args.out or "certificates", "--out")
     if args.runs_dir:
-        _check_writable_dir(args.runs_dir, "--runs-dir")
+        _check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
+    if args.shard:
+        parse_shard(args.shard)
     apply_distribution_file(args)
     apply_layout(args)
     _check_profile(args.profile, args.kafka_version, args.distribution)
@@ -411,7 +424,7 @@ def _reap_at_start(args=None) -> None:
     if args is not None and args.command == "cleanup":
         return
     runs = [getattr(args, "runs_dir", None) or "runs"]
-    reap_at_start([r for r in runs if isinstance(r, str)])
+    reap_at_start([storage.local_runs_dir(r) for r in runs if isinstance(r, str)])
 
 
 def _sigterm_as_interrupt(signum, frame):

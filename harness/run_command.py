@@ -7,6 +7,7 @@ code. Running one scenario is :func:`harness.runner.execute`; this module sits o
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from suites.catalog import SUITES, scenarios_for
@@ -19,6 +20,7 @@ from .replay import plan_replay
 from .runner import RunOutcome, execute
 from .scenario import Scenario
 from .shard import parse_shard, select
+from .storage import Publisher
 
 
 def _say(msg: str) -> None:
@@ -33,7 +35,11 @@ def add_parser(sub) -> None:
     r.add_argument("target", metavar="SUITE_OR_SCENARIO", nargs="?",
                    help="a suite (smoke, conformance, chaos, nightly), a family or a scenario name; `list` lists "
                         "them (optional with --replay)")
-    r.add_argument("--runs-dir", default="runs", help="where run records go (default ./runs)")
+    r.add_argument("--runs-dir", default="runs",
+                   help="where run records go (default ./runs); s3://BUCKET/PREFIX: recorded locally, then "
+                        "published to object storage (docs/fleet.md)")
+    r.add_argument("--s3-endpoint", metavar="URL", help="S3-compatible endpoint for an s3:// --runs-dir "
+                                                         "(default: $AWS_ENDPOINT_URL, else AWS)")
     r.add_argument("--seed", type=int, default=None,
                    help="run seed (default 0): random targets and generated fault schedules derive from it; "
                         "repeat i uses seed + i")
@@ -67,17 +73,21 @@ def add_parser(sub) -> None:
     r.set_defaults(func=cmd_run)
 
 
-def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str) -> int:
-    """Execute (scenario, execute-kwargs) jobs in order with a progress line each; the exit code."""
+def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str, endpoint: str | None = None) -> int:
+    """Execute (scenario, execute-kwargs) jobs in order with a progress line each; the exit code.
+    Each finished record is published to an ``s3://`` runs dir at once (harness/storage.py)."""
+    pub = Publisher(runs_dir, endpoint)
     outcomes: list[RunOutcome] = []
     for n, (s, kw) in enumerate(jobs, 1):
         _say(f"[{n}/{len(jobs)}] {s.label}: running ...")
-        o = execute(s, runs_dir=runs_dir, **kw)
+        o = execute(s, runs_dir=pub.local, **kw)
         outcomes.append(o)
+        where = pub.publish(o.path)
         what = f"{o.verdict}({o.cause})" if o.cause else o.verdict
-        _say(f"[{n}/{len(jobs)}] {s.label}: {what} in {o.seconds:.0f} s — {o.reason}  ({o.path})")
+        _say(f"[{n}/{len(jobs)}] {s.label}: {what} in {o.seconds:.0f} s — {o.reason}  ({where})")
     passed = sum(o.verdict == "PASS" for o in outcomes)
     _say(f"{passed}/{len(outcomes)} PASS; run records under {runs_dir}/")
+    pub.raise_failed()
     if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):
         return 2
     return 0 if passed == len(outcomes) else 1
@@ -130,7 +140,7 @@ def cmd_run(args) -> int:
         jobs = _replay_jobs(args)        # a bad record or option is one error line, before any note
         if args.parallel > 1:
             _say("(--parallel is not used with --replay: replays run one at a time)")
-        return _run_many(jobs, args.runs_dir)
+        return _run_many(jobs, args.runs_dir, args.s3_endpoint)
     if not args.target:
         raise HarnessError("name a suite or scenario (`kafka-chaos run list`), or give --replay RUN_DIR")
     if args.target == "list":
@@ -184,11 +194,17 @@ def cmd_run(args) -> int:
             distribution_args(args.distribution)) + (
             ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides) + (
             ["--variant", args.variant] if args.variant else [])
+        pub = Publisher(args.runs_dir, args.s3_endpoint)   # children record locally; this process publishes
+        before = set(os.listdir(pub.local)) if os.path.isdir(pub.local) else set()
         pjobs = [Job(s.name, [s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
-                              args.runs_dir, "--suite", suite, *extra])
+                              pub.local, "--suite", suite, *extra])
                  for i in range(args.repeat) for s in chosen]
-        return run_parallel(pjobs, args.parallel, args.runs_dir)
+        try:
+            return run_parallel(pjobs, args.parallel, pub.local)
+        finally:
+            pub.publish_new(before)
+            pub.raise_failed()
     jobs = [(s, dict(image=info.tag, suite=suite, seed=seed + i, profile=args.profile,
                      distribution=args.distribution, broker_config=overrides or None))
             for i in range(args.repeat) for s in chosen]
-    return _run_many(jobs, args.runs_dir)
+    return _run_many(jobs, args.runs_dir, args.s3_endpoint)

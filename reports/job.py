@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reports import availability, gate, html, junit, tables
+from harness.errors import HarnessError
+from reports import availability, gate, html, junit, s3a, tables
 from reports.gate import RULES, GateConfigError, load_config
 from reports.load import ReportInputError, load
 from reports.spark import build_session, check_master, unreachable_master
@@ -45,6 +46,8 @@ class Options:
     baseline_harness: str | None = None
     candidate_harness: str | None = None
     write_parquet: bool = True
+    s3_endpoint: str | None = None
+    read_paths: list[str] | None = None     # s3://: the complete records' s3a:// URLs (reports/s3a.py)
 
 
 class UsageError(Exception):
@@ -80,6 +83,8 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument("--baseline-harness", help="harness version to compare from (default: second highest)")
     p.add_argument("--candidate-harness", help="harness version to compare to (default: highest)")
     p.add_argument("--no-parquet", action="store_true", help="skip the Parquet tables")
+    p.add_argument("--s3-endpoint", metavar="URL", help="S3-compatible endpoint for an s3:// RUNS_PATH "
+                                                         "(default: $AWS_ENDPOINT_URL)")
     a = p.parse_args(argv)
     overrides = {r: getattr(a, r) for r in [*RULES, "min_runs"]}
     for k, v in overrides.items():
@@ -91,7 +96,7 @@ def parse_args(argv: list[str]) -> Options:
                    gate_overrides=overrides, nightly_suite=a.nightly_suite, max_timelines=a.max_timelines,
                    baseline_version=a.baseline_version, candidate_version=a.candidate_version,
                    baseline_harness=a.baseline_harness, candidate_harness=a.candidate_harness,
-                   write_parquet=not a.no_parquet)
+                   write_parquet=not a.no_parquet, s3_endpoint=a.s3_endpoint)
 
 
 def _rows(df) -> list[dict]:
@@ -204,7 +209,7 @@ def run_report(spark, opts: Options) -> dict:
     file_cfg = gate.load_config(opts.gate_config)
     th = gate.thresholds(file_cfg, opts.gate_overrides)
 
-    loaded = load(spark, opts.runs_path)
+    loaded = load(spark, opts.read_paths or opts.runs_path)
     runs, events = loaded.runs, loaded.events
     for s in loaded.skipped:
         log.warning("skipped run record %s: %s", s["path"], s["reason"])
@@ -365,6 +370,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-chaos: error: -o {opts.out}: {probe} is not writable", file=sys.stderr)
         return 2
 
+    conf = None
+    if s3a.is_remote(opts.runs_path):          # object storage: the complete records, read through s3a
+        try:
+            opts.read_paths = s3a.record_paths(opts.runs_path, opts.s3_endpoint)
+            conf = s3a.spark_conf(opts.s3_endpoint) if opts.read_paths else None
+        except (HarnessError, s3a.S3aError) as e:
+            print(f"kafka-chaos: error: {e}", file=sys.stderr)
+            return 2
+        if not opts.read_paths:
+            print(f"kafka-chaos: error: no run records under {opts.runs_path}", file=sys.stderr)
+            return 2
+
     from pyspark.sql import SparkSession  # lazy: PySpark
 
     existing = SparkSession.getActiveSession()
@@ -373,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-chaos: error: {bad_master}", file=sys.stderr)
         return 2
     try:
-        spark = existing or build_session(opts.master)
+        spark = existing or build_session(opts.master, conf=conf)
     except Exception as e:  # noqa: BLE001 - no Java, bad master URL, ...
         print(f"kafka-chaos: error: cannot start Spark ({opts.master}): {str(e).splitlines()[0] if str(e) else e!r}",
               file=sys.stderr)
