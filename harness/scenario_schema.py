@@ -40,11 +40,11 @@ CLUSTER_KEYS = ("brokers", "zookeepers", "distribution", "kafka_version", "min_v
 TOPIC_KEYS = ("name", "partitions", "replication_factor", "config", "assignment")
 STEP_KEYS = ("id", "at", "after", "fault", "target", "duration", "params", "action", "topic", "partition",
              "replicas", "throttle", "mb", "brokers")
-ACTIONS = ("reassign", "preload", "clear_throttle", "elect_preferred", "wait")
+ACTIONS = ("reassign", "preload", "clear_throttle", "elect_preferred", "delete_topic", "wait")
 EXPECT_KEYS = ("that", "after", "within", "topic", "partition", "broker", "brokers")
 # what an expectation can say (docs/scenario-files.md "Expectations"); checker-backed ones add a check
 EXPECTATIONS = ("leader_elected", "leader_is", "controller_elected", "isr_full", "isr_shrinks", "isr_is",
-                "reassignment_completes", "no_acked_write_lost", "conformance", "transactions", "groups")
+                "reassignment_completes", "topic_deleted", "no_acked_write_lost", "conformance", "transactions", "groups")
 CHECKER_EXPECTATIONS = {"no_acked_write_lost": "durability", "conformance": "conformance",
                         "transactions": "transactions", "groups": "groups"}
 CHECKS = ("conformance", "durability", "transactions", "groups", "expectations")
@@ -300,9 +300,10 @@ def steps(d: dict, topic_names: list[str]) -> list[dict]:
 def _action(s: dict, p: Path_, topic_names: list[str]) -> dict:
     action = string(s["action"], (*p, "action"), ACTIONS)
     need = {"reassign": ("topic", "partition", "replicas"), "preload": ("topic",), "clear_throttle": (),
-            "elect_preferred": ("topic",), "wait": ()}[action]
+            "elect_preferred": ("topic",), "delete_topic": ("topic",), "wait": ()}[action]
     allowed = ("id", "at", "after", "action", *need, *{"reassign": ("throttle",), "preload": ("partition", "mb"),
-               "clear_throttle": ("brokers",), "elect_preferred": ("partition",), "wait": ()}[action])
+               "clear_throttle": ("brokers",), "elect_preferred": ("partition",), "delete_topic": (),
+               "wait": ()}[action])
     for k in s:
         if k not in allowed:
             raise SchemaError((*p, k), f"not a key of action {action!r}; allowed: {', '.join(allowed)}")
@@ -369,17 +370,26 @@ def expectations(d: dict, step_list: list[dict], topic_list: list[dict]) -> list
             raise SchemaError((*p, "after"), f"{that!r} needs after = the id of the step it follows; known: "
                               f"{', '.join(ids) or '(none: give the step an id)'}")
         x["within"] = number(e.get("within", 30), (*p, "within"), 0.1)
-        if that in ("leader_elected", "leader_is", "isr_shrinks", "isr_is") or "topic" in e:
+        if that == "topic_deleted":
+            if "topic" not in e:
+                raise SchemaError((*p, "topic"), "missing: 'topic_deleted' needs topic = NAME")
+            x["topic"] = string(e["topic"], (*p, "topic"), tuple(names))
+            if "partition" in e:
+                raise SchemaError((*p, "partition"), "'topic_deleted' takes no partition")
+        elif that in ("leader_elected", "leader_is", "isr_shrinks", "isr_is") or "topic" in e:
             x["topic"] = string(e.get("topic", names[0]), (*p, "topic"), tuple(names))
             x["partition"] = integer(e.get("partition", 0), (*p, "partition"), 0)
         elif "partition" in e:
             raise SchemaError((*p, "partition"), "partition needs topic")
+        fault_ids = [s["id"] for s in step_list if "id" in s and "fault" in s]
         if that in ("leader_is", "isr_shrinks") or "broker" in e:
-            if "broker" not in e:
-                raise SchemaError((*p, "broker"), f"missing: {that!r} needs broker = N")
+            if "broker" not in e and not (that == "isr_shrinks" and x["after"] in fault_ids):
+                raise SchemaError((*p, "broker"), f"missing: {that!r} needs broker = N"
+                                  + (" (or after = a fault step: its target)" if that == "isr_shrinks" else ""))
             if that not in ("leader_is", "isr_shrinks"):
                 raise SchemaError((*p, "broker"), f"{that!r} takes no broker")
-            x["broker"] = integer(e["broker"], (*p, "broker"), 0)
+            if "broker" in e:
+                x["broker"] = integer(e["broker"], (*p, "broker"), 0)
         if that == "isr_is" or "brokers" in e:
             if that != "isr_is":
                 raise SchemaError((*p, "brokers"), f"{that!r} takes no brokers")

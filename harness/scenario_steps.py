@@ -56,8 +56,9 @@ def _full(ctx: RunContext, topics: list[str], partitions: dict[str, int]) -> boo
 
 
 def check(ctx: RunContext, x: dict, before: Any, timeout_s: float, reassigned: list[tuple[str, int, list[int]]],
-          partitions: dict[str, int]) -> None:
-    """Wait (bounded by ``timeout_s``) for expectation ``x``; a timeout fails the run (StepTimeout)."""
+          partitions: dict[str, int], faulted: tuple[int, ...] = ()) -> None:
+    """Wait (bounded by ``timeout_s``) for expectation ``x``; a timeout fails the run (StepTimeout).
+    ``faulted``: the brokers the anchoring fault step acted on (``isr_shrinks`` without a broker)."""
     that, t, p = x["that"], x.get("topic"), x.get("partition")
     tp = f"{t}-{p}"
     within = f"within {x['within']:g} s"
@@ -71,8 +72,11 @@ def check(ctx: RunContext, x: dict, before: Any, timeout_s: float, reassigned: l
     elif that == "leader_is":
         what, pred = f"{tp}: leader is broker {x['broker']} {within} {when}", lambda: ctx.leader(t, p) == x["broker"]
     elif that == "isr_shrinks":
-        what, pred = (f"{tp}: broker {x['broker']} leaves the ISR {within} {when}",
-                      lambda: x["broker"] not in ctx.isr(t, p))
+        gone = [x["broker"]] if "broker" in x else list(faulted)
+        what, pred = (f"{tp}: broker(s) {gone} leave the ISR {within} {when}",
+                      lambda: bool(gone) and not set(gone) & set(ctx.isr(t, p)))
+    elif that == "topic_deleted":
+        what, pred = f"topic {t} deleted {within} {when}", lambda: not ao.topic_assignment(ctx.cluster, t)
     elif that == "isr_is":
         what, pred = f"{tp}: ISR = {x['brokers']} {within} {when}", lambda: ctx.isr(t, p) == x["brokers"]
     elif that == "isr_full":
@@ -124,6 +128,10 @@ def run_action(ctx: RunContext, s: dict, reassigned: list, throttled: list, part
     elif a == "clear_throttle":
         _clear_throttle(ctx, s.get("brokers"))
         throttled.clear()
+    elif a == "delete_topic":
+        def go():        # answers once the deletion is accepted (ZooKeeper: the marker written), no wait
+            return ctx.cluster.admin().delete_topics([s["topic"]], operation_timeout=0)[s["topic"]].result(timeout=30)
+        ctx.action("delete_topic", go, topic=s["topic"], operation_timeout_s=0)
     elif a == "elect_preferred":
         tps = [(s["topic"], s["partition"])] if "partition" in s else [
             (s["topic"], p) for p in range(partitions[s["topic"]])]
@@ -192,8 +200,10 @@ def _run_steps(ctx: RunContext, steps: list[dict], by_step: dict[str, list[dict]
             mine = by_step.get(nxt.get("id", ""), [])
             before = [_before(ctx, x) for x in mine]
             ran_at = time.monotonic()
+            faulted: tuple[int, ...] = ()
             if "fault" in nxt:
                 h = ctx.fault(nxt["fault"], nxt["target"], **nxt["params"])
+                faulted = tuple(getattr(h, "broker_ids", None) or ())
                 if nxt["duration"] is None:
                     open_ended.append(h)
                 elif nxt["duration"] > 0:
@@ -204,7 +214,7 @@ def _run_steps(ctx: RunContext, steps: list[dict], by_step: dict[str, list[dict]
             if "id" in nxt:
                 ran[nxt["id"]] = ran_at
             for x, b in zip(mine, before):
-                check(ctx, x, b, ran_at + x["within"] - time.monotonic(), reassigned, partitions)
+                check(ctx, x, b, ran_at + x["within"] - time.monotonic(), reassigned, partitions, faulted)
     finally:
         # heal what this script applied, in order; the runner's heal_all() still covers everything else
         while heals:
