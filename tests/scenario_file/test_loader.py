@@ -3,7 +3,10 @@ line naming the file, the line and the key, and is a HarnessError (exit code 2).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -231,3 +234,34 @@ def test_find_line_walks_tables_and_arrays():
     assert find_line(text, ("a", "b", "k.k")) == 9
     assert find_line(text, ("s", 1)) == 5
     assert find_line(text, ("nothing",)) == 0
+
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "docs" / "examples" / "scenarios").glob("*.toml"))
+
+
+def test_there_is_an_example_per_family():
+    families = {load(p).family for p in EXAMPLES}
+    assert {"acks", "broker_failover", "controller_failover", "isr", "network", "preferred_election", "quorum",
+            "reassignment", "restart", "topics", "unclean", "zookeeper", "transactions", "groups",
+            "nightly"} <= families
+    assert {"kafkatest", "jepsen"} <= families          # the two cases from other tools' tests
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_loads(path):
+    s = load(path)
+    assert isinstance(s, Scenario) and (s.script is not None or s.fault_mix is not None)
+    assert s.name.split(".", 1)[1].startswith("file_"), s.name   # never the name of a Python scenario
+    text = path.read_text()
+    assert text.startswith("#"), "each example says what it is in a leading comment"
+
+
+def test_run_refuses_a_bad_file_with_one_line(tmp_path):
+    p = write(tmp_path, BASE.replace('fault = "kill"', 'fault = "explode"'))
+    r = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(p), "--runs-dir", str(tmp_path / "runs")],
+                       cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == (f"kafka-chaos: error: {p}:20: steps[0].fault: 'explode' is not allowed; allowed: "
+                                "bandwidth, bridge, client_crash, delete_controller_znode, isolate, kill, link_cut, loss, "
+                                "netem, one_way, partition, pause, restart, start, stop, zk_expire_session, zk_kill, "
+                                "zk_pause")
