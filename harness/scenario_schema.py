@@ -246,8 +246,7 @@ def _target(v, path: Path_, fault: str) -> str:
     try:
         parse_target(s)
     except TargetError as e:
-        raise SchemaError(path, f"{e}; e.g. leader(chaos,0), follower(chaos,0), controller, broker:2, random-broker, "
-                          "quorum-leader, zookeeper-leader") from None
+        raise SchemaError(path, str(e)) from None
     return s
 
 

@@ -93,7 +93,7 @@ def test_defaults_and_run_defaults(tmp_path):
 @pytest.mark.parametrize("old,new,line,key,says", [
     ('fault = "kill"', 'fault = "kil"', 20, "steps[0].fault", "allowed: bandwidth"),
     ('target = "leader(chaos,0)"', 'target = "leader(chaos,9)"', 21, "steps[0].target", "no such partition"),
-    ('target = "leader(chaos,0)"', 'target = "leader-of(chaos)"', 21, "steps[0].target", "leader(chaos,0)"),
+    ('target = "leader(chaos,0)"', 'target = "leader-of(chaos)"', 21, "steps[0].target", "leader(<topic>,<partition>)"),
     ('rate = 200', 'rate = "fast"', 15, "workload.rate", "expected float"),
     ('rate = 200', 'rtae = 200', 15, "workload.rtae", "allowed:"),
     ('brokers = 3', 'brokers = "3"', 5, "cluster.brokers", "expected an integer"),
