@@ -82,7 +82,14 @@ def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str) -> int:
 
 def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
     plan = plan_replay(args.replay)
-    if args.target and args.target != plan.scenario:
+    from_file = None
+    if args.target and args.target.endswith(".toml"):      # the record of a scenario file: the file again
+        from .scenario_file import load
+        from_file = load(args.target)
+        if from_file.name != plan.scenario:
+            raise HarnessError(f"--replay {args.replay} is a run of {plan.scenario!r}; {args.target} describes "
+                               f"{from_file.name!r}")
+    elif args.target and args.target != plan.scenario:
         raise HarnessError(f"--replay {args.replay} is a run of {plan.scenario!r}, not {args.target!r}; "
                            "leave SUITE_OR_SCENARIO out")
     if args.seed is not None or args.length is not None:
@@ -90,10 +97,11 @@ def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
                            "schedule are used")
     if args.config:
         raise HarnessError("--config cannot be combined with --replay: the recorded broker configuration is used")
-    found = [s for s in scenarios_for(plan.scenario) if s.name == plan.scenario]
+    found = [from_file] if from_file else [s for s in scenarios_for(plan.scenario) if s.name == plan.scenario]
     if not found:
         raise HarnessError(f"--replay {args.replay}: scenario {plan.scenario!r} is not in this harness version "
-                           "(`kafka-chaos run list`)")
+                           "(`kafka-chaos run list`; a scenario file's run: give the file too, "
+                           "`run FILE.toml --replay RUN_DIR`)")
     if args.kafka_version or args.broker_image:   # replay the same schedule against another broker
         info = images.image_for(args.kafka_version, args.broker_image, build_missing=False)
         profile = args.profile

@@ -369,6 +369,8 @@ def expectations(d: dict, step_list: list[dict], topic_list: list[dict]) -> list
             raise SchemaError((*p, "after"), f"{that!r} needs after = the id of the step it follows; known: "
                               f"{', '.join(ids) or '(none: give the step an id)'}")
         x["within"] = number(e.get("within", 30), (*p, "within"), 0.1)
+        if that == "reassignment_completes" and not any(s.get("action") == "reassign" for s in step_list):
+            raise SchemaError((*p, "that"), "'reassignment_completes' needs a step with action = \"reassign\"")
         if that == "topic_deleted":
             if "topic" not in e:
                 raise SchemaError((*p, "topic"), "missing: 'topic_deleted' needs topic = NAME")

@@ -29,11 +29,6 @@ def _assignment(ctx: RunContext, topic: str, p: int):
     return ao.topic_assignment(ctx.cluster, topic).get(p)
 
 
-def _replicas(ctx: RunContext, topic: str, p: int) -> list[int]:
-    a = _assignment(ctx, topic, p)
-    return list(a[0]) if a else []
-
-
 def _before(ctx: RunContext, x: dict) -> Any:
     """What an expectation anchored on a step compares with, read just before that step."""
     try:
@@ -48,8 +43,9 @@ def _before(ctx: RunContext, x: dict) -> Any:
 
 def _full(ctx: RunContext, topics: list[str], partitions: dict[str, int]) -> bool:
     for t in topics:
+        assignment = ao.topic_assignment(ctx.cluster, t)      # one read per topic
         for p in range(partitions[t]):
-            reps = _replicas(ctx, t, p)
+            reps = list(assignment[p][0]) if p in assignment else []
             if not reps or set(ctx.isr(t, p)) != set(reps):
                 return False
     return True
