@@ -112,7 +112,7 @@ def cmd_check(args) -> int:
             stored, new = rejudge(d, args.profile)
         except (RecordError, ValueError) as e:    # ValueError: a --profile that does not fit this record
             counts["unreadable"] += 1
-            print(f"kafka-chaos: error: {d}: {e}" if isinstance(e, ValueError) else f"kafka-chaos: error: {e}",
+            print(f"kafka-chaos: error: {e}" if isinstance(e, RecordError) else f"kafka-chaos: error: {d}: {e}",
                   file=sys.stderr)
             continue
         before = _label(stored.get("verdict"), stored.get("cause"))
