@@ -125,9 +125,16 @@ def run_action(ctx: RunContext, s: dict, reassigned: list, throttled: list, part
         _clear_throttle(ctx, s.get("brokers"))
         throttled.clear()
     elif a == "delete_topic":
-        def go():        # answers once the deletion is accepted (ZooKeeper: the marker written), no wait
-            return ctx.cluster.admin().delete_topics([s["topic"]], operation_timeout=0)[s["topic"]].result(timeout=30)
-        ctx.action("delete_topic", go, topic=s["topic"], operation_timeout_s=0)
+        # where the deletion waits for every replica's broker (ZooKeeper mode, §6.2 P4) the request only writes
+        # the marker (operation timeout 0: the broker answers at once); KRaft deletes at once (§9.7), and there a
+        # zero timeout would let the controller drop the request unexecuted, so the answer is waited for
+        # (reference/semantics.py deletion_waits_for_replicas; suites/scenarios/topics.py does the same)
+        wait_s = 0 if ctx.semantics.deletion_waits_for_replicas else 30
+
+        def go():
+            return ctx.cluster.admin().delete_topics([s["topic"]], operation_timeout=wait_s)[s["topic"]].result(
+                timeout=wait_s + 30)
+        ctx.action("delete_topic", go, topic=s["topic"], operation_timeout_s=wait_s)
     elif a == "elect_preferred":
         tps = [(s["topic"], s["partition"])] if "partition" in s else [
             (s["topic"], p) for p in range(partitions[s["topic"]])]
