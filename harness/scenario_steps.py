@@ -127,7 +127,8 @@ def run_action(ctx: RunContext, s: dict, reassigned: list, throttled: list, part
     elif a == "delete_topic":
         # where the deletion waits for every replica's broker (ZooKeeper mode, §6.2 P4) the request only writes
         # the marker (operation timeout 0: the broker answers at once); KRaft deletes at once (§9.7), and there a
-        # zero timeout would let the controller drop the request unexecuted, so the answer is waited for
+        # zero timeout is the controller operation's deadline (ControllerApis.handleDeleteTopics:
+        # requestTimeoutMsToDeadlineNs), so it expires unexecuted (seen on 4.1.2); the answer is waited for
         # (reference/semantics.py deletion_waits_for_replicas; suites/scenarios/topics.py does the same)
         wait_s = 0 if ctx.semantics.deletion_waits_for_replicas else 30
 
