@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -100,12 +101,38 @@ def rejudge(path: Path, profile: str | None = None) -> tuple[dict, Verdict]:
     return rec.verdict, decide(rec.events, meta)
 
 
+def check_profile_name(name: str) -> None:
+    """Refuse a ``--profile`` no record could be judged with (one usage line, exit 2), before any record
+    is read; a name that does not fit a record's control plane (``apache-zk-*`` for a KRaft run) is
+    reported for that record."""
+    from reference.profiles import profile_for
+    kraft = bool(re.fullmatch(r"(?:apache-)?kraft(?:-.*)?", name))
+    if name in ("apache-zk", "kraft", "apache-kraft"):
+        return                     # the version comes from each record
+    try:
+        profile_for("3.9" if not kraft else "4.1", name, kraft_run=kraft)
+    except ValueError as e:
+        raise HarnessError(f"--profile: {e}") from None
+
+
+def check_changes(stored: dict, new: Verdict) -> list[str]:
+    """What changed per check between a stored verdict.json and a new verdict: ``["durability PASS -> FAIL"]``
+    (checks added or gone are named with ``-``)."""
+    def verdicts(checks) -> dict:
+        return {k: (v.get("verdict") if isinstance(v, dict) else v) for k, v in (checks or {}).items()}
+    old, now = verdicts(stored.get("checks")), verdicts(new.checks)
+    return [f"{k} {old.get(k, '-')} -> {now.get(k, '-')}" for k in sorted(set(old) | set(now))
+            if old.get(k) != now.get(k)]
+
+
 def _write(path: Path, stored: dict, new: Verdict) -> None:
     os.replace(path / "verdict.json", path / "verdict.previous.json")
     _write_json_atomic(path / "verdict.json", {**stored, **new.to_dict()})
 
 
 def cmd_check(args) -> int:
+    if args.profile:
+        check_profile_name(args.profile)
     with tempfile.TemporaryDirectory(prefix="kafka-chaos-check-") as tmp:
         return _check(args, Path(tmp))
 
@@ -117,9 +144,10 @@ def _check(args, tmp: Path) -> int:
     for d in dirs:
         try:
             stored, new = rejudge(d, args.profile)
-        except RecordError as e:
+        except (RecordError, ValueError) as e:    # ValueError: a --profile that does not fit this record
             counts["unreadable"] += 1
-            print(f"kafka-chaos: error: {e}", file=sys.stderr)
+            print(f"kafka-chaos: error: {e}" if isinstance(e, RecordError) else f"kafka-chaos: error: {d}: {e}",
+                  file=sys.stderr)
             continue
         before = _label(stored.get("verdict"), stored.get("cause"))
         after = _label(new.verdict, new.cause)
@@ -128,19 +156,22 @@ def _check(args, tmp: Path) -> int:
         counts[new.verdict] += 1
         counts["changed"] += changed
         shown = remote[d][1] if d in remote else d
+        diffs = check_changes(stored, new) if changed else []
         if args.json:
             print(json.dumps({"path": str(shown), "stored": before, "verdict": new.verdict, "cause": new.cause,
-                              "reason": new.reason, "changed": changed}))
+                              "reason": new.reason, "changed": changed, "checks_changed": diffs}))
         else:
             what = f"{before} -> {after}" if changed else after
-            print(f"{'changed' if changed else 'same':8} {what:34} {shown}" + (f"  {first_line(new.reason)}" if changed else ""))
+            why = f"  [{'; '.join(diffs)}] {first_line(new.reason)}" if diffs else f"  {first_line(new.reason)}"
+            print(f"{'changed' if changed else 'same':8} {what:34} {shown}" + (why if changed else ""))
         if args.write and changed:
             _write(d, stored, new)
             if d in remote:               # publish the re-judged record again (manifest last)
                 remote[d][0].publish(d)
     if counts["unreadable"] < len(dirs):     # nothing judged: the error lines say it all
         print(f"{len(dirs)} record(s): {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['UNKNOWN']} UNKNOWN, "
-              f"{counts['unreadable']} unreadable; {counts['changed']} changed", file=sys.stderr)
+              f"{counts['unreadable']} unreadable; {counts['changed']} changed"
+              + (f" (judged with profile {args.profile})" if args.profile else ""), file=sys.stderr)
     if counts["FAIL"]:
         return 1
     return 2 if counts["UNKNOWN"] or counts["unreadable"] else 0

@@ -33,8 +33,8 @@ def add_parser(sub) -> None:
                                    "or replay a recorded run with --replay RUN_DIR. Exit codes: 0 every verdict "
                                    "PASS, 1 a check failed, 2 usage or environment error (UNKNOWN).")
     r.add_argument("target", metavar="SUITE_OR_SCENARIO", nargs="?",
-                   help="a suite (smoke, conformance, chaos, nightly), a family or a scenario name; `list` lists "
-                        "them (optional with --replay)")
+                   help="a suite (smoke, conformance, chaos, nightly), a family, a scenario name or a scenario file "
+                        "(PATH.toml, docs/scenario-files.md); `list` lists them (optional with --replay)")
     r.add_argument("--runs-dir", default="runs",
                    help="where run records go (default ./runs); s3://BUCKET/PREFIX: recorded locally, then "
                         "published to object storage (docs/fleet.md)")
@@ -95,7 +95,14 @@ def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str, endpoint: str | 
 
 def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
     plan = plan_replay(args.replay)
-    if args.target and args.target != plan.scenario:
+    from_file = None
+    if args.target and args.target.endswith(".toml"):      # the record of a scenario file: the file again
+        from .scenario_file import load
+        from_file = load(args.target)
+        if from_file.name != plan.scenario:
+            raise HarnessError(f"--replay {args.replay} is a run of {plan.scenario!r}; {args.target} describes "
+                               f"{from_file.name!r}")
+    elif args.target and args.target != plan.scenario:
         raise HarnessError(f"--replay {args.replay} is a run of {plan.scenario!r}, not {args.target!r}; "
                            "leave SUITE_OR_SCENARIO out")
     if args.seed is not None or args.length is not None:
@@ -103,10 +110,11 @@ def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
                            "schedule are used")
     if args.config:
         raise HarnessError("--config cannot be combined with --replay: the recorded broker configuration is used")
-    found = [s for s in scenarios_for(plan.scenario) if s.name == plan.scenario]
+    found = [from_file] if from_file else [s for s in scenarios_for(plan.scenario) if s.name == plan.scenario]
     if not found:
         raise HarnessError(f"--replay {args.replay}: scenario {plan.scenario!r} is not in this harness version "
-                           "(`kafka-chaos run list`)")
+                           "(`kafka-chaos run list`; a scenario file's run: give the file too, "
+                           "`run FILE.toml --replay RUN_DIR`)")
     if args.variant and args.variant != plan.variant:
         raise HarnessError(f"--variant cannot change a replay: {plan.run_id} ran variant {plan.variant!r}")
     found = [found[0].with_variant(plan.variant)]
@@ -148,7 +156,16 @@ def cmd_run(args) -> int:
             print(f"{s.name:45} {','.join(s.tags):28} {s.description}")
         return 0
     overrides = config_pairs(args.config)
-    chosen = scenarios_for(args.target)
+    if args.target.endswith(".toml"):        # a scenario file (docs/scenario-files.md)
+        from .scenario_file import load_file
+        sf = load_file(args.target)
+        chosen = [sf.scenario]
+        if args.kafka_version is None and args.broker_image is None and sf.kafka_version:
+            args.kafka_version = sf.kafka_version
+        if args.distribution is None and sf.distribution:
+            args.distribution = sf.distribution
+    else:
+        chosen = scenarios_for(args.target)
     if not chosen:
         raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
     if args.variant:
@@ -196,7 +213,8 @@ def cmd_run(args) -> int:
             ["--variant", args.variant] if args.variant else [])
         pub = Publisher(args.runs_dir, args.s3_endpoint)   # children record locally; this process publishes
         before = set(os.listdir(pub.local)) if os.path.isdir(pub.local) else set()
-        pjobs = [Job(s.name, [s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
+        target = args.target if args.target.endswith(".toml") else None     # a file's scenario is the file
+        pjobs = [Job(s.name, [target or s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
                               pub.local, "--suite", suite, *extra])
                  for i in range(args.repeat) for s in chosen]
         try:
