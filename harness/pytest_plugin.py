@@ -269,7 +269,8 @@ def kc_judge(kc_run):
         try:
             return kc_run.judge()
         except RunFailed as e:
-            pytest.fail(str(e), pytrace=False)
+            failed = str(e)
+        pytest.fail(failed, pytrace=False)     # outside the except: one message, no chained traceback
     return judge
 
 
