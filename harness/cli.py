@@ -258,13 +258,21 @@ def _check_run(args) -> None:
     if args.seed is not None and args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     _check_writable_dir(args.runs_dir, "--runs-dir")
+    sfile = None
+    if args.target and args.target.endswith(".toml") and not args.replay:
+        from .scenario_file import load_file     # a scenario file: its errors name file, line and key
+        sfile = load_file(args.target)
+        if args.kafka_version is None and args.broker_image is None and sfile.kafka_version:
+            args.kafka_version = sfile.kafka_version
+        if args.distribution is None and sfile.distribution:
+            args.distribution = sfile.distribution
     apply_distribution_file(args)
     apply_layout(args)
     _check_profile(args.profile, args.kafka_version, args.distribution)
     check_distribution_fits(args.kafka_version, args.distribution)
     if not args.target or args.replay:
         return
-    chosen = scenarios_for(args.target)
+    chosen = [sfile.scenario] if sfile else scenarios_for(args.target)
     if not chosen:
         names = [*SUITES, "all", "list", *(s.family for s in SCENARIOS), *(s.name for s in SCENARIOS)]
         raise HarnessError(f"no suite or scenario named {args.target!r}{did_you_mean(args.target, names)}; "

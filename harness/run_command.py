@@ -31,8 +31,8 @@ def add_parser(sub) -> None:
                                    "or replay a recorded run with --replay RUN_DIR. Exit codes: 0 every verdict "
                                    "PASS, 1 a check failed, 2 usage or environment error (UNKNOWN).")
     r.add_argument("target", metavar="SUITE_OR_SCENARIO", nargs="?",
-                   help="a suite (smoke, conformance, chaos, nightly), a family or a scenario name; `list` lists "
-                        "them (optional with --replay)")
+                   help="a suite (smoke, conformance, chaos, nightly), a family, a scenario name or a scenario file "
+                        "(PATH.toml, docs/scenario-files.md); `list` lists them (optional with --replay)")
     r.add_argument("--runs-dir", default="runs", help="where run records go (default ./runs)")
     r.add_argument("--seed", type=int, default=None,
                    help="run seed (default 0): random targets and generated fault schedules derive from it; "
@@ -132,7 +132,16 @@ def cmd_run(args) -> int:
             print(f"{s.name:45} {','.join(s.tags):28} {s.description}")
         return 0
     overrides = config_pairs(args.config)
-    chosen = scenarios_for(args.target)
+    if args.target.endswith(".toml"):        # a scenario file (docs/scenario-files.md)
+        from .scenario_file import load_file
+        sf = load_file(args.target)
+        chosen = [sf.scenario]
+        if args.kafka_version is None and args.broker_image is None and sf.kafka_version:
+            args.kafka_version = sf.kafka_version
+        if args.distribution is None and sf.distribution:
+            args.distribution = sf.distribution
+    else:
+        chosen = scenarios_for(args.target)
     if not chosen:
         raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
     info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
@@ -170,7 +179,7 @@ def cmd_run(args) -> int:
         extra = (["--profile", args.profile] if args.profile else []) + (
             distribution_args(args.distribution)) + (
             ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides)
-        pjobs = [Job(s.name, [s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
+        pjobs = [Job(s.name, [args.target if args.target.endswith(".toml") else s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
                               args.runs_dir, "--suite", suite, *extra])
                  for i in range(args.repeat) for s in chosen]
         return run_parallel(pjobs, args.parallel, args.runs_dir)
