@@ -32,7 +32,8 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 MARKER = "kafka_chaos"
 LAYOUTS = {"zookeeper": "apache-zk", "combined": "apache-kraft", "dedicated": "apache-kraft-dedicated"}
-_CLUSTER_FIXTURES = ("kc_cluster", "kc_cluster_module", "kc_cluster_session", "kc_cluster_factory", "kc_run")
+_CLUSTER_FIXTURES = ("kc_cluster", "kc_cluster_module", "kc_cluster_session", "kc_cluster_factory", "kc_run",
+                     "kc_scenario_file")
 
 
 def pytest_addoption(parser):
@@ -272,6 +273,26 @@ def kc_judge(kc_run):
             failed = str(e)
         pytest.fail(failed, pytrace=False)     # outside the except: one message, no chained traceback
     return judge
+
+
+@pytest.fixture
+def kc_scenario_file(request, kc_spec, kc_docker):
+    """``kc_scenario_file(path, **settings)``: run a scenario file (TOML, docs/scenario-files.md) on a fresh
+    cluster, judged like ``kafka-chaos run FILE``; fails the test unless PASS (naming the rule ids and the
+    record), skips it when the scenario does not apply to the cluster. Settings (``kc_spec``, then the
+    call's) win over the file's ``[cluster]`` defaults. Returns the outcome (``.verdict``, ``.path``)."""
+    from .pytest_run import failure_message, run_scenario_file
+
+    def run(path, **settings):
+        out, verdict = run_scenario_file(Path(path), Path(request.config.getoption("kc_runs_dir")),
+                                         {**kc_spec, **settings}, skip=pytest.skip,
+                                         keep_cluster=request.config.getoption("kc_keep_cluster"))
+        request.node.user_properties.append(("kafka_chaos_record", str(out.path)))
+        request.node.user_properties.append(("kafka_chaos_verdict", out.verdict))
+        if out.verdict != "PASS":
+            pytest.fail(failure_message(out, verdict), pytrace=False)
+        return out
+    return run
 
 
 @pytest.hookimpl(wrapper=True)

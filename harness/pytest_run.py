@@ -191,3 +191,25 @@ def failure_message(out: RunOutcome, verdict: dict) -> str:
         lines.append("failed: " + "; ".join(ids))
     lines.append(f"record: {out.path}  (re-judge: kafka-chaos check {out.path})")
     return "\n".join(lines)
+
+
+def run_scenario_file(path, runs_dir, settings: dict, *, keep_cluster: bool = False, skip=None) -> tuple[RunOutcome, dict]:
+    """Run a scenario file (docs/scenario-files.md; :func:`harness.scenario_file.load_file`) the way
+    ``kafka-chaos run FILE`` does: ``settings`` (distribution, kafka_version, image, broker_config, seed,
+    profile) win over the file's ``[cluster]`` defaults. Returns (outcome, stored verdict). ``skip(reason)``
+    is called when the scenario does not apply to that cluster (e.g. it faults ZooKeeper on KRaft)."""
+    from . import distributions, images
+    from .record import load_json_object
+    from .runner import execute
+    from .scenario_file import load_file
+    sf = load_file(path)
+    dist = settings.get("distribution") or sf.distribution
+    info = images.image_for(settings.get("kafka_version") or sf.kafka_version, settings.get("image"), build_missing=True)
+    why = sf.scenario.not_applicable(info.kafka_version, distributions.get(dist))
+    if why and skip is not None:
+        skip(f"{sf.scenario.name}: {why}")
+    out = execute(sf.scenario, runs_dir=runs_dir, image=info.tag, suite="pytest", seed=settings.get("seed", 0),
+                  profile=settings.get("profile"), broker_config=settings.get("broker_config"), distribution=dist,
+                  keep_cluster=keep_cluster)
+    return out, load_json_object(out.path / "verdict.json")
+

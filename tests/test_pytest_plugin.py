@@ -25,7 +25,8 @@ def _this_checkout_importable(monkeypatch):
 
 
 FIXTURES = ("kc_docker", "kc_image", "kc_spec", "kc_cluster_factory", "kc_cluster", "kc_cluster_module",
-            "kc_cluster_session", "kc_run", "kc_ctx", "kc_nemesis", "kc_workload", "kc_observer", "kc_judge")
+            "kc_cluster_session", "kc_run", "kc_ctx", "kc_nemesis", "kc_workload", "kc_observer", "kc_judge",
+            "kc_scenario_file")
 
 
 def test_fixtures_are_listed_with_docstrings(pytester):

@@ -1,11 +1,12 @@
 """The package as a user gets it: the wheel built from this checkout, installed (not editable) in a fresh
 venv, and a directory outside the repository holding only a user's ``test_*.py``
-(tests/integration/wheel_user/). ``pytest`` there, with nothing but the installed plugin, runs a
-leader-kill test on a real cluster that PASSes and a deliberately broken expectation that FAILs with
-its rule id; ``kafka-chaos --version``, ``images build`` and ``completion`` work from that directory.
+(tests/integration/wheel_user/) and a scenario file (docs/examples/scenarios/broker_failover.toml).
+``pytest`` there, with nothing but the installed plugin, runs a leader-kill test on a real cluster
+that PASSes, a deliberately broken expectation that FAILs with its rule id, and the scenario file
+(PASS); ``kafka-chaos --version``, ``images build`` and ``completion`` work from that directory.
 
 Cost: the wheel (~10 s), the venv and its dependencies (~1-2 min from the pip cache; pyspark is the bulk),
-two judged runs (~2-3 min). Marked ``wheel`` besides ``docker`` so CI can choose it (``-m "not wheel"``).
+three judged runs (~3-4 min). Marked ``wheel`` besides ``docker`` so CI can choose it (``-m "not wheel"``).
 ``KAFKA_CHAOS_WHEELHOUSE=DIR`` installs the dependencies from DIR only (``--no-index --find-links``).
 """
 
@@ -23,6 +24,7 @@ import pytest
 pytestmark = [pytest.mark.docker, pytest.mark.wheel]
 ROOT = Path(__file__).resolve().parents[2]
 USER_TEST = Path(__file__).resolve().parent / "wheel_user" / "test_user_kafka.py"
+SCENARIO_FILE = ROOT / "docs" / "examples" / "scenarios" / "broker_failover.toml"
 
 
 def _env() -> dict:
@@ -60,6 +62,7 @@ def test_wheel_in_a_fresh_venv_runs_a_users_plugin_tests(tmp_path, kc_image):
     user = tmp_path / "user-project"        # outside the repository: only the user's test file
     user.mkdir()
     shutil.copy(USER_TEST, user / USER_TEST.name)
+    shutil.copy(SCENARIO_FILE, user / SCENARIO_FILE.name)
     loc = _run([py, "-c", "import harness; print(harness.__file__)"], cwd=user).stdout.strip()
     assert str(venv) in loc and str(ROOT) not in loc, loc       # the installed package, not this checkout
     assert _run([bin_ / "kafka-chaos", "--version"], cwd=user).stdout.startswith("kafka-chaos ")
@@ -76,10 +79,11 @@ def test_wheel_in_a_fresh_venv_runs_a_users_plugin_tests(tmp_path, kc_image):
     assert res.returncode == 1, out[-4000:]
     assert "PASSED test_user_kafka.py::test_leader_kill_is_survived" in out, out[-4000:]
     assert "FAILED test_user_kafka.py::test_deliberately_broken_expectation" in out, out[-4000:]
+    assert "PASSED test_user_kafka.py::test_scenario_file" in out, out[-4000:]
     assert "expectation USER-1: broker 42 is the controller" in out, out[-4000:]
     assert f"record: {user / 'runs'}" in out, out[-4000:]
     records = [p for p in (user / "runs").iterdir() if (p / "verdict.json").exists()]
-    assert len(records) == 2, records
+    assert len(records) == 3, records
     # the records re-judge the same with the installed CLI
     again = _run([bin_ / "kafka-chaos", "check", user / "runs"], cwd=user, check=False)
     assert again.returncode == 1 and "changed" not in again.stdout.replace("0 changed", ""), again.stdout + again.stderr

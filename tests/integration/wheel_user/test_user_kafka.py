@@ -18,3 +18,10 @@ def test_deliberately_broken_expectation(kc_ctx, kc_judge):
     """An expectation the broker cannot meet: the judge fails the test naming the rule id and the record."""
     kc_ctx.expect("broker 42 is the controller", kc_ctx.controller() == 42, rule="USER-1")
     kc_judge()
+
+
+def test_scenario_file(kc_scenario_file):
+    """A scenario file next to this test (a copy of docs/examples/scenarios/broker_failover.toml), judged."""
+    from pathlib import Path
+    out = kc_scenario_file(Path(__file__).with_name("broker_failover.toml"))
+    assert out.verdict == "PASS"
