@@ -30,8 +30,9 @@ SUITE_MARKERS = ("smoke", "conformance", "chaos", "nightly")
 LEGACY_OPTIONS = {"kafka_version": "kc_kafka_version", "broker_image": "kc_broker_image", "brokers": "kc_brokers",
                   "zookeepers": "kc_zookeepers", "runs_dir": "kc_runs_dir"}
 
-if not any(ep.value == "harness.pytest_plugin" for ep in entry_points(group="pytest11")):
-    pytest_plugins = ["harness.pytest_plugin"]
+# pytester: tests/test_pytest_plugin.py runs the plugin in subprocesses
+pytest_plugins = ["pytester"] + ([] if any(ep.value == "harness.pytest_plugin" for ep in entry_points(group="pytest11"))
+                                 else ["harness.pytest_plugin"])
 
 
 def pytest_addoption(parser):

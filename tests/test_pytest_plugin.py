@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tomllib
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,9 @@ from harness import runner
 from harness.pytest_run import RunSpec, failure_message, rule_ids, scenario_name
 from harness.runner import RunOutcome
 
-pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parent.parent
+# the plugin as pytest finds it: its entry point when the package is installed with it, else `-p`
+P = [] if any(ep.value == "harness.pytest_plugin" for ep in entry_points(group="pytest11")) else ["-p", "harness.pytest_plugin"]
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +32,7 @@ FIXTURES = ("kc_docker", "kc_image", "kc_spec", "kc_cluster_factory", "kc_cluste
 
 
 def test_fixtures_are_listed_with_docstrings(pytester):
-    res = pytester.runpytest_subprocess("--fixtures", "-p", "harness.pytest_plugin")
+    res = pytester.runpytest_subprocess("--fixtures", *P)
     text = res.stdout.str()
     for name in FIXTURES:
         m = re.search(rf"^{name}\b.*\n\s+(\S.*)$", text, re.M)
@@ -38,10 +40,10 @@ def test_fixtures_are_listed_with_docstrings(pytester):
 
 
 def test_options_and_markers(pytester):
-    res = pytester.runpytest_subprocess("--help", "-p", "harness.pytest_plugin")
+    res = pytester.runpytest_subprocess("--help", *P)
     for opt in ("--kc-kafka-version", "--kc-distribution", "--kc-runs-dir", "--kc-keep-cluster", "--kc-brokers"):
         assert opt in res.stdout.str()
-    res = pytester.runpytest_subprocess("--markers", "-p", "harness.pytest_plugin")
+    res = pytester.runpytest_subprocess("--markers", *P)
     assert "@pytest.mark.kafka_chaos(**settings)" in res.stdout.str()
 
 
@@ -56,7 +58,7 @@ def test_spec_merges_options_markers_and_parameters(pytester):
             assert kc_spec == {"kafka_version": "4.1.2", "distribution": "apache-kraft-dedicated", "brokers": 4,
                                "broker_config": {"a": "1"}, "zookeepers": 3}
     """)
-    res = pytester.runpytest_subprocess("-p", "harness.pytest_plugin", "--kc-zookeepers", "3", "--kc-kafka-version", "3.9.2")
+    res = pytester.runpytest_subprocess(*P, "--kc-zookeepers", "3", "--kc-kafka-version", "3.9.2")
     res.assert_outcomes(passed=1)
 
 
@@ -68,11 +70,11 @@ def test_docker_tests_fail_without_an_engine_and_skip_when_told(pytester, monkey
             pass
     """)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    res = pytester.runpytest_subprocess("-p", "harness.pytest_plugin")
+    res = pytester.runpytest_subprocess(*P)
     res.assert_outcomes(errors=1)
     assert "Docker engine unreachable" in res.stdout.str()
     monkeypatch.setenv("KAFKA_CHAOS_SKIP_DOCKER", "1")
-    pytester.runpytest_subprocess("-p", "harness.pytest_plugin").assert_outcomes(skipped=1)
+    pytester.runpytest_subprocess(*P).assert_outcomes(skipped=1)
 
 
 def test_run_spec_makes_a_scenario_that_runs_everywhere():
