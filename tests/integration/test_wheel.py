@@ -76,6 +76,7 @@ def test_wheel_in_a_fresh_venv_runs_a_users_plugin_tests(tmp_path, kc_image):
     times["pytest"] = time.monotonic() - t
     out = res.stdout + res.stderr
     print(f"wheel test times (s): {', '.join(f'{k} {v:.0f}' for k, v in times.items())}")
+    print("\n".join(ln for ln in res.stdout.splitlines() if ln.startswith(("PASS ", "FAIL ", "UNKNOWN ", "platform"))))
     assert res.returncode == 1, out[-4000:]
     assert "PASSED test_user_kafka.py::test_leader_kill_is_survived" in out, out[-4000:]
     assert "FAILED test_user_kafka.py::test_deliberately_broken_expectation" in out, out[-4000:]
