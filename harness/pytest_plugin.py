@@ -62,12 +62,14 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``docker`` or using a cluster fixture ask for ``kc_docker`` first: without an engine
-    they fail with the reason (or skip, with ``KAFKA_CHAOS_SKIP_DOCKER=1``) before anything starts."""
+    """Tests using a cluster fixture are marked ``docker`` (so ``-m "not docker"`` leaves them out), and
+    tests marked ``docker`` ask for ``kc_docker`` first: without an engine they fail with the reason (or
+    skip, with ``KAFKA_CHAOS_SKIP_DOCKER=1``) before anything starts."""
     for item in items:
         names = getattr(item, "fixturenames", [])
-        if (item.get_closest_marker("docker") or any(f in names for f in _CLUSTER_FIXTURES)) \
-                and "kc_docker" not in names:
+        if any(f in names for f in _CLUSTER_FIXTURES) and not item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.docker)
+        if item.get_closest_marker("docker") and "kc_docker" not in names:
             names.insert(0, "kc_docker")
 
 

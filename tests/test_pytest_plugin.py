@@ -77,6 +77,21 @@ def test_docker_tests_fail_without_an_engine_and_skip_when_told(pytester, monkey
     pytester.runpytest_subprocess(*P).assert_outcomes(skipped=1)
 
 
+def test_tests_using_clusters_are_marked_docker(pytester):
+    pytester.makepyfile("""
+        def test_a(kc_run):
+            pass
+
+        def test_b(kc_cluster_module):
+            pass
+
+        def test_c():
+            pass
+    """)
+    res = pytester.runpytest_subprocess(*P, "-m", "not docker", "--collect-only", "-q")
+    assert "test_c" in res.stdout.str() and "test_a" not in res.stdout.str() and "test_b" not in res.stdout.str()
+
+
 def test_run_spec_makes_a_scenario_that_runs_everywhere():
     sc = RunSpec.from_dict("pytest.t", {"partitions": 1, "broker_config": {"x": "y"}}).scenario()
     assert sc.topics[0].name == "chaos" and sc.topics[0].partitions == 1

@@ -1,6 +1,6 @@
 """The package as a user gets it: the wheel built from this checkout, installed (not editable) in a fresh
 venv, and a directory outside the repository holding only a user's ``test_*.py``
-(tests/integration/wheel_user/) and a scenario file (docs/examples/scenarios/broker_failover.toml).
+(tests/integration/wheel_user/user_test_kafka.py) and a scenario file (docs/examples/scenarios/broker_failover.toml).
 ``pytest`` there, with nothing but the installed plugin, runs a leader-kill test on a real cluster
 that PASSes, a deliberately broken expectation that FAILs with its rule id, and the scenario file
 (PASS); ``kafka-chaos --version``, ``images build`` and ``completion`` work from that directory.
@@ -23,7 +23,8 @@ import pytest
 
 pytestmark = [pytest.mark.docker, pytest.mark.wheel]
 ROOT = Path(__file__).resolve().parents[2]
-USER_TEST = Path(__file__).resolve().parent / "wheel_user" / "test_user_kafka.py"
+# not named test_*.py here, so this repository's own runs never collect it; copied as test_user_kafka.py
+USER_TEST = Path(__file__).resolve().parent / "wheel_user" / "user_test_kafka.py"
 SCENARIO_FILE = ROOT / "docs" / "examples" / "scenarios" / "broker_failover.toml"
 
 
@@ -61,7 +62,7 @@ def test_wheel_in_a_fresh_venv_runs_a_users_plugin_tests(tmp_path, kc_image):
 
     user = tmp_path / "user-project"        # outside the repository: only the user's test file
     user.mkdir()
-    shutil.copy(USER_TEST, user / USER_TEST.name)
+    shutil.copy(USER_TEST, user / "test_user_kafka.py")
     shutil.copy(SCENARIO_FILE, user / SCENARIO_FILE.name)
     loc = _run([py, "-c", "import harness; print(harness.__file__)"], cwd=user).stdout.strip()
     assert str(venv) in loc and str(ROOT) not in loc, loc       # the installed package, not this checkout

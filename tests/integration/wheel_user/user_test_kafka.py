@@ -1,5 +1,6 @@
 """A user's own test of their Kafka cluster, written against the installed kafka-chaos pytest plugin only
-(this file is copied into an empty directory outside the repository by tests/integration/test_wheel.py)."""
+(tests/integration/test_wheel.py copies it as test_user_kafka.py into an empty directory outside the repository;
+it is not named test_*.py here so that this repository's own pytest runs never collect it)."""
 
 
 def test_leader_kill_is_survived(kc_ctx, kc_nemesis, kc_workload, kc_judge):
