@@ -218,7 +218,8 @@ def kc_run(request, kc_spec, kc_docker):
     """A judged run of this test (:class:`harness.pytest_run.KcRun`): a fresh cluster, its topic (``chaos``,
     3 partitions, RF 3) with full ISR, the observer, the nemesis and an acks=all workload, all started
     the way ``kafka-chaos run`` starts them. The test body is the run's script; at teardown (or
-    ``kc_judge()``) it is healed, drained, recorded under ``--kc-runs-dir`` and judged."""
+    ``kc_judge()``) it is healed, drained, recorded under ``--kc-runs-dir`` and judged: a verdict other
+    than PASS at teardown is an error of the test unless the test ended the run itself (``kc_run.end()``)."""
     spec = RunSpec.from_dict(scenario_name(request.node.nodeid), kc_spec,
                              description=(getattr(request.node, "function", None).__doc__ or "").strip()
                              if getattr(request.node, "function", None) else "")
@@ -227,9 +228,13 @@ def kc_run(request, kc_spec, kc_docker):
     request.node.user_properties.append(("kafka_chaos_run", spec.name))
     yield run
     error = getattr(request.node, "_kc_error", None)
+    looked = run.outcome is not None          # the test ended (and judged or inspected) the run itself
     out = run.end(error)
     request.node.user_properties.append(("kafka_chaos_record", str(out.path)))
     request.node.user_properties.append(("kafka_chaos_verdict", out.verdict))
+    if not looked and error is None and out.verdict != "PASS":     # judged at teardown: not PASS is an error
+        from .pytest_run import failure_message
+        pytest.fail(failure_message(out, run.verdict()), pytrace=False)
 
 
 @pytest.fixture
