@@ -1,97 +1,60 @@
-"""Shared pytest options and fixtures.
+"""This repository's own pytest setup: its tests use the kafka-chaos pytest plugin (harness/pytest_plugin.py)
+exactly as a user's tests do: fixtures ``kc_docker``, ``kc_image``, ``kc_cluster_factory``, ``kc_cluster``,
+``kc_run``, ... and the options ``--kc-kafka-version``, ``--kc-broker-image``, ``--kc-brokers``,
+``--kc-zookeepers``, ``--kc-runs-dir``, ``--kc-distribution``, ``--kc-keep-cluster`` (docs/pytest-plugin.md).
 
-Options: --kafka-version, --broker-image, --brokers, --zookeepers (the defaults every cluster fixture uses).
+What is left here is this repository's own:
 
-Tests that need Docker are marked ``docker`` (scenario suites carry ``smoke``/``conformance``/``chaos``/``nightly``,
-which imply it). When no Docker engine answers they **fail** with the reason, unless
-``KAFKA_CHAOS_SKIP_DOCKER=1`` is set explicitly, which skips them with that reason.
+- the suite markers ``smoke``/``conformance``/``chaos``/``nightly`` imply ``docker`` (the plugin then gives
+  such tests ``kc_docker`` first: no engine → they **fail** with the reason, unless
+  ``KAFKA_CHAOS_SKIP_DOCKER=1`` is set explicitly, which skips them);
+- the older option names ``--kafka-version``, ``--broker-image``, ``--brokers``, ``--zookeepers``,
+  ``--runs-dir`` still work (they set the ``--kc-*`` ones);
+- the plugin is loaded from this checkout when the installed package does not register its entry point
+  (an editable install made before the plugin existed), and a run whose ``harness`` is not this
+  checkout's stops at once (use ``python -m pytest`` from the checkout).
 """
 
 from __future__ import annotations
 
 import os
+from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 os.environ.setdefault("KAFKA_CHAOS_QUIET", "1")
 
-DOCKER_MARKERS = ("docker", "smoke", "conformance", "chaos", "nightly")
+SUITE_MARKERS = ("smoke", "conformance", "chaos", "nightly")
+LEGACY_OPTIONS = {"kafka_version": "kc_kafka_version", "broker_image": "kc_broker_image", "brokers": "kc_brokers",
+                  "zookeepers": "kc_zookeepers", "runs_dir": "kc_runs_dir"}
+
+# pytester: tests/test_pytest_plugin.py runs the plugin in subprocesses
+pytest_plugins = ["pytester"] + ([] if any(ep.value == "harness.pytest_plugin" for ep in entry_points(group="pytest11"))
+                                 else ["harness.pytest_plugin"])
 
 
 def pytest_addoption(parser):
     g = parser.getgroup("kafka-chaos")
-    g.addoption("--kafka-version", default=os.environ.get("KAFKA_CHAOS_KAFKA_VERSION"),
-                help="Kafka version of the broker image (default: latest 3.9.x)")
-    g.addoption("--broker-image", default=os.environ.get("KAFKA_CHAOS_BROKER_IMAGE"),
-                help="run against this local image instead of kafka-chaos/kafka:<version>")
-    g.addoption("--brokers", type=int, default=3, help="brokers per cluster (default 3)")
-    g.addoption("--zookeepers", type=int, default=1, choices=[1, 3, 5], help="ZooKeeper nodes (default 1)")
-    g.addoption("--runs-dir", default=os.environ.get("KAFKA_CHAOS_RUNS_DIR", "runs"),
-                help="where scenario suites write their run records (default ./runs)")
+    for name in LEGACY_OPTIONS:
+        kw = {"type": int} if name in ("brokers", "zookeepers") else {}
+        g.addoption("--" + name.replace("_", "-"), dest=name, default=None, help=f"(older name of --kc-{name.replace('_', '-')})", **kw)
 
 
-def _needs_docker(item) -> bool:
-    return any(item.get_closest_marker(m) for m in DOCKER_MARKERS)
-
-
-@pytest.fixture(scope="session")
-def docker_engine():
-    """The Docker client; fails (or skips when KAFKA_CHAOS_SKIP_DOCKER=1) when no engine answers."""
-    from harness import docker_util
-    from harness.errors import DockerUnavailable
-    try:
-        return docker_util.client()
-    except DockerUnavailable as e:
-        if os.environ.get("KAFKA_CHAOS_SKIP_DOCKER") == "1":
-            pytest.skip(f"KAFKA_CHAOS_SKIP_DOCKER=1 and {e}")
-        pytest.fail(str(e), pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def broker_image(request, docker_engine):
-    """The image every cluster fixture runs (built on first use when it is the default Apache image)."""
-    from harness import images
-    image = request.config.getoption("--broker-image")
-    if image:
-        return images.inspect(image)
-    return images.image_for(request.config.getoption("--kafka-version"), build_missing=True)
-
-
-@pytest.fixture
-def cluster_factory(request, broker_image):
-    """``cluster_factory(brokers=3, zookeepers=1, broker_config={...})`` → a started Cluster.
-
-    Every cluster made here is removed at teardown, and the teardown checks nothing of it remains.
-    """
-    from harness.cleanup import list_clusters
-    from harness.cluster import Cluster, ClusterSpec
-
-    made: list[Cluster] = []
-
-    def make(brokers: int | None = None, zookeepers: int | None = None, broker_config: dict | None = None,
-             **kw) -> Cluster:
-        spec = ClusterSpec(brokers=brokers or request.config.getoption("--brokers"),
-                           zookeepers=zookeepers or request.config.getoption("--zookeepers"),
-                           image=broker_image.tag, broker_config=broker_config or {}, **kw)
-        cl = Cluster(spec)
-        made.append(cl)
-        return cl.start()
-
-    yield make
-    for cl in made:
-        cl.remove()
-    remaining = [cl.name for cl in made if cl.name in list_clusters()]
-    assert not remaining, f"clusters left behind: {remaining}"
-
-
-@pytest.fixture
-def cluster(cluster_factory):
-    """A default cluster (options --brokers/--zookeepers) for one test."""
-    return cluster_factory()
+def pytest_configure(config):
+    import harness
+    here = Path(__file__).resolve().parent
+    if Path(harness.__file__).resolve().parent.parent != here:
+        raise pytest.UsageError(f"`harness` was imported from {Path(harness.__file__).parent}, not from this checkout "
+                                f"({here}): run `python -m pytest` from {here} (or `pip install -e .` here)")
+    for old, new in LEGACY_OPTIONS.items():
+        value = config.getoption(old)
+        if value is not None:
+            setattr(config.option, new, value)
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if _needs_docker(item) and "docker_engine" not in getattr(item, "fixturenames", []):
-            item.fixturenames.insert(0, "docker_engine")
+        if any(item.get_closest_marker(m) for m in SUITE_MARKERS) and not item.get_closest_marker("docker"):
+            item.add_marker(pytest.mark.docker)

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
-from . import __version__, certify, check, distributions, docker_util, images, lifecycle, run_command, storage
+from . import (__version__, certify, check, completion, demo, distributions, docker_util, doctor, images,
+               lifecycle, run_command, storage)
 from .certify import capability_names
 from .cleanup import list_clusters, remove_cluster
 from .cluster import Cluster, ClusterSpec
@@ -420,16 +421,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_run_parser(sub) -> None:
-    """`run`, `certify` and `check` are defined next to their commands."""
+    """`run`, `certify`, `check`, `demo`, `doctor` and `completion` are defined next to their commands."""
     run_command.add_parser(sub)
     certify.add_parser(sub)
     check.add_parser(sub)
+    demo.add_parser(sub)
+    doctor.add_parser(sub)
+    completion.add_parser(sub)
 
 
 def _reap_at_start(args=None) -> None:
     """Every command first removes what dead kafka-chaos processes left (harness/lifecycle.py): silent
     and quick when there is nothing, never blocking when Docker is down. ``cleanup`` does it itself."""
-    if args is not None and args.command == "cleanup":
+    if args is not None and args.command in ("cleanup", "completion", "doctor"):
         return
     runs = [getattr(args, "runs_dir", None) or "runs"]
     reap_at_start([storage.local_runs_dir(r) for r in runs if isinstance(r, str)])

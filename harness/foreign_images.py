@@ -80,6 +80,10 @@ def kfake_dockerfile(input_hash: str) -> str:
 def build_kfake(force: bool = False) -> ForeignBuild:
     """Build ``kafka-chaos/kfake:latest`` (cached by the hash of brokers/kfake/ and the base image)."""
     t0 = time.monotonic()
+    if not (KFAKE_SRC / "go.mod").is_file():
+        raise HarnessError(f"kfake's Go sources are not at {KFAKE_SRC}: they come with a checkout of the "
+                           "kafka-chaos repository (brokers/kfake), not with the installed package; run "
+                           "`kafka-chaos images build-kfake` from a checkout")
     docker_util.client()
     base_id = ensure_base_image(force=False)
     want = _sources_hash(base_id)

@@ -41,6 +41,14 @@ def cluster_prefix() -> str:
     p = os.environ.get("KAFKA_CHAOS_CLUSTER_PREFIX", "").strip().lower()
     return p if p and len(p) <= 16 and p[0].isalnum() and all(c.isalnum() or c == "-" for c in p) else "r"
 
+def run_cluster_name(suffix: str) -> str:
+    """A run's cluster name: :func:`cluster_prefix`, the pytest-xdist worker id when there is one
+    (``$PYTEST_XDIST_WORKER``: each worker's clusters are its own) and ``suffix``."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "").strip().lower()
+    worker = worker if worker.isalnum() and len(worker) <= 8 else ""
+    return f"{cluster_prefix()}{worker + '-' if worker else ''}{suffix}"
+
+
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -107,12 +115,56 @@ def _script_line(e: BaseException) -> str:
     return f"{Path(f.filename).name}:{f.lineno} in {f.name}" if f else "unknown line"
 
 
-def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | None = None,
-            kafka_version: str | None = None, suite: str = "adhoc", seed: int = 0,
-            profile: str | None = None, broker_config: dict | None = None,
-            schedule: Schedule | None = None, replay_of: str | None = None,
-            distribution: str | None = None) -> RunOutcome:
-    """Run one scenario on a fresh cluster and publish its run record.
+def execute(scenario: Scenario, **kw) -> RunOutcome:
+    """Run one scenario on a fresh cluster and publish its run record (keywords: :func:`steps`)."""
+    return drive(steps(scenario, **kw), scenario.script or run_scheduled)
+
+
+def drive(run, script) -> RunOutcome:
+    """Run ``script(ctx)`` at the yield of ``run`` (a :func:`steps` generator) and return its outcome.
+    An exception of the script goes into the run where the script would have raised it; one that
+    is not the runner's to judge (``BaseException`` other than Ctrl-C) is recorded and raised again."""
+    try:
+        ctx = next(run)
+    except StopIteration as stop:           # the run ended before the script (the cluster did not start)
+        return stop.value
+    return finish(run, script, ctx)
+
+
+def finish(run, script, ctx) -> RunOutcome:
+    """The second half of :func:`drive`: ``script(ctx)``, then the rest of ``run`` (heal, drain, judge)."""
+    try:
+        script(ctx)
+    except (Exception, KeyboardInterrupt) as e:
+        return resume(run, e)
+    except BaseException as e:              # e.g. pytest's fail/skip: record it, then let it go on
+        resume(run, ExpectationFailed(f"{type(e).__name__}: {e}"))
+        raise
+    return resume(run, None)
+
+
+def resume(run, error: BaseException | None) -> RunOutcome:
+    """Go on with ``run`` after its yield: with the script's ``error`` (thrown in where the script ran) or
+    none; returns the outcome."""
+    try:
+        if error is None:
+            run.send(None)
+        else:
+            run.throw(error)
+    except StopIteration as stop:
+        return stop.value
+    raise HarnessError("the run yielded twice")  # pragma: no cover - steps() yields once
+
+
+def steps(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | None = None,
+          kafka_version: str | None = None, suite: str = "adhoc", seed: int = 0,
+          profile: str | None = None, broker_config: dict | None = None,
+          schedule: Schedule | None = None, replay_of: str | None = None,
+          distribution: str | None = None, cluster_name: str | None = None, keep_cluster: bool = False):
+    """One run as a generator: it yields the :class:`RunContext` once, when the script is to run
+    (faults.start), and returns the :class:`RunOutcome` (``StopIteration.value``) after healing,
+    draining and judging. Drive it with :func:`drive`; an exception of the script is thrown into it
+    at the yield. When the cluster does not start it returns without yielding.
 
     ``distribution``: how the cluster runs (harness/distributions.py); its adapter names how the run
     observes the control plane (harness/observer/source.py: ZooKeeper watch + transaction log for
@@ -121,6 +173,8 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
 
     ``schedule``: the fault schedule to run (a replay passes the stored one); by default a scenario
     with a ``fault_mix`` generates it from ``seed``. ``replay_of``: the run id being replayed.
+    ``cluster_name``: the cluster's name (default: :func:`run_cluster_name` of the run id);
+    ``keep_cluster``: leave it running afterwards (like ``cluster up``: ``kafka-chaos cluster down`` removes it).
     """
 
     t0 = time.monotonic()
@@ -156,7 +210,8 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
     ctx = None
     try:
         cluster = Cluster(ClusterSpec(brokers=scenario.brokers, zookeepers=scenario.zookeepers, image=info.tag,
-                                      broker_config=cfg, name=f"{cluster_prefix()}{rec.run_id[-6:]}", distribution=dist.name))
+                                      broker_config=cfg, name=cluster_name or run_cluster_name(rec.run_id[-6:]), distribution=dist.name,
+                                      persistent=keep_cluster))
         cluster.start()
         rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name)
         rec.phase("cluster.ready")
@@ -183,7 +238,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
                                    "is not serving clients")
         rec.phase("faults.start")
         try:
-            (scenario.script or run_scheduled)(ctx)
+            yield ctx        # the script runs here (drive(): scenario.script; the pytest plugin: a test)
         except ExpectationFailed as e:
             script_error = str(e)
             rec.phase("script.failed", kind="expectation", error=script_error)
@@ -228,7 +283,7 @@ def execute(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | N
                 obs.finish(cluster, rec)        # the ground-truth history, where there is one
         except Exception as e:
             rec.emit("phase", name="observer.error", error=f"{type(e).__name__}: {e}")
-        remover = _remove_in_background(cluster, rec) if cluster is not None else None
+        remover = _remove_in_background(cluster, rec) if cluster is not None and not keep_cluster else None
     try:
         return _conclude(rec, scenario, ctx, env_error, env_cause, interrupted, workload, t0,
                          logs_saved=remover.logs_saved if remover is not None else None)

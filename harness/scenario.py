@@ -241,10 +241,12 @@ class RunContext:
                 raise StepTimeout(f"{what}: not reached within {timeout_s:.0f} s")
             time.sleep(interval_s)
 
-    def expect(self, what: str, ok: bool, detail: Any = None) -> None:
-        """Record a scenario expectation; a failed one fails the run (after the run is recorded)."""
-        self.recorder.emit("expect", what=what, ok=bool(ok), detail=detail)
-        self.expectations.append({"what": what, "ok": bool(ok), "detail": detail})
+    def expect(self, what: str, ok: bool, detail: Any = None, *, rule: str | None = None) -> None:
+        """Record a scenario expectation; a failed one fails the run (after the run is recorded).
+        ``rule``: an id for it (a test's or a scenario file's), named when it fails."""
+        extra = {"rule": rule} if rule else {}
+        self.recorder.emit("expect", what=what, ok=bool(ok), detail=detail, **extra)
+        self.expectations.append({"what": what, "ok": bool(ok), "detail": detail, **extra})
 
     def sleep(self, seconds: float) -> None:
         time.sleep(max(0.0, min(seconds, self._deadline - time.monotonic())))

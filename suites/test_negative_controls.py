@@ -18,8 +18,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.smoke, pytest.mark.conformance]
 
 
 @pytest.fixture(scope="module")
-def real_run(broker_image, tmp_path_factory):
-    return record_passing_run("broker_failover.kill_leader", broker_image.tag, tmp_path_factory.mktemp("runs"))
+def real_run(kc_image, tmp_path_factory):
+    return record_passing_run("broker_failover.kill_leader", kc_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 def _last_state(events, source="txnlog"):

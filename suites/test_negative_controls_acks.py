@@ -20,13 +20,13 @@ pytestmark = [pytest.mark.docker, pytest.mark.conformance]
 
 
 @pytest.fixture(scope="module")
-def acks_run(broker_image, tmp_path_factory):
-    return record_passing_run("acks.aall_minisr2", broker_image.tag, tmp_path_factory.mktemp("runs"))
+def acks_run(kc_image, tmp_path_factory):
+    return record_passing_run("acks.aall_minisr2", kc_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture(scope="module")
-def unclean_run(broker_image, tmp_path_factory):
-    return record_passing_run("unclean.out_of_sync_elected", broker_image.tag, tmp_path_factory.mktemp("runs"))
+def unclean_run(kc_image, tmp_path_factory):
+    return record_passing_run("unclean.out_of_sync_elected", kc_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 def _sends(events, phase):

@@ -20,13 +20,13 @@ pytestmark = [pytest.mark.docker, pytest.mark.conformance]
 
 
 @pytest.fixture(scope="module")
-def reassign_run(broker_image, tmp_path_factory):
-    return record_passing_run("reassignment.znode", broker_image.tag, tmp_path_factory.mktemp("runs"))
+def reassign_run(kc_image, tmp_path_factory):
+    return record_passing_run("reassignment.znode", kc_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture(scope="module")
-def election_run(broker_image, tmp_path_factory):
-    return record_passing_run("preferred_election.manual", broker_image.tag, tmp_path_factory.mktemp("runs"))
+def election_run(kc_image, tmp_path_factory):
+    return record_passing_run("preferred_election.manual", kc_image.tag, tmp_path_factory.mktemp("runs"))
 
 
 def _rules(checks) -> set[str]:

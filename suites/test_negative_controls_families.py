@@ -31,14 +31,14 @@ FAMILY_RUNS = {"topics": "topics.create_delete", "restart": "restart.catch_up",
 
 
 @pytest.fixture(scope="module")
-def runs(broker_image, tmp_path_factory):
+def runs(kc_image, tmp_path_factory):
     """One recorded run per family, made the first time a test of that family asks for it."""
     made: dict[str, tuple] = {}
     runs_dir = tmp_path_factory.mktemp("runs")
 
     def get(family: str):
         if family not in made:
-            made[family] = record_passing_run(FAMILY_RUNS[family], broker_image.tag, runs_dir)
+            made[family] = record_passing_run(FAMILY_RUNS[family], kc_image.tag, runs_dir)
         return made[family]
     return get
 

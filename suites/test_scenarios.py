@@ -21,12 +21,12 @@ def _params():
 
 
 @pytest.mark.parametrize("scenario", _params())
-def test_scenario(scenario, broker_image, request):
-    why = scenario.not_applicable(broker_image.kafka_version)
+def test_scenario(scenario, kc_image, request):
+    why = scenario.not_applicable(kc_image.kafka_version)
     if why:
         pytest.skip(f"{scenario.name}: {why}")
-    runs_dir = request.config.getoption("--runs-dir")
-    out = execute(scenario, runs_dir=runs_dir, image=broker_image.tag, suite="pytest")
+    runs_dir = request.config.getoption("kc_runs_dir")
+    out = execute(scenario, runs_dir=runs_dir, image=kc_image.tag, suite="pytest")
     verdict = json.loads((out.path / "verdict.json").read_text())
     assert out.verdict == verdict["verdict"]
     assert out.verdict == "PASS", f"{scenario.name}: {out.verdict}: {out.reason} (record: {out.path})"

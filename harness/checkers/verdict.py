@@ -163,7 +163,7 @@ def script_failures(events: list[dict]) -> tuple[list[str], list[str]]:
 
 def expectations_from(events: list[dict]) -> list[dict]:
     """The scenario's expectations as recorded (``expect`` events)."""
-    return [{k: e.get(k) for k in ("what", "ok", "waited_s", "detail") if k in e}
+    return [{k: e.get(k) for k in ("what", "ok", "waited_s", "detail", "rule") if k in e}
             for e in events if e.get("type") == "expect"]
 
 

@@ -60,10 +60,10 @@ def test_tool_class_and_version_gates():
 
 # ---------------------------------------------------------------------------- real cluster
 @pytest.fixture(scope="module")
-def cluster(broker_image):
+def cluster(kc_image):
     from harness.cluster import Cluster, ClusterSpec
     # small replica fetches: a throttled follower gets one batch per quota window, not 1 MB
-    cl = Cluster(ClusterSpec(brokers=4, image=broker_image.tag, broker_config={"replica.fetch.max.bytes": "16384"}))
+    cl = Cluster(ClusterSpec(brokers=4, image=kc_image.tag, broker_config={"replica.fetch.max.bytes": "16384"}))
     cl.start()
     yield cl
     cl.remove()
@@ -74,7 +74,7 @@ def _wait(pred, timeout, what):
 
 
 @pytest.mark.docker
-def test_kraft_cluster_zookeeper_helpers_name_the_substitute(broker_image):
+def test_kraft_cluster_zookeeper_helpers_name_the_substitute(kc_image):
     """On a KRaft cluster (no ZooKeeper) topic_assignment works over the protocol, and every
     ZooKeeper-only helper says which part is missing and which helper to use instead.
 
@@ -83,7 +83,7 @@ def test_kraft_cluster_zookeeper_helpers_name_the_substitute(broker_image):
     from harness.cluster import Cluster, ClusterSpec
     from harness.errors import NotSupported
     from harness.runner import classify_exception
-    cl = Cluster(ClusterSpec(brokers=3, distribution="apache-kraft", image=broker_image.tag, startup_timeout_s=240))
+    cl = Cluster(ClusterSpec(brokers=3, distribution="apache-kraft", image=kc_image.tag, startup_timeout_s=240))
     try:
         cl.start()
         assert not ao.supports_reassign_znode(cl)

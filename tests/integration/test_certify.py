@@ -41,16 +41,16 @@ def _cap(cert: dict, name: str) -> dict:
     return c
 
 
-def test_certify_controller_failover_certified(broker_image, tmp_path):
+def test_certify_controller_failover_certified(kc_image, tmp_path):
     out = tmp_path / "cert"
-    res = kc("certify", "--broker-image", broker_image.tag, "--profile", _profile(broker_image),
+    res = kc("certify", "--broker-image", kc_image.tag, "--profile", _profile(kc_image),
              "--capability", "controller_failover", "--out", str(out))
     assert res.returncode == 0, res.stderr[-4000:]
     cert = json.loads((out / "certificate.json").read_text())
     assert cert["overall"] == "CERTIFIED" and cert["exit_code"] == 0
-    assert cert["subject"]["broker_image"] == broker_image.tag
-    assert cert["subject"]["image_id"] == broker_image.image_id
-    assert cert["profile"] == _profile(broker_image)
+    assert cert["subject"]["broker_image"] == kc_image.tag
+    assert cert["subject"]["image_id"] == kc_image.image_id
+    assert cert["profile"] == _profile(kc_image)
     assert cert["scope"] == {"capabilities": ["controller_failover"], "scenarios": None, "complete": False}
     assert re.fullmatch(r"[0-9a-f]{40}", cert["harness"]["git_sha"] or "")
     cap = _cap(cert, "controller_failover")
@@ -72,9 +72,9 @@ def test_certify_controller_failover_certified(broker_image, tmp_path):
         assert_shows_overall(out / "certificate.html", "CERTIFIED", tmp_path)
 
 
-def test_certify_misconfigured_min_isr_fails_acks(broker_image, tmp_path):
+def test_certify_misconfigured_min_isr_fails_acks(kc_image, tmp_path):
     out = tmp_path / "cert"
-    res = kc("certify", "--broker-image", broker_image.tag, "--profile", _profile(broker_image),
+    res = kc("certify", "--broker-image", kc_image.tag, "--profile", _profile(kc_image),
              "--capability", "acks", "--scenario", "acks.all_below_min_isr", "--config", "min.insync.replicas=1",
              "--out", str(out), "--parallel", "2")
     assert res.returncode == 1, res.stderr[-4000:]

@@ -30,16 +30,16 @@ def _error_line(res) -> str:
 
 
 @pytest.fixture
-def cli_cluster_name(broker_image):
+def cli_cluster_name(kc_image):
     name = f"cli{os.getpid() % 100000}"
     yield name
     kc("cluster", "down", "--name", name)
     assert name not in list_clusters()
 
 
-def test_cluster_up_status_down(cli_cluster_name, broker_image):
+def test_cluster_up_status_down(cli_cluster_name, kc_image):
     name = cli_cluster_name
-    up = kc("cluster", "up", "--name", name, "--brokers", "2", "--broker-image", broker_image.tag,
+    up = kc("cluster", "up", "--name", name, "--brokers", "2", "--broker-image", kc_image.tag,
             "--config", "min.insync.replicas=2")
     assert up.returncode == 0, up.stderr
     lines = dict(l.split("=", 1) for l in up.stdout.splitlines() if "=" in l)
@@ -56,7 +56,7 @@ def test_cluster_up_status_down(cli_cluster_name, broker_image):
     assert f"bootstrap.servers={lines['bootstrap.servers']}" in st.stdout
     assert f"zookeeper.connect={lines['zookeeper.connect']}" in st.stdout
 
-    again = kc("cluster", "up", "--name", name, "--broker-image", broker_image.tag)
+    again = kc("cluster", "up", "--name", name, "--broker-image", kc_image.tag)
     assert again.returncode == 2
     assert "already exists" in _error_line(again)
     assert name in list_clusters()  # the first one is untouched
@@ -66,10 +66,10 @@ def test_cluster_up_status_down(cli_cluster_name, broker_image):
     assert name not in list_clusters()
 
 
-def test_cluster_up_kraft(cli_cluster_name, broker_image):
+def test_cluster_up_kraft(cli_cluster_name, kc_image):
     """`cluster up --distribution apache-kraft`: no ZooKeeper, a quorum, usable bootstrap servers."""
     name = cli_cluster_name
-    up = kc("cluster", "up", "--name", name, "--distribution", "apache-kraft", "--broker-image", broker_image.tag)
+    up = kc("cluster", "up", "--name", name, "--distribution", "apache-kraft", "--broker-image", kc_image.tag)
     assert up.returncode == 0, up.stderr
     lines = dict(l.split("=", 1) for l in up.stdout.splitlines() if "=" in l)
     assert lines["distribution"] == "apache-kraft" and "zookeeper.connect" not in lines
@@ -109,12 +109,12 @@ def test_docker_unreachable_is_one_line_exit_2(tmp_path):
         assert "Docker engine unreachable" in _error_line(res)
 
 
-def test_port_conflict_is_one_line_exit_2_and_nothing_left(broker_image):
+def test_port_conflict_is_one_line_exit_2_and_nothing_left(kc_image):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         busy = s.getsockname()[1]
-        res = kc("cluster", "up", "--name", "portc", "--broker-image", broker_image.tag,
+        res = kc("cluster", "up", "--name", "portc", "--broker-image", kc_image.tag,
                  "--port-base", str(busy - 1))  # broker 1 would get `busy`
     assert res.returncode == 2
     assert "port conflict" in _error_line(res)
@@ -127,13 +127,13 @@ def test_typo_and_missing_action_are_exit_2():
     assert kc("images", "build", "--nope").returncode == 2
 
 
-def test_orphans_of_a_killed_harness_process_are_reaped(broker_image):
+def test_orphans_of_a_killed_harness_process_are_reaped(kc_image):
     """A harness process killed with SIGKILL leaves containers; the next start (or cleanup) removes them."""
     script = textwrap.dedent(f"""
         import sys, time
         from harness.cluster import Cluster, ClusterSpec
         c = Cluster(ClusterSpec(brokers=1, zookeepers=1, name="orphan{os.getpid() % 10000}",
-                                image="{broker_image.tag}"))
+                                image="{kc_image.tag}"))
         c.wait_ready = lambda *a, **k: None
         c.start()
         print("up", flush=True)
@@ -152,10 +152,10 @@ def test_orphans_of_a_killed_harness_process_are_reaped(broker_image):
     assert name not in list_clusters()
 
 
-def test_ctrl_c_during_cluster_up_removes_the_cluster(broker_image):
+def test_ctrl_c_during_cluster_up_removes_the_cluster(kc_image):
     name = f"intr{os.getpid() % 10000}"
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name,
-                             "--broker-image", broker_image.tag],
+                             "--broker-image", kc_image.tag],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "KAFKA_CHAOS_QUIET": "0"})
     deadline = time.monotonic() + 60

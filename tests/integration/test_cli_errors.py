@@ -37,12 +37,12 @@ def one_error_line(res: subprocess.CompletedProcess, code: int = 2) -> str:
     return lines[0]
 
 
-def test_two_cluster_ups_of_one_name_at_once(broker_image):
+def test_two_cluster_ups_of_one_name_at_once(kc_image):
     """Both pass "already exists" at the same moment: one must start the cluster, the other stop at once
     with one line — not collide on container names and remove the first one's containers too."""
     name = f"twice{os.getpid() % 100000}"
     cmd = [sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name, "--brokers", "1",
-           "--broker-image", broker_image.tag]
+           "--broker-image", kc_image.tag]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "KAFKA_CHAOS_QUIET": "1"}) for _ in range(2)]
     try:
@@ -72,7 +72,7 @@ def test_two_cluster_ups_of_one_name_at_once(broker_image):
 
 
 @pytest.mark.parametrize("action", ["status", "down"])
-def test_status_or_down_of_a_cluster_that_does_not_exist(docker_engine, action):
+def test_status_or_down_of_a_cluster_that_does_not_exist(kc_docker, action):
     name = f"nosuch{os.getpid() % 100000}"
     assert name not in list_clusters()
     line = one_error_line(kc("cluster", action, "--name", name))
@@ -81,7 +81,7 @@ def test_status_or_down_of_a_cluster_that_does_not_exist(docker_engine, action):
 
 @pytest.mark.parametrize("command", [["run", "isr.pause_follower"], ["certify", "--profile", "compatible"]],
                          ids=["run", "certify"])
-def test_a_broker_image_that_is_not_here(docker_engine, tmp_path, command):
+def test_a_broker_image_that_is_not_here(kc_docker, tmp_path, command):
     before = set(list_clusters())
     line = one_error_line(kc(*command, "--broker-image", MISSING_IMAGE, "--runs-dir", str(tmp_path / "runs")))
     assert f"image {MISSING_IMAGE} is not present locally" in line
@@ -89,7 +89,7 @@ def test_a_broker_image_that_is_not_here(docker_engine, tmp_path, command):
     assert not any((tmp_path / "runs").glob("*"))  # and no run record written
 
 
-def test_replay_of_a_record_whose_image_is_gone(docker_engine, tmp_path):
+def test_replay_of_a_record_whose_image_is_gone(kc_docker, tmp_path):
     rec = tmp_path / "20261121T000000Z-isr.pause_follower-abcdef"
     rec.mkdir()
     (rec / "metadata.json").write_text(json.dumps({

@@ -45,8 +45,8 @@ def _life(rec, process):
     return [e for e in rec.of_type("client.life") if e.get("process") == process]
 
 
-def test_crashed_producer_leaves_the_fault_window_uncovered(broker_image, tmp_path):
-    out = execute(_scenario(True), runs_dir=tmp_path, image=broker_image.tag, suite="pytest")
+def test_crashed_producer_leaves_the_fault_window_uncovered(kc_image, tmp_path):
+    out = execute(_scenario(True), runs_dir=tmp_path, image=kc_image.tag, suite="pytest")
     rec = read_run(out.path)
     crash = [e for e in rec.of_type("fault.start") if e.get("fault") == "client_crash"]
     assert crash and crash[0]["target"] == "p0"
@@ -69,8 +69,8 @@ def test_crashed_producer_leaves_the_fault_window_uncovered(broker_image, tmp_pa
     assert inv == done
 
 
-def test_healthy_producer_covers_the_run_and_records_its_producer_id(broker_image, tmp_path):
-    out = execute(_scenario(False), runs_dir=tmp_path, image=broker_image.tag, suite="pytest")
+def test_healthy_producer_covers_the_run_and_records_its_producer_id(kc_image, tmp_path):
+    out = execute(_scenario(False), runs_dir=tmp_path, image=kc_image.tag, suite="pytest")
     rec = read_run(out.path)
     cov = check_coverage(rec.events, rec.metadata)
     assert cov["verdict"] == "PASS", cov["reason"]

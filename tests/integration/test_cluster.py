@@ -41,8 +41,8 @@ def _produce_consume(cluster, topic: str, n: int) -> list[str]:
     return seen
 
 
-def test_rf3_topic_acks_all_roundtrip_and_full_isr(cluster_factory, docker_engine):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_rf3_topic_acks_all_roundtrip_and_full_isr(kc_cluster_factory, kc_docker):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     name = cluster.name
     assert cluster.broker_ids == [1, 2, 3]
     assert all(hp.startswith("127.0.0.1:") for hp in cluster.bootstrap_servers.split(","))
@@ -71,11 +71,11 @@ def test_rf3_topic_acks_all_roundtrip_and_full_isr(cluster_factory, docker_engin
     left = leftovers()
     assert not [c for c in left["containers"] if c.startswith(f"kc-{name}-")]
     assert f"kc-{name}" not in left["networks"]
-    assert not docker_engine.volumes.list(filters={"label": f"{LABEL_CLUSTER}={name}"})
+    assert not kc_docker.volumes.list(filters={"label": f"{LABEL_CLUSTER}={name}"})
 
 
-def test_three_node_zookeeper_ensemble_and_broker_restart(cluster_factory):
-    cluster = cluster_factory(brokers=3, zookeepers=3,
+def test_three_node_zookeeper_ensemble_and_broker_restart(kc_cluster_factory):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=3,
                               broker_config={"min.insync.replicas": "2"})
     assert len(cluster.zookeepers) == 3
     assert cluster.zookeeper_connect.count("127.0.0.1:") == 3
@@ -102,8 +102,8 @@ def test_three_node_zookeeper_ensemble_and_broker_restart(cluster_factory):
     assert cluster.registered_brokers() == {1, 2, 3}
 
 
-def test_files_of_a_stopped_zookeeper_can_be_read(cluster_factory):
-    cluster = cluster_factory(brokers=1, zookeepers=1)
+def test_files_of_a_stopped_zookeeper_can_be_read(kc_cluster_factory):
+    cluster = kc_cluster_factory(brokers=1, zookeepers=1)
     zk = cluster.zookeepers[0]
     logs = [n for n in zk.list_dir("/var/lib/zookeeper/version-2") if n.startswith("log.")]
     assert logs, "ZooKeeper transaction log missing"
@@ -112,7 +112,7 @@ def test_files_of_a_stopped_zookeeper_can_be_read(cluster_factory):
     assert data[:4] == b"ZKLG"
 
 
-def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(broker_image, monkeypatch, capsys):
+def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(kc_image, monkeypatch, capsys):
     """Another process binds a picked host port between the pick and the container start: Docker
     refuses to publish it, and the cluster starts again on newly picked ports."""
     import socket
@@ -132,7 +132,7 @@ def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(broker_i
         return [taken, *ports[1:]] if len(calls) == 1 else ports   # the first ZooKeeper port is taken
     monkeypatch.setattr(cl_mod, "_pick_ports", pick)
     monkeypatch.delenv("KAFKA_CHAOS_QUIET", raising=False)          # the retry is said on stderr
-    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=broker_image.tag, name=f"t{uuid.uuid4().hex[:6]}"))
+    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=kc_image.tag, name=f"t{uuid.uuid4().hex[:6]}"))
     try:
         c.start()
         assert c.zookeepers[0].host_port != taken
@@ -147,7 +147,7 @@ def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(broker_i
 
 
 @pytest.mark.parametrize("override", [None, "-Dkafka.chaos.probe=1"])
-def test_node_jvms_run_c1_only_unless_overridden(broker_image, monkeypatch, override):
+def test_node_jvms_run_c1_only_unless_overridden(kc_image, monkeypatch, override):
     """Images built here run every JVM with -XX:TieredStopAtLevel=1 (the C1 JIT: far less CPU on a
     small host); KAFKA_CHAOS_JVM_OPTS replaces that for every node."""
     from harness.cluster import Cluster, ClusterSpec
@@ -156,7 +156,7 @@ def test_node_jvms_run_c1_only_unless_overridden(broker_image, monkeypatch, over
         monkeypatch.delenv(JVM_OPTS_ENV, raising=False)
     else:
         monkeypatch.setenv(JVM_OPTS_ENV, override)
-    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=broker_image.tag, name=f"j{uuid.uuid4().hex[:6]}"))
+    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=kc_image.tag, name=f"j{uuid.uuid4().hex[:6]}"))
     try:
         c.start()
         for n in c.nodes():

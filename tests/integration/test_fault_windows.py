@@ -35,9 +35,9 @@ ACTIONS = ("kill", "die", "stop", "start", "pause", "unpause")
 
 
 @pytest.fixture(scope="module")
-def cluster(broker_image):
+def cluster(kc_image):
     from harness.cluster import Cluster, ClusterSpec
-    cl = Cluster(ClusterSpec(brokers=2, zookeepers=1, image=broker_image.tag,
+    cl = Cluster(ClusterSpec(brokers=2, zookeepers=1, image=kc_image.tag,
                              name=f"h5-fw-{uuid.uuid4().hex[:6]}"))
     try:
         cl.start()

@@ -25,7 +25,7 @@ TOPIC = "faults"
 
 
 @pytest.fixture
-def nemesis(cluster_factory, tmp_path):
+def nemesis(kc_cluster_factory, tmp_path):
     """``nemesis(cluster) -> (Nemesis, RunRecorder)``; afterwards heal_all and assert nothing is left."""
     made: list[tuple[Nemesis, RunRecorder]] = []
 
@@ -53,8 +53,8 @@ def _fault_events(rec: RunRecorder):
     return run.of_type("fault.start"), run.of_type("fault.end")
 
 
-def test_paused_follower_leaves_isr_and_rejoins_after_unpause(cluster_factory, nemesis):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_paused_follower_leaves_isr_and_rejoins_after_unpause(kc_cluster_factory, nemesis):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
     nem, rec = nemesis(cluster)
     view = ZkView(cluster)
@@ -80,8 +80,8 @@ def test_paused_follower_leaves_isr_and_rejoins_after_unpause(cluster_factory, n
     assert ends[0]["t"] > starts[0]["t"]
 
 
-def test_isolated_broker_loses_its_zookeeper_registration(cluster_factory, nemesis):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_isolated_broker_loses_its_zookeeper_registration(kc_cluster_factory, nemesis):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     nem, _ = nemesis(cluster)
     h = nem.apply("isolate", "broker:3")
     epoch = None
@@ -95,8 +95,8 @@ def test_isolated_broker_loses_its_zookeeper_registration(cluster_factory, nemes
     assert nem.residue() == []
 
 
-def test_expire_session_makes_the_broker_register_with_a_new_epoch(cluster_factory, nemesis):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_expire_session_makes_the_broker_register_with_a_new_epoch(kc_cluster_factory, nemesis):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     nem, _ = nemesis(cluster)
     before = cluster.broker_epoch(2)
     h = nem.apply("zk_expire_session", "broker:2")      # returns once expired, links restored, re-registered
@@ -109,8 +109,8 @@ def test_expire_session_makes_the_broker_register_with_a_new_epoch(cluster_facto
     assert nem.residue() == []
 
 
-def test_killing_the_controller_elects_a_new_one_with_epoch_plus_one(cluster_factory, nemesis):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_killing_the_controller_elects_a_new_one_with_epoch_plus_one(kc_cluster_factory, nemesis):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     nem, _ = nemesis(cluster)
     view = ZkView(cluster)
     c0, e0 = view.controller_id(), view.controller_epoch()
@@ -129,8 +129,8 @@ def test_killing_the_controller_elects_a_new_one_with_epoch_plus_one(cluster_fac
     assert nem.residue() == []
 
 
-def test_deleting_the_controller_znode_triggers_reelection(cluster_factory, nemesis):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_deleting_the_controller_znode_triggers_reelection(kc_cluster_factory, nemesis):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     nem, _ = nemesis(cluster)
     view = ZkView(cluster)
     e0 = view.controller_epoch()
@@ -162,11 +162,11 @@ def _log_size(cluster, broker: int, topic: str) -> int:
     return -1 if size is None else size
 
 
-def test_client_link_cut_leaves_inter_broker_replication_intact(cluster_factory, nemesis):
+def test_client_link_cut_leaves_inter_broker_replication_intact(kc_cluster_factory, nemesis):
     from confluent_kafka import KafkaException, Producer
     from confluent_kafka.admin import AdminClient
 
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     cluster.create_topic(TOPIC, partitions=1, replication_factor=3)
     nem, _ = nemesis(cluster)
     view = ZkView(cluster)
@@ -212,8 +212,8 @@ def _connect_ms(cluster, src: int, dst_ip: str, timeout_s: float = 2.0) -> int |
     return _exec_number(cluster.brokers[src], script)
 
 
-def test_netem_adds_latency_and_heals(cluster_factory, nemesis):
-    cluster = cluster_factory(brokers=2, zookeepers=1)
+def test_netem_adds_latency_and_heals(kc_cluster_factory, nemesis):
+    cluster = kc_cluster_factory(brokers=2, zookeepers=1)
     nem, _ = nemesis(cluster)
     ip2 = cluster.brokers[2].ip()
     wait_for(lambda: _connect_ms(cluster, 1, ip2) is not None, 20, "broker 1 to connect to broker 2")
@@ -230,8 +230,8 @@ def test_netem_adds_latency_and_heals(cluster_factory, nemesis):
     assert _connect_ms(cluster, 1, ip2) is not None
 
 
-def test_random_loss_drops_some_packets_and_heals(cluster_factory, nemesis):
-    cluster = cluster_factory(brokers=2, zookeepers=1)
+def test_random_loss_drops_some_packets_and_heals(kc_cluster_factory, nemesis):
+    cluster = kc_cluster_factory(brokers=2, zookeepers=1)
     nem, _ = nemesis(cluster)
     ip2 = cluster.brokers[2].ip()
     wait_for(lambda: _connect_ms(cluster, 1, ip2) is not None, 20, "broker 1 to connect to broker 2")
@@ -245,8 +245,8 @@ def test_random_loss_drops_some_packets_and_heals(cluster_factory, nemesis):
     assert all(_connect_ms(cluster, 1, ip2) is not None for _ in range(10))
 
 
-def test_heal_all_restores_everything_on_interrupt(cluster_factory):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_heal_all_restores_everything_on_interrupt(kc_cluster_factory):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     wait_started(cluster)
     with pytest.raises(KeyboardInterrupt):
         with nemesis_guard(cluster, seed=3) as nem:
@@ -264,8 +264,8 @@ def test_heal_all_restores_everything_on_interrupt(cluster_factory):
     wait_for(lambda: cluster.registered_brokers() == {1, 2, 3}, 30, "every broker registered again")
 
 
-def test_seeded_schedule_runs_heals_and_replays_from_the_record(cluster_factory, tmp_path):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_seeded_schedule_runs_heals_and_replays_from_the_record(kc_cluster_factory, tmp_path):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     wait_started(cluster)
     mix = {"length": 14, "interval": [0.5, 1.5], "duration": [1, 2.5],
            "faults": {"pause": 1, "isolate": 1, "partition": 1, "loss": 1, "one_way": 1, "bridge": 1}}

@@ -42,14 +42,14 @@ def _version(v: str | None) -> tuple[int, ...]:
 
 
 @pytest.fixture(scope="module")
-def official_image(broker_image, docker_engine):
+def official_image(kc_image, kc_docker):
     """The example image built FROM the harness's Kafka image (kept: the tag names its base version)."""
-    if _version(broker_image.kafka_version) < (3, 7):
-        pytest.skip(f"kafka.docker.KafkaDockerWrapper exists from Kafka 3.7; {broker_image.tag} is "
-                    f"{broker_image.kafka_version}")
-    tag = f"kafka-chaos-example/official-style:{broker_image.kafka_version}"
+    if _version(kc_image.kafka_version) < (3, 7):
+        pytest.skip(f"kafka.docker.KafkaDockerWrapper exists from Kafka 3.7; {kc_image.tag} is "
+                    f"{kc_image.kafka_version}")
+    tag = f"kafka-chaos-example/official-style:{kc_image.kafka_version}"
     t0 = time.monotonic()
-    res = subprocess.run(["docker", "build", "-q", "-t", tag, "--build-arg", f"KAFKA_IMAGE={broker_image.tag}",
+    res = subprocess.run(["docker", "build", "-q", "-t", tag, "--build-arg", f"KAFKA_IMAGE={kc_image.tag}",
                           str(EXAMPLE)], capture_output=True, text=True, env={**os.environ, "DOCKER_BUILDKIT": "0"})
     assert res.returncode == 0, res.stderr
     print(f"\n{tag} built in {time.monotonic() - t0:.1f} s")
@@ -66,8 +66,8 @@ def _server_properties(text: str) -> dict[str, str]:
     return out
 
 
-def test_the_example_image_is_foreign_to_the_harness(official_image, docker_engine):
-    labels = docker_engine.images.get(official_image.tag).labels or {}
+def test_the_example_image_is_foreign_to_the_harness(official_image, kc_docker):
+    labels = kc_docker.images.get(official_image.tag).labels or {}
     assert not [k for k in labels if k.startswith("kafka-chaos")], labels
     assert official_image.distribution == "generic" and official_image.kafka_version is None
     for name in ("apache-zk", "apache-kraft"):
@@ -75,7 +75,7 @@ def test_the_example_image_is_foreign_to_the_harness(official_image, docker_engi
             distributions.get(name).check_image(official_image)
 
 
-def test_generic_cluster_is_configured_by_kafka_docker_wrapper(official_image, docker_engine):
+def test_generic_cluster_is_configured_by_kafka_docker_wrapper(official_image, kc_docker):
     """Every property the harness plans reaches the broker through the real wrapper unchanged; the
     broker runs unprivileged; a killed node restarts on its formatted storage and rejoins; records
     produced with acks=all are all consumed; removal leaves no container or anonymous volume."""
@@ -124,7 +124,7 @@ def test_generic_cluster_is_configured_by_kafka_docker_wrapper(official_image, d
     finally:
         cl.remove()
     assert not [c for c in leftovers()["containers"] if c.startswith(f"kc-{cl.name}-")]
-    left = {v.name for v in docker_engine.volumes.list()}
+    left = {v.name for v in kc_docker.volumes.list()}
     assert not left & set(volumes)
 
 

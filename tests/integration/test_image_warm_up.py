@@ -28,7 +28,7 @@ VERSIONS = [images.resolve_version(None), os.environ.get("KAFKA_CHAOS_KAFKA4_VER
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
-def image(request, docker_engine):
+def image(request, kc_docker):
     return images.build(request.param).tag
 
 

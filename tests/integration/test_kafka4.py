@@ -25,7 +25,7 @@ KAFKA4_VERSION = os.environ.get("KAFKA_CHAOS_KAFKA4_VERSION", "4.1.2")
 
 
 @pytest.fixture(scope="module")
-def kafka4_image(docker_engine):
+def kafka4_image(kc_docker):
     """``kafka-chaos/kafka:<4.x>``, built here unless an up-to-date one exists."""
     built = images.build(KAFKA4_VERSION)
     return images.inspect(built.tag)

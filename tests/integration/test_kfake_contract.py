@@ -30,7 +30,7 @@ WRONG_IDS_LINE = ("Metadata lists node ids [111], the distribution declares 3 no
 
 
 @pytest.fixture(scope="module")
-def kfake_image(docker_engine):
+def kfake_image(kc_docker):
     build_kfake()            # cached by the hash of brokers/kfake: instant once built
     return KFAKE_TAG
 

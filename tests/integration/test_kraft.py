@@ -45,13 +45,13 @@ def _wait(what: str, predicate, timeout_s: float = WAIT_S, interval: float = 0.5
 
 
 @pytest.fixture(scope="module")
-def kraft_image(request, docker_engine):
+def kraft_image(request, kc_docker):
     """The Apache image with the current entrypoint (the build is cached; it reruns only when
     harness/image_files changed, e.g. an image that predates the ``kraft`` mode)."""
-    image = request.config.getoption("--broker-image")
+    image = request.config.getoption("kc_broker_image")
     if image:
         return images.inspect(image)
-    return images.inspect(images.build(request.config.getoption("--kafka-version")).tag)
+    return images.inspect(images.build(request.config.getoption("kc_kafka_version")).tag)
 
 
 # A "foreign" image for the generic adapter: its own entrypoint reads only KAFKA_* variables and
@@ -70,7 +70,7 @@ exec java -Xmx512m -Dlog4j.configuration=file:/opt/kafka/config/log4j.properties
 """
 
 
-def test_generic_adapter_runs_an_image_configured_by_environment(kraft_image, docker_engine, tmp_path):
+def test_generic_adapter_runs_an_image_configured_by_environment(kraft_image, kc_docker, tmp_path):
     """Runs first (no module cluster yet), so only one cluster of this module exists at a time."""
     tag = f"kafka-chaos-test/generic:{uuid.uuid4().hex[:8]}"
     (tmp_path / "entrypoint.sh").write_text(_GENERIC_ENTRYPOINT)
@@ -109,13 +109,13 @@ def test_generic_adapter_runs_an_image_configured_by_environment(kraft_image, do
     finally:
         if cl is not None:
             cl.remove()
-        docker_engine.images.remove(tag, force=True)
+        kc_docker.images.remove(tag, force=True)
     assert not [c for c in leftovers()["containers"] if c.startswith(f"kc-{cl.name}-")]
-    assert not docker_engine.images.list(name=tag)
+    assert not kc_docker.images.list(name=tag)
 
 
 @pytest.fixture(scope="module")
-def kraft(kraft_image, docker_engine):
+def kraft(kraft_image, kc_docker):
     cl = Cluster(ClusterSpec(brokers=3, distribution="apache-kraft", image=kraft_image.tag,
                              startup_timeout_s=240))
     t0 = time.monotonic()
@@ -127,7 +127,7 @@ def kraft(kraft_image, docker_engine):
     left = leftovers()
     assert not [c for c in left["containers"] if c.startswith(f"kc-{name}-")], left
     assert f"kc-{name}" not in left["networks"]
-    assert not docker_engine.volumes.list(filters={"label": f"{LABEL_CLUSTER}={name}"})
+    assert not kc_docker.volumes.list(filters={"label": f"{LABEL_CLUSTER}={name}"})
 
 
 def _restore(cluster: Cluster, broker_id: int) -> None:

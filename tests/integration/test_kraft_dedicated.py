@@ -39,8 +39,8 @@ def _wait(what: str, predicate, timeout_s: float = 60.0):
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what} (last: {last!r})")
 
 
-def test_dedicated_quorum_survives_killing_the_active_controller(docker_engine, request):
-    version = request.config.getoption("--kafka-version") or "4.1.2"
+def test_dedicated_quorum_survives_killing_the_active_controller(kc_docker, request):
+    version = request.config.getoption("kc_kafka_version") or "4.1.2"
     spec = ClusterSpec(brokers=2, distribution="apache-kraft-dedicated", kafka_version=version,
                        name=f"dd{random.randrange(10**6)}")
     with Cluster(spec) as cl:
@@ -72,4 +72,4 @@ def test_dedicated_quorum_survives_killing_the_active_controller(docker_engine, 
         assert cl.quorum().leader_id == new          # it rejoined as a follower (start_node waited for its catch-up)
         with ProtocolClient("127.0.0.1", victim.host_port, timeout=5) as c:   # its published CONTROLLER port
             assert c.describe_quorum().error in (None, "NOT_LEADER_OR_FOLLOWER")
-    assert not [c for c in docker_engine.containers.list(all=True) if c.name.startswith(f"kc-{spec.name}-")]
+    assert not [c for c in kc_docker.containers.list(all=True) if c.name.startswith(f"kc-{spec.name}-")]

@@ -107,7 +107,7 @@ def _compare(version: str) -> tuple[int, list[str]]:
 
 
 @pytest.mark.parametrize("version", ["3.9.2", "4.1.2"])
-def test_decoder_agrees_with_kafka_dump_log(version, docker_engine):
+def test_decoder_agrees_with_kafka_dump_log(version, kc_docker):
     compared, problems = _compare(version)
     assert not problems, "\n".join(problems[:20])
     assert compared >= 40, f"only {compared} records had fields to compare"
@@ -130,7 +130,7 @@ def _many_changes(ctx) -> None:
 KAFKA4_VERSION = os.environ.get("KAFKA_CHAOS_KAFKA4_VERSION", "4.1.2")    # as tests/integration/test_kafka4.py
 
 
-def test_run_record_holds_every_partition_change_kafka_dump_log_decodes(docker_engine, tmp_path):
+def test_run_record_holds_every_partition_change_kafka_dump_log_decodes(kc_docker, tmp_path):
     """Issue 15: on a run with >= 50 leader/ISR changes, no partition-state change of the controller's log
     is missing from the run record. The record keeps the segments it read (``metadata_log/``); Kafka's
     DumpLogSegments decodes them; every PartitionRecord / PartitionChangeRecord it prints must be a

@@ -26,7 +26,7 @@ TOPIC = "km"
 
 
 @pytest.fixture(scope="module")
-def kraft4(docker_engine):
+def kraft4(kc_docker):
     image = images.inspect(images.build(KAFKA4_VERSION).tag)
     cl = Cluster(ClusterSpec(brokers=3, distribution="apache-kraft", image=image.tag,
                              name=f"kmeta-{uuid.uuid4().hex[:6]}", startup_timeout_s=240))

@@ -13,8 +13,8 @@ from suites.catalog import scenarios_for
 pytestmark = pytest.mark.docker
 
 
-def _run(name, broker_image, tmp_path):
-    out = execute(scenarios_for(name)[0], runs_dir=tmp_path, image=broker_image.tag, suite="pytest",
+def _run(name, kc_image, tmp_path):
+    out = execute(scenarios_for(name)[0], runs_dir=tmp_path, image=kc_image.tag, suite="pytest",
                   distribution="apache-kraft")
     rec = read_run(out.path)
     assert out.verdict == "PASS", f"{name} on KRaft: {out.reason} ({out.path})"
@@ -26,8 +26,8 @@ def _run(name, broker_image, tmp_path):
     return rec, conf
 
 
-def test_kill_leader_on_kraft(broker_image, tmp_path):
-    rec, conf = _run("broker_failover.kill_leader", broker_image, tmp_path)
+def test_kill_leader_on_kraft(kc_image, tmp_path):
+    rec, conf = _run("broker_failover.kill_leader", kc_image, tmp_path)
     assert conf["stats"]["leader_changes"] >= 1 and conf["stats"]["elections_judged"] >= 1
     assert rec.verdict["checks"]["durability"]["verdict"] == "PASS"
 
@@ -35,17 +35,17 @@ def test_kill_leader_on_kraft(broker_image, tmp_path):
 @pytest.mark.conformance
 @pytest.mark.parametrize("name", ["broker_failover.stop_leader", "controller_failover.kill_controller",
                                   "reassignment.move_replicas"])
-def test_family_on_kraft(name, broker_image, tmp_path):
-    rec, conf = _run(name, broker_image, tmp_path)
+def test_family_on_kraft(name, kc_image, tmp_path):
+    rec, conf = _run(name, kc_image, tmp_path)
     if name.startswith("controller_failover"):
         assert conf["stats"]["quorum_leader_changes"] >= 1
 
 
-def test_quorum_kill_leader_on_kraft(broker_image, tmp_path):
+def test_quorum_kill_leader_on_kraft(kc_image, tmp_path):
     """The quorum family's cheapest run (about 40 s at low load): the active controller killed, a new
     quorum leader named by DescribeQuorum and by a LeaderChange record in the metadata log (§9.1).
     The whole family: `kafka-chaos run quorum --distribution apache-kraft --parallel 1` (docs/kraft.md)."""
-    rec, conf = _run("quorum.kill_leader", broker_image, tmp_path)
+    rec, conf = _run("quorum.kill_leader", kc_image, tmp_path)
     assert conf["stats"]["quorum_leader_changes"] >= 1
     expects = {e["what"]: e["ok"] for e in rec.of_type("expect")}
     assert any(w.startswith("the metadata log records the new quorum leader") and ok for w, ok in expects.items())

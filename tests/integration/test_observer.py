@@ -51,8 +51,8 @@ def _read_txnlog(cluster):
     return read_txnlog_blobs({n: zk.read_file(f"{ZK_LOG_DIR}/{n}") for n in names})
 
 
-def test_reconciled_history_has_every_partition_state_version(cluster_factory, tmp_path):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_reconciled_history_has_every_partition_state_version(kc_cluster_factory, tmp_path):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     rec = RunRecorder(tmp_path, "observer.completeness")
     watcher = ZkWatcher(cluster.zookeeper_connect, emit=rec.emit).start()
     sampler = AdminSampler(cluster.bootstrap_servers, emit=rec.emit, interval=0.5, duration=600,

@@ -22,9 +22,9 @@ def _paused_nodes(cluster: str) -> list[str]:
     return [c.name for c in cs if c.status == "paused"]
 
 
-def test_ctrl_c_mid_fault_heals_removes_and_records_unknown(broker_image, tmp_path):
+def test_ctrl_c_mid_fault_heals_removes_and_records_unknown(kc_image, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "isr.pause_follower", "--runs-dir",
-                             str(tmp_path), "--broker-image", broker_image.tag],
+                             str(tmp_path), "--broker-image", kc_image.tag],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 240

@@ -33,7 +33,7 @@ SCENARIOS = ["broker_failover.kill_leader", "unclean.out_of_sync_elected", "isr.
 
 
 @pytest.fixture(scope="module")
-def image_282(docker_engine):
+def image_282(kc_docker):
     return images.image_for(VERSION, build_missing=True)
 
 

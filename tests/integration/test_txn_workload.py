@@ -20,9 +20,9 @@ from suites.scenarios.transactions import SCENARIOS
 pytestmark = [pytest.mark.docker, pytest.mark.chaos]
 
 
-def test_leader_kill_under_transactions_passes(broker_image, tmp_path):
+def test_leader_kill_under_transactions_passes(kc_image, tmp_path):
     scenario = replace(next(s for s in SCENARIOS if s.name == "transactions.leader_kill"), tags=("pytest",))
-    out = execute(scenario, runs_dir=tmp_path, image=broker_image.tag, suite="pytest")
+    out = execute(scenario, runs_dir=tmp_path, image=kc_image.tag, suite="pytest")
     rec = read_run(out.path)
     txn = rec.verdict["checks"]["transactions"]
     assert out.verdict == "PASS", (out.reason, {k: c for k, c in txn.get("checks", {}).items()

@@ -13,7 +13,7 @@ MATRIX = ["2.8.2", "3.5"]
 
 
 @pytest.mark.parametrize("series", MATRIX)
-def test_version_builds_and_serves(series, docker_engine):
+def test_version_builds_and_serves(series, kc_docker):
     built = images.build(series)
     assert built.tag == f"kafka-chaos/kafka:{built.version}"
     assert built.version.startswith(series)
@@ -26,7 +26,7 @@ def test_version_builds_and_serves(series, docker_engine):
         assert out.strip() == f"kafka_2.13-{built.version}.jar"
 
 
-def test_second_build_is_cached(docker_engine):
+def test_second_build_is_cached(kc_docker):
     first = images.build(None)
     again = images.build(None)
     assert again.cached and again.image_id == first.image_id

@@ -1,6 +1,6 @@
 """The client workload against real brokers, judged by the durability checker.
 
-Docker-marked tests run a real ZooKeeper-mode cluster (``cluster_factory`` fixture): a clean
+Docker-marked tests run a real ZooKeeper-mode cluster (``kc_cluster_factory`` fixture): a clean
 acks=all run; the leader isolated (its followers paused) and then killed under acks=all with
 min.insync.replicas=2 (nothing lost); the same fault under acks=1 (acknowledged writes lost,
 reported with their offsets, allowed by configuration). The first tests need no cluster: they
@@ -218,8 +218,8 @@ def _zk_controller(cluster) -> int:
 
 
 @pytest.mark.docker
-def test_clean_run_acks_all_passes(cluster_factory, tmp_path):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_clean_run_acks_all_passes(kc_cluster_factory, tmp_path):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     cfg = WorkloadConfig(topic="clean", partitions=3, producers=2, acks="all", enable_idempotence=True,
                          rate=100, duration_s=6.0, assign_consumers=1, subscribe_consumers=1)
     result, record = run_scenario(cluster, tmp_path, "workload.clean", cfg, {"min.insync.replicas": "2"})
@@ -235,8 +235,8 @@ def test_clean_run_acks_all_passes(cluster_factory, tmp_path):
 
 
 @pytest.mark.docker
-def test_leader_isolated_then_killed_under_acks_all_loses_nothing(cluster_factory, tmp_path):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_leader_isolated_then_killed_under_acks_all_loses_nothing(kc_cluster_factory, tmp_path):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     cfg = WorkloadConfig(topic="safe", partitions=1, producers=1, acks="all", enable_idempotence=True,
                          rate=200, duration_s=20.0, delivery_timeout_ms=60_000, request_timeout_ms=5000,
                          flush_timeout_s=60.0)
@@ -257,8 +257,8 @@ def test_leader_isolated_then_killed_under_acks_all_loses_nothing(cluster_factor
 
 
 @pytest.mark.docker
-def test_leader_isolated_then_killed_under_acks_1_loses_acknowledged_writes(cluster_factory, tmp_path):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_leader_isolated_then_killed_under_acks_1_loses_acknowledged_writes(kc_cluster_factory, tmp_path):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     cfg = WorkloadConfig(topic="lossy", partitions=1, producers=1, acks="1", enable_idempotence=False,
                          rate=300, duration_s=20.0, delivery_timeout_ms=60_000, request_timeout_ms=5000,
                          flush_timeout_s=60.0)
@@ -281,8 +281,8 @@ def test_leader_isolated_then_killed_under_acks_1_loses_acknowledged_writes(clus
 
 
 @pytest.mark.docker
-def test_unclean_election_after_isr_shrink_loses_acknowledged_acks_all_writes(cluster_factory, tmp_path):
-    cluster = cluster_factory(brokers=3, zookeepers=1)
+def test_unclean_election_after_isr_shrink_loses_acknowledged_acks_all_writes(kc_cluster_factory, tmp_path):
+    cluster = kc_cluster_factory(brokers=3, zookeepers=1)
     controller = _zk_controller(cluster)
     leader, follower = [b for b in cluster.broker_ids if b != controller][:2]  # the controller stays up
     topic_config = {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}

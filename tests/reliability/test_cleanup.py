@@ -134,8 +134,8 @@ def _start_run_until_fault(runs: Path, image: str, scenario: str = "broker_failo
 
 
 @pytest.mark.docker
-def test_sigkill_mid_fault_then_any_command_removes_everything_it_left(broker_image, tmp_path):
-    proc, tmp = _start_run_until_fault(tmp_path, broker_image.tag)
+def test_sigkill_mid_fault_then_any_command_removes_everything_it_left(kc_image, tmp_path):
+    proc, tmp = _start_run_until_fault(tmp_path, kc_image.tag)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
     left = _owned_by(proc.pid)
@@ -149,9 +149,9 @@ def test_sigkill_mid_fault_then_any_command_removes_everything_it_left(broker_im
 
 
 @pytest.mark.docker
-def test_two_sigints_during_a_run_leave_nothing_and_publish_unknown_aborted(broker_image, tmp_path):
+def test_two_sigints_during_a_run_leave_nothing_and_publish_unknown_aborted(kc_image, tmp_path):
     from harness.record import read_run
-    proc, tmp = _start_run_until_fault(tmp_path, broker_image.tag)
+    proc, tmp = _start_run_until_fault(tmp_path, kc_image.tag)
     proc.send_signal(signal.SIGINT)
     for later, sig in ((1.0, signal.SIGINT), (2.0, signal.SIGTERM)):   # while the first is handled: heal,
         time.sleep(later)                                              # remove the cluster, publish
@@ -168,8 +168,8 @@ def test_two_sigints_during_a_run_leave_nothing_and_publish_unknown_aborted(brok
 
 
 @pytest.mark.docker
-def test_a_live_owners_cluster_is_not_reaped(cluster_factory):
-    cl = cluster_factory(brokers=1, zookeepers=1)      # owned by this (live) pytest process
+def test_a_live_owners_cluster_is_not_reaped(kc_cluster_factory):
+    cl = kc_cluster_factory(brokers=1, zookeepers=1)      # owned by this (live) pytest process
     res = _kc("images", "list")
     assert res.returncode == 0 and "left by dead" not in res.stderr, res.stderr
     dry = _kc("cleanup", "--dead-only", "--dry-run")
@@ -179,9 +179,9 @@ def test_a_live_owners_cluster_is_not_reaped(cluster_factory):
 
 
 @pytest.mark.docker
-def test_cluster_up_clusters_outlive_their_creator_until_cluster_down(broker_image):
+def test_cluster_up_clusters_outlive_their_creator_until_cluster_down(kc_image):
     name = f"h2keep{os.getpid() % 10000}"
-    up = _kc("cluster", "up", "--name", name, "--brokers", "1", "--broker-image", broker_image.tag)
+    up = _kc("cluster", "up", "--name", name, "--brokers", "1", "--broker-image", kc_image.tag)
     try:
         assert up.returncode == 0, up.stderr[-1500:]
         from harness.cleanup import list_clusters

@@ -60,7 +60,7 @@ def _verdict(runs: Path) -> dict:
     return json.loads((d / "verdict.json").read_text())
 
 
-def test_broker_container_removed_from_outside_is_unknown_container_removed(tmp_path, docker_engine, broker_image):
+def test_broker_container_removed_from_outside_is_unknown_container_removed(tmp_path, kc_docker, kc_image):
     runs = tmp_path / "runs"
     proc = _start_run(runs, "broker_failover.kill_leader")
     try:
@@ -80,7 +80,7 @@ def test_broker_container_removed_from_outside_is_unknown_container_removed(tmp_
     assert not _owned_containers(proc.pid), "the run left containers behind"
 
 
-def test_zookeeper_container_stopped_from_outside_is_unknown(tmp_path, docker_engine, broker_image):
+def test_zookeeper_container_stopped_from_outside_is_unknown(tmp_path, kc_docker, kc_image):
     runs = tmp_path / "runs"
     proc = _start_run(runs, "broker_failover.pause_leader")
     try:

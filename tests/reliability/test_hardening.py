@@ -32,8 +32,8 @@ def _caps(names) -> set[str]:
 
 
 @pytest.mark.docker
-def test_nodes_are_hardened_and_faults_still_work(cluster_factory):
-    cl = cluster_factory(brokers=2, zookeepers=1)
+def test_nodes_are_hardened_and_faults_still_work(kc_cluster_factory):
+    cl = kc_cluster_factory(brokers=2, zookeepers=1)
     for n in cl.nodes():
         hc = n.container.attrs["HostConfig"]
         assert _caps(hc["CapDrop"]) == {"ALL"}, (n.name, hc["CapDrop"])
