@@ -23,7 +23,8 @@ from pathlib import Path
 
 from reports import availability, gate, html, junit, tables
 from reports.gate import RULES, GateConfigError, load_config
-from reports.load import ReportInputError, load
+from reports.compact import is_local, local_path
+from reports.load import ReportInputError, load, timeline_events
 from reports.spark import build_session, check_master, unreachable_master
 
 log = logging.getLogger("reports.job")
@@ -45,6 +46,7 @@ class Options:
     baseline_harness: str | None = None
     candidate_harness: str | None = None
     write_parquet: bool = True
+    summaries: str | None = None     # the compacted table's directory (None: summarize every record now)
 
 
 class UsageError(Exception):
@@ -80,7 +82,19 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument("--baseline-harness", help="harness version to compare from (default: second highest)")
     p.add_argument("--candidate-harness", help="harness version to compare to (default: highest)")
     p.add_argument("--no-parquet", action="store_true", help="skip the Parquet tables")
+    p.add_argument("--summaries", metavar="DIR",
+                   help="the compacted table of per-run summaries, updated with new records before the report "
+                        "(default: RUNS_PATH/_summaries for a writable local RUNS_PATH)")
+    p.add_argument("--no-summaries", action="store_true",
+                   help="keep no compacted table: summarize every record for this report only")
     a = p.parse_args(argv)
+    if a.summaries and a.no_summaries:
+        p.error("--summaries and --no-summaries exclude each other")
+    summaries = a.summaries
+    if summaries is None and not a.no_summaries:
+        summaries = default_summaries(a.runs_path)
+    elif summaries is not None and not is_local(a.runs_path):
+        p.error("--summaries needs a local RUNS_PATH (the table is updated from a listing of its directories)")
     overrides = {r: getattr(a, r) for r in [*RULES, "min_runs"]}
     for k, v in overrides.items():
         if v is not None and v < 0:
@@ -91,14 +105,25 @@ def parse_args(argv: list[str]) -> Options:
                    gate_overrides=overrides, nightly_suite=a.nightly_suite, max_timelines=a.max_timelines,
                    baseline_version=a.baseline_version, candidate_version=a.candidate_version,
                    baseline_harness=a.baseline_harness, candidate_harness=a.candidate_harness,
-                   write_parquet=not a.no_parquet)
+                   write_parquet=not a.no_parquet, summaries=summaries)
+
+
+def default_summaries(runs_path: str) -> str | None:
+    """RUNS_PATH/_summaries when RUNS_PATH is a local directory we may write (else no table)."""
+    if not is_local(runs_path):
+        return None
+    root = Path(local_path(runs_path))
+    table = root / "_summaries"
+    if table.is_dir():
+        return str(table) if os.access(table, os.W_OK | os.X_OK) else None
+    return str(table) if root.is_dir() and os.access(root, os.W_OK | os.X_OK) else None
 
 
 def _rows(df) -> list[dict]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
-def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
+def _timelines(spark, runs, limit: int) -> list[tuple[dict, dict]]:
     """Timeline data for at most ``limit`` runs: FAIL first, then UNKNOWN, then PASS (newest first)."""
     from pyspark.sql import Window, functions as F  # lazy: PySpark
 
@@ -111,7 +136,7 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
     if not chosen:
         return []
     ids = [r["run_dir"] for r in chosen]
-    sel = events.filter(F.col("run_dir").isin(ids))
+    sel = timeline_events(spark, ids)
     # At most TIMELINE_PARTITIONS partitions per run (the first by topic, partition).
     first_tps = (sel.filter(F.col("type") == "zk.partition_state").select("run_dir", "topic", "partition").distinct()
                  .withColumn("rank", F.row_number().over(Window.partitionBy("run_dir").orderBy(
@@ -204,8 +229,8 @@ def run_report(spark, opts: Options) -> dict:
     file_cfg = gate.load_config(opts.gate_config)
     th = gate.thresholds(file_cfg, opts.gate_overrides)
 
-    loaded = load(spark, opts.runs_path)
-    runs, events = loaded.runs, loaded.events
+    loaded = load(spark, opts.runs_path, opts.summaries)
+    runs = loaded.runs
     for s in loaded.skipped:
         log.warning("skipped run record %s: %s", s["path"], s["reason"])
     for d in loaded.duplicates:
@@ -216,7 +241,7 @@ def run_report(spark, opts: Options) -> dict:
     out = Path(opts.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
 
-    derived = availability.derive(events, runs).cache()
+    derived = loaded.derived
     recovery = availability.fault_recovery(derived, runs).cache()
     windows = availability.unavailability_windows(derived, runs).cache()
     dfs = {
@@ -285,7 +310,7 @@ def run_report(spark, opts: Options) -> dict:
         "spark": {"master": spark.sparkContext.master, "version": spark.version},
         "totals": totals, "thresholds": th, "gate": result, "exit_code": 0 if result["passed"] else 1,
         "skipped_records": loaded.skipped, "skipped_reasons": reasons, "regressions_compared": compared,
-        "duplicate_records": loaded.duplicates,
+        "duplicate_records": loaded.duplicates, "summaries_table": loaded.table,
         "undecided_scenarios": [{"scenario": r["scenario"], "runs": r["runs"], "coverage_short": r["coverage_short"],
                                  "unknown_causes": r["unknown_causes"]} for r in undecided],
         "unknown_by_cause": {r["cause"]: r["runs"] for r in collected["unknown_causes"]},
@@ -305,7 +330,7 @@ def run_report(spark, opts: Options) -> dict:
                           jobs))
         lap("parquet")
 
-    timelines = _timelines(events, runs, opts.max_timelines)
+    timelines = _timelines(spark, runs, opts.max_timelines)
     (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped), encoding="utf-8")
     lap("html")
     junit_runs = (r.asDict() for r in runs.select(
@@ -317,8 +342,9 @@ def run_report(spark, opts: Options) -> dict:
     summary["seconds"] = round(time.time() - t_start, 3)
     summary["timings"] = timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
-    for df in (recovery, windows, derived, runs, events):
+    for df in (recovery, windows):
         df.unpersist()
+    loaded.unpersist()
     return summary
 
 
