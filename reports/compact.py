@@ -1,8 +1,8 @@
 """Run records -> summary rows, and the compacted Parquet table of them kept beside the records.
 
 * :func:`scan` lists the run directories under a local RUNS_DIR (as Spark lists them: names
-  starting with ``.`` or ``_`` are hidden, symlinked directories are followed) with a signature of
-  each record (size and mtime of its files);
+  starting with ``.`` or ``_`` are hidden, symlinked directories are followed, except a link back
+  to an enclosing directory) with a signature of each record (size and mtime of its files);
 * :func:`summarize_all` reads them in one streaming pass on the driver (no Spark job per file, no
   Python worker) into a DataFrame of :data:`SUMMARY_SCHEMA`; other paths (``s3a://``, ``hdfs://``)
   are read by Spark as binary files and summarized on the executors by the same function;

@@ -20,8 +20,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 
-from reports import availability, gate, html, junit, tables
+from reports import availability, gate, html, junit, tables, trends
 from reports.gate import RULES, GateConfigError, load_config
 from reports.compact import is_local, local_path
 from reports.load import ReportInputError, load, timeline_events
@@ -153,6 +154,11 @@ def _timelines(spark, runs, limit: int) -> list[tuple[dict, dict]]:
     life = _rows(sel.filter(F.col("type") == "client.life").select("run_dir", "t", "seq", "process", "role", "state",
                                                                    "error").orderBy("run_dir", "t", "seq"))
     data = {d: {"end": 0.0, "faults": [], "partitions": {}, "acks": {}, "clients": {}} for d in ids}
+    # Spark names a file by its URI (a path with spaces may come back %-encoded): map it to our run_dir.
+    owner = {d: d for d in ids} | {unquote(d): d for d in ids}
+    for rows in (life, ps, faults, acks):
+        for r in rows:
+            r["run_dir"] = owner.get(r["run_dir"]) or owner[unquote(r["run_dir"])]
     for r in life:
         client_life(data[r["run_dir"]]["clients"], r)
     for r in ps:
@@ -253,6 +259,8 @@ def run_report(spark, opts: Options) -> dict:
         "trends": tables.trends(runs, opts.nightly_suite),
         "scenarios": tables.scenarios(runs),
         "unknown_causes": tables.unknown_causes(runs),
+        "version_trends": trends.version_trends(runs),
+        "scenario_flakiness": trends.scenario_flakiness(runs),
     }
     regs, compared = [], []
     for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
@@ -271,6 +279,7 @@ def run_report(spark, opts: Options) -> dict:
     with ThreadPoolExecutor(max_workers=4) as pool:
         collected = dict(zip(dfs, pool.map(_rows, dfs.values())))
     collected.setdefault("regressions", [])
+    dfs["first_failures"], collected["first_failures"] = trends.first_failures(spark, collected["version_trends"])
     lap("tables")
 
     totals_row = runs.agg(
