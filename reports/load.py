@@ -29,7 +29,7 @@ from reports import compact
 from reports.parse import FIELDS
 from reports.summary import AGG_FIELDS
 
-AGG_FIELDS_NO_BAD = [f for f in AGG_FIELDS if f != "bad_lines"]
+AGG_FIELDS_NO_BAD = [f for f in AGG_FIELDS if f not in ("bad_lines", "event_fault_kinds")]
 
 EVENT_SCHEMA = T.StructType([
     T.StructField("seq", T.LongType()),
