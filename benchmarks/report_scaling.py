@@ -3,7 +3,10 @@
 Generates N synthetic run records (reports.synthetic.bulk_runs: ~52 events each, 10 % FAIL,
 3 % UNKNOWN) in a temporary directory for each size, then times the whole report job on one
 local SparkSession (tables, Parquet, HTML with 50 timelines, JUnit, summary). Spark start-up
-and a small warm-up run are excluded and printed separately.
+and a small warm-up run are excluded and printed separately. Each size prints the load phase
+(reading the records into per-run summaries, reports.compact.summarize_all) and the compute phase
+(tables, Parquet, HTML, JUnit) apart. ``--summaries`` times the report through the compacted table
+instead (built from scratch, then read).
 
     python benchmarks/report_scaling.py                 # sizes 1000,10000,100000
     python benchmarks/report_scaling.py --sizes 1000,10000 --master 'local[*]'
@@ -34,6 +37,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000,100000", help="comma-separated record counts")
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--keep", action="store_true", help="keep the generated records and reports")
+    ap.add_argument("--summaries", action="store_true", help="go through the compacted table (RUNS/_summaries)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
     tmp = Path(tempfile.mkdtemp(prefix="report-scaling-"))
@@ -53,11 +57,14 @@ def main() -> None:
             runs = bulk_runs(tmp / f"runs-{n}", n, seed=n)
             gen = time.time() - t
             t = time.time()
-            s = run_report(spark, Options(runs_path=str(runs), out=str(tmp / f"out-{n}")))
+            s = run_report(spark, Options(runs_path=str(runs), out=str(tmp / f"out-{n}"),
+                                          summaries=str(runs / "_summaries") if a.summaries else None))
             agg = time.time() - t
             results[n] = agg
             tot = s["totals"]
+            load_s = s["timings"].get("load", 0.0)
             print(f"        phases: {s['timings']}", flush=True)
+            print(f"        load {load_s:6.1f} s  compute {agg - load_s:6.1f} s", flush=True)
             print(f"{n:>7} records: generate {gen:6.1f} s  aggregate {agg:6.1f} s  "
                   f"({n / agg:,.0f} records/s, {tot['events']:,} events, {tot['fail']} FAIL, lost {tot['lost']}, "
                   f"gate {'PASSED' if s['gate']['passed'] else 'FAILED'})", flush=True)

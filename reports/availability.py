@@ -20,9 +20,9 @@ Definitions (all times in seconds of the run's monotonic clock):
   next state with a live leader (or the end of the run: ``open``); it is attributed to the last
   fault that started at or before it ("none" if no fault had started).
 
-The derivation is pure Python per run (:func:`derive_run`); Spark groups each run's few
-structural events (partition states and faults, not the client operations) and applies it on
-the executors.
+The derivation is pure Python per run (:func:`derive_run`), done once per record when it is
+summarized (:mod:`reports.summary`); the summary row carries its ``faults`` and ``windows``, which
+the report explodes into one row per fault and per window.
 """
 
 from __future__ import annotations
@@ -143,26 +143,8 @@ def derive_run(events: list[dict], last_t: float | None = None) -> tuple[list[di
     return faults, windows
 
 
-def _derive_rows(rows):
-    for r in rows:
-        evs = [e.asDict() for e in r["evs"]]
-        faults, windows = derive_run(evs, r["last_t"])
-        yield (r["run_dir"], [tuple(f[n] for n, _ in FAULT_FIELDS) for f in faults],
-               [tuple(w[n] for n, _ in WINDOW_FIELDS) for w in windows])
-
-
-def derive(events: DataFrame, runs: DataFrame) -> DataFrame:
-    """One row per run: arrays ``faults`` and ``windows`` (see :func:`derive_run`)."""
-    spark = events.sparkSession
-    cols = ["t", "seq", "type", "fault_id", "fault", "topic", "partition", "leader", "isr", "deleted"]
-    grouped = (events.filter(F.col("type").isin(*STRUCTURAL))
-               .groupBy("run_dir").agg(F.collect_list(F.struct(*cols)).alias("evs"))
-               .join(runs.select("run_dir", "last_t"), "run_dir"))
-    return spark.createDataFrame(grouped.rdd.mapPartitions(_derive_rows), DERIVED_SCHEMA)
-
-
 def fault_recovery(derived: DataFrame, runs: DataFrame) -> DataFrame:
-    """One row per fault with its recovery times."""
+    """One row per fault with its recovery times (``derived``: ``run_dir``, ``faults``, ``windows``)."""
     return (derived.select("run_dir", F.explode("faults").alias("f")).select("run_dir", "f.*")
             .join(runs.select("run_dir", *RUN_META), "run_dir")
             .select(*RUN_META, *[n for n, _ in FAULT_FIELDS], "run_dir"))

@@ -20,11 +20,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 
 from harness.errors import HarnessError
-from reports import availability, gate, html, junit, s3a, tables
+from reports import availability, gate, html, junit, s3a, tables, trends
 from reports.gate import RULES, GateConfigError, load_config
-from reports.load import ReportInputError, load
+from reports.compact import is_local, local_path
+from reports.load import ReportInputError, load, timeline_events
 from reports.spark import build_session, check_master, unreachable_master
 
 log = logging.getLogger("reports.job")
@@ -48,6 +50,7 @@ class Options:
     write_parquet: bool = True
     s3_endpoint: str | None = None
     read_paths: list[str] | None = None     # s3://: the complete records' s3a:// URLs (reports/s3a.py)
+    summaries: str | None = None     # the compacted table's directory (None: summarize every record now)
 
 
 class UsageError(Exception):
@@ -85,7 +88,19 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument("--no-parquet", action="store_true", help="skip the Parquet tables")
     p.add_argument("--s3-endpoint", metavar="URL", help="S3-compatible endpoint for an s3:// RUNS_PATH "
                                                          "(default: $AWS_ENDPOINT_URL)")
+    p.add_argument("--summaries", metavar="DIR",
+                   help="the compacted table of per-run summaries, updated with new records before the report "
+                        "(default: RUNS_PATH/_summaries for a writable local RUNS_PATH)")
+    p.add_argument("--no-summaries", action="store_true",
+                   help="keep no compacted table: summarize every record for this report only")
     a = p.parse_args(argv)
+    if a.summaries and a.no_summaries:
+        p.error("--summaries and --no-summaries exclude each other")
+    summaries = a.summaries
+    if summaries is None and not a.no_summaries:
+        summaries = default_summaries(a.runs_path)
+    elif summaries is not None and not is_local(a.runs_path):
+        p.error("--summaries needs a local RUNS_PATH (the table is updated from a listing of its directories)")
     overrides = {r: getattr(a, r) for r in [*RULES, "min_runs"]}
     for k, v in overrides.items():
         if v is not None and v < 0:
@@ -96,14 +111,26 @@ def parse_args(argv: list[str]) -> Options:
                    gate_overrides=overrides, nightly_suite=a.nightly_suite, max_timelines=a.max_timelines,
                    baseline_version=a.baseline_version, candidate_version=a.candidate_version,
                    baseline_harness=a.baseline_harness, candidate_harness=a.candidate_harness,
-                   write_parquet=not a.no_parquet, s3_endpoint=a.s3_endpoint)
+                   write_parquet=not a.no_parquet, s3_endpoint=a.s3_endpoint,
+                   summaries=summaries)
+
+
+def default_summaries(runs_path: str) -> str | None:
+    """RUNS_PATH/_summaries when RUNS_PATH is a local directory we may write (else no table)."""
+    if not is_local(runs_path):
+        return None
+    root = Path(local_path(runs_path))
+    table = root / "_summaries"
+    if table.is_dir():
+        return str(table) if os.access(table, os.W_OK | os.X_OK) else None
+    return str(table) if root.is_dir() and os.access(root, os.W_OK | os.X_OK) else None
 
 
 def _rows(df) -> list[dict]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
-def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
+def _timelines(spark, runs, limit: int) -> list[tuple[dict, dict]]:
     """Timeline data for at most ``limit`` runs: FAIL first, then UNKNOWN, then PASS (newest first)."""
     from pyspark.sql import Window, functions as F  # lazy: PySpark
 
@@ -116,7 +143,7 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
     if not chosen:
         return []
     ids = [r["run_dir"] for r in chosen]
-    sel = events.filter(F.col("run_dir").isin(ids))
+    sel = timeline_events(spark, ids)
     # At most TIMELINE_PARTITIONS partitions per run (the first by topic, partition).
     first_tps = (sel.filter(F.col("type") == "zk.partition_state").select("run_dir", "topic", "partition").distinct()
                  .withColumn("rank", F.row_number().over(Window.partitionBy("run_dir").orderBy(
@@ -133,6 +160,11 @@ def _timelines(events, runs, limit: int) -> list[tuple[dict, dict]]:
     life = _rows(sel.filter(F.col("type") == "client.life").select("run_dir", "t", "seq", "process", "role", "state",
                                                                    "error").orderBy("run_dir", "t", "seq"))
     data = {d: {"end": 0.0, "faults": [], "partitions": {}, "acks": {}, "clients": {}} for d in ids}
+    # Spark names a file by its URI (a path with spaces may come back %-encoded): map it to our run_dir.
+    owner = {d: d for d in ids} | {unquote(d): d for d in ids}
+    for rows in (life, ps, faults, acks):
+        for r in rows:
+            r["run_dir"] = owner.get(r["run_dir"]) or owner[unquote(r["run_dir"])]
     for r in life:
         client_life(data[r["run_dir"]]["clients"], r)
     for r in ps:
@@ -209,8 +241,8 @@ def run_report(spark, opts: Options) -> dict:
     file_cfg = gate.load_config(opts.gate_config)
     th = gate.thresholds(file_cfg, opts.gate_overrides)
 
-    loaded = load(spark, opts.read_paths or opts.runs_path)
-    runs, events = loaded.runs, loaded.events
+    loaded = load(spark, opts.read_paths or opts.runs_path, opts.summaries)
+    runs = loaded.runs
     for s in loaded.skipped:
         log.warning("skipped run record %s: %s", s["path"], s["reason"])
     for d in loaded.duplicates:
@@ -221,7 +253,7 @@ def run_report(spark, opts: Options) -> dict:
     out = Path(opts.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
 
-    derived = availability.derive(events, runs).cache()
+    derived = loaded.derived
     recovery = availability.fault_recovery(derived, runs).cache()
     windows = availability.unavailability_windows(derived, runs).cache()
     dfs = {
@@ -233,6 +265,8 @@ def run_report(spark, opts: Options) -> dict:
         "trends": tables.trends(runs, opts.nightly_suite),
         "scenarios": tables.scenarios(runs),
         "unknown_causes": tables.unknown_causes(runs),
+        "version_trends": trends.version_trends(runs),
+        "scenario_flakiness": trends.scenario_flakiness(runs),
     }
     regs, compared = [], []
     for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
@@ -251,6 +285,7 @@ def run_report(spark, opts: Options) -> dict:
     with ThreadPoolExecutor(max_workers=4) as pool:
         collected = dict(zip(dfs, pool.map(_rows, dfs.values())))
     collected.setdefault("regressions", [])
+    dfs["first_failures"], collected["first_failures"] = trends.first_failures(spark, collected["version_trends"])
     lap("tables")
 
     totals_row = runs.agg(
@@ -290,7 +325,7 @@ def run_report(spark, opts: Options) -> dict:
         "spark": {"master": spark.sparkContext.master, "version": spark.version},
         "totals": totals, "thresholds": th, "gate": result, "exit_code": 0 if result["passed"] else 1,
         "skipped_records": loaded.skipped, "skipped_reasons": reasons, "regressions_compared": compared,
-        "duplicate_records": loaded.duplicates,
+        "duplicate_records": loaded.duplicates, "summaries_table": loaded.table,
         "undecided_scenarios": [{"scenario": r["scenario"], "runs": r["runs"], "coverage_short": r["coverage_short"],
                                  "unknown_causes": r["unknown_causes"]} for r in undecided],
         "unknown_by_cause": {r["cause"]: r["runs"] for r in collected["unknown_causes"]},
@@ -310,7 +345,7 @@ def run_report(spark, opts: Options) -> dict:
                           jobs))
         lap("parquet")
 
-    timelines = _timelines(events, runs, opts.max_timelines)
+    timelines = _timelines(spark, runs, opts.max_timelines)
     (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped), encoding="utf-8")
     lap("html")
     junit_runs = (r.asDict() for r in runs.select(
@@ -322,8 +357,9 @@ def run_report(spark, opts: Options) -> dict:
     summary["seconds"] = round(time.time() - t_start, 3)
     summary["timings"] = timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n")
-    for df in (recovery, windows, derived, runs, events):
+    for df in (recovery, windows):
         df.unpersist()
+    loaded.unpersist()
     return summary
 
 

@@ -1,11 +1,13 @@
-"""Discover and read every run record under a path with Spark.
+"""The report's inputs: one summary row per run record, then the usable runs, skipped and duplicates.
 
-* ``metadata.json`` / ``verdict.json``: read as binary files and parsed per run directory on
-  the executors (:func:`reports.parse.parse_run`);
-* ``events.jsonl``: read with ``spark.read.json`` and an explicit schema (never collected to the
-  driver), malformed lines caught in ``_corrupt_record``;
-* in-progress ``.tmp-*`` directories are ignored by Hadoop's hidden-path filter, as the record
-  format requires.
+* Each record is summarized once (:mod:`reports.summary`: metadata.json, verdict.json and the
+  events.jsonl aggregates and availability derivation in one pass), either right now for every
+  record (:func:`reports.compact.summarize_all`) or through the compacted table kept beside the
+  records, updated with only new or changed records (:func:`reports.compact.update`);
+* in-progress ``.tmp-*`` directories (and any name starting with ``.`` or ``_``, e.g. the table
+  itself in ``_summaries``) are not records, as Hadoop's hidden-path filter has it;
+* the per-run timelines read the events of the few runs shown with ``spark.read.json`` and
+  :data:`EVENT_SCHEMA` (:func:`timeline_events`).
 
 A run directory is any directory holding one of the three files. Each one ends up either in
 ``runs`` (usable) or in ``skipped`` with a reason naming the file and the field; nothing is dropped
@@ -23,7 +25,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.storagelevel import StorageLevel
 
-from reports.parse import PARSED_SCHEMA, parse_run
+from reports import compact
+from reports.parse import FIELDS
+from reports.summary import AGG_FIELDS
+
+AGG_FIELDS_NO_BAD = [f for f in AGG_FIELDS if f not in ("bad_lines", "event_fault_kinds")]
 
 EVENT_SCHEMA = T.StructType([
     T.StructField("seq", T.LongType()),
@@ -62,9 +68,15 @@ class ReportInputError(Exception):
 @dataclass
 class Loaded:
     runs: DataFrame          # one row per usable run (parsed metadata + verdict + event aggregates)
-    events: DataFrame        # events of usable runs, persisted, with ``run_dir``
+    derived: DataFrame       # per usable run: ``faults`` and ``windows`` (reports.availability.derive_run)
     skipped: list[dict]      # [{"path", "reason"}] for every unusable run directory
     duplicates: list[dict] = field(default_factory=list)  # [{"path", "run_id", "kept"}] read twice, counted once
+    table: dict | None = None    # what the compacted table's update did (reports.compact.update), if one is kept
+    _cached: list = field(default_factory=list)
+
+    def unpersist(self) -> None:
+        for df in self._cached:
+            df.unpersist()
 
 
 def display_path(uri: str) -> str:
@@ -72,58 +84,17 @@ def display_path(uri: str) -> str:
     return uri[len("file:"):] if uri.startswith("file:/") else uri
 
 
-def _files(spark: SparkSession, path: str, glob: str) -> DataFrame:
-    return (spark.read.format("binaryFile").option("pathGlobFilter", glob)
-            .option("recursiveFileLookup", "true").load(path))
-
-
 def _dir(col):
     return F.regexp_extract(col, r"^(.*)/[^/]+$", 1)
 
 
-def _parse_partition(rows):
-    for run_dir, files in rows:
-        yield parse_run(run_dir, dict(files))
-
-
-def read_events(spark: SparkSession, path: str) -> DataFrame:
-    """All events.jsonl lines under ``path`` with ``run_dir`` and a ``bad`` flag per line."""
+def read_events(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """The lines of the given events.jsonl files with ``run_dir`` and a ``bad`` flag per line."""
     ev = (spark.read.schema(EVENT_SCHEMA).option("mode", "PERMISSIVE")
-          .option("columnNameOfCorruptRecord", "_corrupt_record")
-          .option("pathGlobFilter", "events.jsonl").option("recursiveFileLookup", "true").json(path))
+          .option("columnNameOfCorruptRecord", "_corrupt_record").json(paths))
     return (ev.withColumn("run_dir", _dir(F.col("_metadata.file_path")))
             .withColumn("bad", F.col("_corrupt_record").isNotNull() | F.col("type").isNull() | F.col("t").isNull())
             .drop("_corrupt_record"))
-
-
-def event_aggregates(events: DataFrame) -> DataFrame:
-    """Per-run counts from the events: lines, malformed lines, client operations, faults, ack gaps."""
-    send = (F.col("type") == "client") & (F.col("f") == "send")
-    agg = events.groupBy("run_dir").agg(
-        F.count(F.lit(1)).alias("n_events"),
-        F.sum(F.col("bad").cast("long")).alias("bad_lines"),
-        F.max("t").alias("last_t"),
-        F.sum((send & (F.col("phase") == "invoke")).cast("long")).alias("sends"),
-        F.sum((send & (F.col("phase") == "ok")).cast("long")).alias("acknowledged_writes"),
-        F.sum((send & (F.col("phase") == "fail")).cast("long")).alias("send_failed"),
-        F.sum((send & (F.col("phase") == "info")).cast("long")).alias("send_unknown"),
-        F.sum(((F.col("type") == "client") & F.col("f").isin("poll", "drain") & (F.col("phase") == "ok"))
-              .cast("long")).alias("consumed"),
-        F.sum((F.col("type") == "fault.start").cast("long")).alias("faults"),
-        F.array_sort(F.collect_set(F.when(F.col("type") == "fault.start", F.col("fault")))).alias("event_fault_kinds"),
-        F.sum(((F.col("type") == "zk.partition_state") & (F.col("source") == "txnlog")).cast("long"))
-        .alias("_ps_txnlog"),
-        F.sum(((F.col("type") == "zk.partition_state") & ~F.coalesce(F.col("source") == "txnlog", F.lit(False)))
-              .cast("long")).alias("_ps_other"),
-    )
-    # The same states are recorded twice when the txn log was read (zk_ground_truth): count one copy.
-    agg = (agg.withColumn("partition_states", F.when(F.col("_ps_txnlog") > 0, F.col("_ps_txnlog"))
-                          .otherwise(F.col("_ps_other"))).drop("_ps_txnlog", "_ps_other"))
-    acked = events.filter(send & (F.col("phase") == "ok")).select("run_dir", "t", "seq")
-    w = Window.partitionBy("run_dir").orderBy("t", "seq")
-    gaps = (acked.withColumn("gap", F.col("t") - F.lag("t").over(w))
-            .groupBy("run_dir").agg(F.max("gap").alias("max_ack_gap_s")))
-    return agg.join(gaps, "run_dir", "left")
 
 
 def zk_ground_truth(events: DataFrame) -> DataFrame:
@@ -148,38 +119,37 @@ def zk_ground_truth(events: DataFrame) -> DataFrame:
     return ev.filter(keep).withColumn("t", t).drop("_txn")
 
 
-def load(spark: SparkSession, path: str) -> Loaded:
-    """Read every run record under ``path``; raise :class:`ReportInputError` if it cannot be read."""
+RUN_COLUMNS = [*[f for f in FIELDS if f not in ("skip_reason", "schedule_fault_kinds")], *AGG_FIELDS_NO_BAD,
+               "fault_kinds", "path"]
+
+
+def load(spark: SparkSession, path: str, summaries: str | None = None) -> Loaded:
+    """Read every run record under ``path``; raise :class:`ReportInputError` if it cannot be read.
+
+    With ``summaries`` (a directory; local ``path`` only) the compacted table there is brought up to
+    date first (only new or changed records are read) and the report reads the table; otherwise the
+    records are summarized in one pass and nothing is kept."""
+    stats = None
     try:
-        files = _files(spark, path, "{metadata.json,verdict.json}").select("path", "content")
-        ev_files = _files(spark, path, "events.jsonl").select(_dir(F.col("path")).alias("run_dir"))
-        ev_files = ev_files.withColumn("has_events", F.lit(True))
+        if summaries:
+            stats = compact.update(spark, path, summaries)
+            rows = compact.read_table(spark, summaries)
+        else:
+            rows = compact.summarize_all(spark, path)
     except Exception as e:  # AnalysisException: path does not exist, unsupported scheme, ...
         msg = str(e).splitlines()[0] if str(e) else e.__class__.__name__
         raise ReportInputError(f"cannot read run records under {path}: {msg}") from None
+    loaded = from_summaries(rows)
+    loaded.table = stats
+    return loaded
 
-    pairs = files.rdd.map(lambda r: (r.path.rsplit("/", 1)[0], (r.path.rsplit("/", 1)[1], bytes(r.content))))
-    parsed_rdd = pairs.groupByKey().mapPartitions(_parse_partition)
-    parsed = spark.createDataFrame(parsed_rdd, PARSED_SCHEMA)
 
-    events_all = read_events(spark, path).persist(StorageLevel.MEMORY_AND_DISK)
-    ev_agg = event_aggregates(events_all)
-
-    combined = (parsed.join(ev_files, "run_dir", "full_outer").join(ev_agg, "run_dir", "left"))
-    reason = F.concat_ws("; ", F.array_compact(F.array(
-        F.when(F.col("run_id").isNull() & F.col("skip_reason").isNull(), F.lit("metadata.json: missing; "
-                                                                              "verdict.json: missing")),
-        F.col("skip_reason"),
-        F.when(F.col("has_events").isNull(), F.lit("events.jsonl: missing")),
-        F.when(F.col("bad_lines") > 0, F.concat(F.lit("events.jsonl: "), F.col("bad_lines").cast("string"),
-                                                F.lit(" malformed line(s)"))),
-    )))
-    combined = combined.withColumn("skip_reason", F.when(reason != "", reason))
-    combined = combined.persist(StorageLevel.MEMORY_AND_DISK)
-
+def from_summaries(rows: DataFrame) -> Loaded:
+    """The report's inputs from summary rows (:data:`reports.compact.SUMMARY_SCHEMA`), however made."""
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     skipped, seen = [], set()
-    for r in (combined.filter(F.col("skip_reason").isNotNull()).select("run_dir", "skip_reason")
-              .orderBy("run_dir").collect()):
+    for r in (rows.filter(F.col("skip_reason").isNotNull()).select("run_dir", "skip_reason")
+              .orderBy("run_dir").toLocalIterator()):
         path = display_path(r.run_dir)
         real = os.path.realpath(path) if path.startswith("/") else path   # a symlinked directory once
         if real not in seen:
@@ -188,20 +158,24 @@ def load(spark: SparkSession, path: str) -> Loaded:
 
     kinds = F.array_sort(F.array_distinct(F.concat(F.coalesce("schedule_fault_kinds", F.array()),
                                                    F.coalesce("event_fault_kinds", F.array()))))
-    first = F.first("run_dir").over(Window.partitionBy("run_id").orderBy("run_dir")
-                                    .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    usable = (combined.filter(F.col("skip_reason").isNull()).withColumn("_kept", first)
-              .persist(StorageLevel.MEMORY_AND_DISK))
+    first = F.min("run_dir").over(Window.partitionBy("run_id"))
+    usable = rows.filter(F.col("skip_reason").isNull()).withColumn("_kept", first)
     duplicates = [{"path": display_path(r.run_dir), "run_id": r.run_id, "kept": display_path(r._kept)}
                   for r in usable.filter(F.col("_kept") != F.col("run_dir"))
-                  .select("run_dir", "run_id", "_kept").orderBy("run_dir").collect()]
-    runs = (usable.filter(F.col("_kept") == F.col("run_dir"))
+                  .select("run_dir", "run_id", "_kept").orderBy("run_dir").toLocalIterator()]
+    kept = (usable.filter(F.col("_kept") == F.col("run_dir"))
             .withColumn("fault_kinds", F.when(F.size(kinds) > 0, kinds).otherwise(F.array(F.lit("none"))))
             .withColumn("path", F.regexp_replace("run_dir", r"^file:", ""))
-            .drop("skip_reason", "has_events", "bad_lines", "schedule_fault_kinds", "event_fault_kinds", "_kept"))
-    runs = runs.persist(StorageLevel.MEMORY_AND_DISK)
+            .persist(StorageLevel.MEMORY_AND_DISK))
+    runs = kept.select(*RUN_COLUMNS)
+    derived = kept.select("run_dir", F.col("derived_faults").alias("faults"),
+                          F.col("derived_windows").alias("windows"))
+    return Loaded(runs=runs, derived=derived, skipped=skipped, duplicates=duplicates, _cached=[kept, rows])
 
-    events = zk_ground_truth(events_all.filter(~F.col("bad"))
-                             .join(F.broadcast(runs.select("run_dir")), "run_dir", "left_semi")
-                             .drop("bad"))
-    return Loaded(runs=runs, events=events, skipped=skipped, duplicates=duplicates)
+
+def timeline_events(spark: SparkSession, run_dirs: list[str]) -> DataFrame:
+    """The good events of the given runs (for the timelines), on ZooKeeper's ground truth."""
+    if not run_dirs:
+        return spark.createDataFrame([], EVENT_SCHEMA).withColumn("run_dir", F.lit(None).cast("string"))
+    ev = read_events(spark, [d.rstrip("/") + "/events.jsonl" for d in run_dirs])
+    return zk_ground_truth(ev.filter(~F.col("bad")).drop("bad"))

@@ -169,8 +169,9 @@ _SCENARIOS = [("smoke", "broker_failover.kill_leader", "kill"), ("chaos", "netwo
 _VERSIONS = ["3.6.2", "3.7.2", "3.8.1", "3.9.0"]
 
 
-def bulk_runs(root: str | os.PathLike, n: int, seed: int = 0, sends: int = 20) -> Path:
-    """Write ``n`` plausible run records under ``root`` quickly (string templates, no builder).
+def bulk_runs(root: str | os.PathLike, n: int, seed: int = 0, sends: int = 20, first: int = 0) -> Path:
+    """Write ``n`` plausible run records under ``root`` quickly (string templates, no builder),
+    numbered from ``first`` (run ids differ between calls with disjoint numbers).
 
     Each run has ~``2*sends + 12`` events: a leader kill-like fault, a leader election, an ISR
     shrink and restore, and acknowledged sends. About 10% FAIL (with lost writes), 3% UNKNOWN.
@@ -178,7 +179,7 @@ def bulk_runs(root: str | os.PathLike, n: int, seed: int = 0, sends: int = 20) -
     rng = random.Random(seed)
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
+    for i in range(first, first + n):
         suite, scenario, kind = _SCENARIOS[i % len(_SCENARIOS)]
         ver = _VERSIONS[(i // len(_SCENARIOS)) % len(_VERSIONS)]
         day = 1 + (i % 28)

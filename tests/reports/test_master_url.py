@@ -106,7 +106,8 @@ def standalone_master(tmp_path_factory, request):
 
 def _report(out: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict, float]:
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(SYNTHETIC), "-o", str(out), *extra],
+    r = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(SYNTHETIC), "-o", str(out), "--no-summaries",
+                        *extra],
                        capture_output=True, text=True, timeout=REPORT_TIMEOUT_S, cwd=ROOT)
     seconds = time.monotonic() - t0
     summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}

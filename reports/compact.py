@@ -1,0 +1,198 @@
+"""Run records -> summary rows, and the compacted Parquet table of them kept beside the records.
+
+* :func:`scan` lists the run directories under a local RUNS_DIR (as Spark lists them: names
+  starting with ``.`` or ``_`` are hidden, symlinked directories are followed, except a link back
+  to an enclosing directory) with a signature of each record (size and mtime of its files);
+* :func:`summarize_all` reads them in one streaming pass on the driver (no Spark job per file, no
+  Python worker) into a DataFrame of :data:`SUMMARY_SCHEMA`; other paths (``s3a://``, ``hdfs://``)
+  are read by Spark as binary files and summarized on the executors by the same function;
+* :func:`update` keeps ``RUNS_DIR/_summaries/`` (Parquet, partitioned by ``date`` and ``broker``):
+  only records not yet in it (new path, or a changed signature) are summarized and appended as a
+  new batch; a removed or changed record, or more than :data:`MAX_BATCHES` batches, rewrites the
+  table into one generation. ``manifest.json`` (written last, atomically) names the committed
+  generation and batches and each record's signature; rows of uncommitted batches are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from reports.availability import DERIVED_SCHEMA
+from reports.parse import PARSED_SCHEMA
+from reports.summary import FILES, summarize
+
+MANIFEST = "manifest.json"
+MAX_BATCHES = 16
+PARTITION_COLS = ("date", "broker")
+_L, _D = T.LongType(), T.DoubleType()
+SUMMARY_SCHEMA = T.StructType([
+    *PARSED_SCHEMA.fields,
+    T.StructField("has_events", T.BooleanType()),
+    *[T.StructField(n, t) for n, t in (
+        ("n_events", _L), ("bad_lines", _L), ("last_t", _D), ("sends", _L), ("acknowledged_writes", _L),
+        ("send_failed", _L), ("send_unknown", _L), ("consumed", _L), ("faults", _L),
+        ("event_fault_kinds", T.ArrayType(T.StringType())), ("partition_states", _L), ("max_ack_gap_s", _D))],
+    T.StructField("derived_faults", DERIVED_SCHEMA["faults"].dataType),
+    T.StructField("derived_windows", DERIVED_SCHEMA["windows"].dataType),
+    T.StructField("sig", T.StringType()),
+])
+TABLE_SCHEMA = T.StructType([*SUMMARY_SCHEMA.fields, T.StructField("batch", T.LongType())])
+
+
+def is_local(path: str) -> bool:
+    return path.startswith("file:") or ":" not in path.split("/", 1)[0]
+
+
+def local_path(path: str) -> str:
+    return os.path.abspath(path[len("file:"):] if path.startswith("file:") else path)
+
+
+def scan(root: str) -> dict[str, tuple[dict[str, str], str]]:
+    """``{run_dir URI: ({file name: path}, signature)}`` for every run directory under ``root``."""
+    out: dict[str, tuple[dict[str, str], str]] = {}
+    root = local_path(root)
+    stack = [(root, os.path.realpath(root), frozenset())]
+    while stack:
+        d, real, ancestors = stack.pop()
+        files, sig = {}, []
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if e.name.startswith((".", "_")):
+                continue
+            if e.name in FILES and e.is_file():
+                st = e.stat()
+                files[e.name] = e.path
+                sig.append(f"{e.name[0]}{st.st_size}:{st.st_mtime_ns}")
+            elif e.is_dir():
+                sub_real = os.path.realpath(e.path) if e.is_symlink() else os.path.join(real, e.name)
+                if sub_real not in ancestors and sub_real != real:   # a symlink loop is followed once
+                    stack.append((e.path, sub_real, ancestors | {real}))
+        if files:
+            out["file:" + d] = (files, ",".join(sorted(sig)))
+    return out
+
+
+def _read(paths: dict[str, str]) -> dict[str, bytes]:
+    got = {}
+    for name, p in paths.items():
+        try:
+            with open(p, "rb") as fh:
+                got[name] = fh.read()
+        except OSError:
+            pass      # vanished or unreadable: the file is missing, the skip reason says so
+    return got
+
+
+def rows_frame(spark: SparkSession, rows: list[tuple]) -> DataFrame:
+    return spark.createDataFrame(rows, SUMMARY_SCHEMA, verifySchema=False)
+
+
+def summarize_local(listing: dict[str, tuple[dict[str, str], str]], run_dirs=None) -> list[tuple]:
+    """Summary rows of the listed records (all, or ``run_dirs``), read one after the other."""
+    keys = sorted(listing if run_dirs is None else run_dirs)
+    return [summarize(d, _read(listing[d][0]), listing[d][1]) for d in keys]
+
+
+def _summarize_files(rows):
+    for run_dir, files in rows:
+        yield summarize(run_dir, {name: content for name, content in files})
+
+
+def summarize_remote(spark: SparkSession, path: str) -> DataFrame:
+    """Summary rows of every record under a path Spark reads (s3a://, hdfs://), on the executors."""
+    files = (spark.read.format("binaryFile").option("pathGlobFilter", "{metadata.json,verdict.json,events.jsonl}")
+             .option("recursiveFileLookup", "true").load(path).select("path", "content"))
+    pairs = files.rdd.map(lambda r: (r.path.rsplit("/", 1)[0], (r.path.rsplit("/", 1)[1], bytes(r.content))))
+    return spark.createDataFrame(pairs.groupByKey().mapPartitions(_summarize_files), SUMMARY_SCHEMA)
+
+
+def summarize_all(spark: SparkSession, path: str) -> DataFrame:
+    """Summary rows of every record under ``path`` (no table kept); a list: those record directories
+    (an s3:// RUNS_PATH's complete records as s3a:// URLs, reports/s3a.py)."""
+    if isinstance(path, (list, tuple)):
+        return summarize_remote(spark, list(path))
+    if is_local(path):
+        return rows_frame(spark, summarize_local(scan(path)))
+    return summarize_remote(spark, path)
+
+
+# -- the compacted table -------------------------------------------------------------------------
+def _manifest(table_dir: Path) -> dict | None:
+    try:
+        m = json.loads((table_dir / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return m if isinstance(m, dict) and m.get("version") == 1 else None
+
+
+def _write_manifest(table_dir: Path, m: dict) -> None:
+    tmp = table_dir / f".{MANIFEST}.{uuid.uuid4().hex}"
+    tmp.write_text(json.dumps(m, separators=(",", ":")))
+    os.replace(tmp, table_dir / MANIFEST)
+
+
+def _write(df: DataFrame, target: Path, batch: int, mode: str) -> None:
+    (df.withColumn("batch", F.lit(batch).cast("long")).repartition(*PARTITION_COLS)
+     .write.mode(mode).partitionBy(*PARTITION_COLS).parquet(target.as_uri()))
+
+
+def read_table(spark: SparkSession, table_dir: str | Path) -> DataFrame:
+    """The committed rows of a compacted table (columns of :data:`SUMMARY_SCHEMA`)."""
+    table_dir = Path(table_dir)
+    m = _manifest(table_dir)
+    if m is None:
+        raise FileNotFoundError(f"{table_dir}: no compacted table ({MANIFEST} missing or unreadable)")
+    df = spark.read.schema(TABLE_SCHEMA).parquet((table_dir / m["generation"]).as_uri())
+    return df.filter(F.col("batch").isin(m["batches"])).select(*SUMMARY_SCHEMA.names)
+
+
+def update(spark: SparkSession, runs_path: str, table_dir: str | Path | None = None) -> dict:
+    """Bring the compacted table of ``runs_path`` (a local directory) up to date; returns what it did:
+    ``{"records", "added", "removed", "rewritten", "seconds", "table"}``."""
+    t0 = time.time()
+    table_dir = Path(table_dir or Path(local_path(runs_path)) / "_summaries")
+    table_dir.mkdir(parents=True, exist_ok=True)
+    listing = scan(runs_path)
+    m = _manifest(table_dir)
+    known: dict[str, str] = m["records"] if m else {}
+    new = sorted(d for d, (_, sig) in listing.items() if known.get(d) != sig)
+    gone = sorted(d for d in known if d not in listing or known[d] != listing[d][1])
+    rewrite = m is None or bool(gone) or len(m["batches"]) >= MAX_BATCHES
+    if new or rewrite:
+        batch = max(m["batches"], default=-1) + 1 if m else 0
+        fresh = rows_frame(spark, summarize_local(listing, new))
+        old_gen = None
+        if rewrite:
+            gen = f"gen-{uuid.uuid4().hex[:12]}"
+            if m is not None:
+                old_gen = m["generation"]
+                keep = read_table(spark, table_dir)
+                if gone:
+                    drop = spark.createDataFrame([(d,) for d in gone], "run_dir string")
+                    keep = keep.join(F.broadcast(drop), "run_dir", "left_anti")
+                fresh = keep.select(*SUMMARY_SCHEMA.names).unionByName(fresh)
+            _write(fresh, table_dir / gen, batch, "overwrite")
+            batches = [batch]
+        else:
+            gen = m["generation"]
+            _write(fresh, table_dir / gen, batch, "append")
+            batches = [*m["batches"], batch]
+        _write_manifest(table_dir, {"version": 1, "generation": gen, "batches": batches,
+                                    "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                    "records": {d: sig for d, (_, sig) in sorted(listing.items())}})
+        if old_gen and old_gen != gen:
+            shutil.rmtree(table_dir / old_gen, ignore_errors=True)
+    return {"records": len(listing), "added": len(new), "removed": sum(1 for d in gone if d not in listing),
+            "rewritten": rewrite, "seconds": round(time.time() - t0, 3), "table": str(table_dir)}
