@@ -126,9 +126,9 @@ def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(kc_image
     real = cl_mod._pick_ports
     calls = []
 
-    def pick(n, base, what):
+    def pick(n, base, what, **kw):
         calls.append(what)
-        ports = real(n, base, what)
+        ports = real(n, base, what, **kw)
         return [taken, *ports[1:]] if len(calls) == 1 else ports   # the first ZooKeeper port is taken
     monkeypatch.setattr(cl_mod, "_pick_ports", pick)
     monkeypatch.delenv("KAFKA_CHAOS_QUIET", raising=False)          # the retry is said on stderr
