@@ -240,22 +240,23 @@ def test_html_rendered_in_chromium(report):
 
 
 def test_main_exit_codes(spark, report, tmp_path):
-    # Reuses the module's active session (and leaves it running).
-    assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "a"), "--no-parquet", "--max-timelines", "0",
+    # Reuses the module's active session (and leaves it running). --no-summaries: the committed fixtures
+    # must not get a compacted table (tests/reports/test_pure.py compares them with their generator).
+    assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "a"), "--no-parquet", "--max-timelines", "0", "--no-summaries",
                  "--fail-on-lost", "0", "--fail-on-fail", "0"]) == 0
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert s["gate"]["passed"] is True and s["totals"]["runs"] == 10
     cfg = tmp_path / "gate.json"
     cfg.write_text(json.dumps({"fail_on_lost": 0, "fail_on_fail": 0, "fail_on_skipped": 7}))
     assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "b"), "--no-parquet", "--max-timelines", "0",
-                 "--gate-config", str(cfg)]) == 1
+                 "--no-summaries", "--gate-config", str(cfg)]) == 1
     assert json.loads((tmp_path / "b" / "summary.json").read_text())["gate"]["failed_rules"] == ["fail_on_skipped"]
     assert main([str(tmp_path / "does-not-exist"), "-o", str(tmp_path / "c")]) == 2
     (tmp_path / "empty").mkdir()
     assert main([str(tmp_path / "empty"), "-o", str(tmp_path / "d")]) == 2
     assert main([str(FIXTURE_RUNS)]) == 2                       # -o missing
-    assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "e"), "--fail-on-lost", "-1"]) == 2
+    assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "e"), "--no-summaries", "--fail-on-lost", "-1"]) == 2
     bad = tmp_path / "bad.json"
     bad.write_text('{"fail_on_everything": 1}')
-    assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "f"), "--gate-config", str(bad)]) == 2
+    assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "f"), "--no-summaries", "--gate-config", str(bad)]) == 2
     assert spark.sparkContext._jsc is not None                 # the shared session was not stopped
