@@ -74,7 +74,7 @@ class SeaweedFS:
         master, volume, filer, s3, mg, vg, fg, sg = _free_ports(8)
         self.endpoint = f"http://127.0.0.1:{s3}"
         args = [str(weed), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
-                "-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=8",
+                "-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=100",   # each bucket grows 7 volumes (sparse files)
                 f"-master.port={master}", f"-master.port.grpc={mg}", f"-volume.port={volume}",
                 f"-volume.port.grpc={vg}", "-filer", f"-filer.port={filer}", f"-filer.port.grpc={fg}",
                 f"-filer.localSocket={self.workdir / 'filer.sock'}",

@@ -1,20 +1,15 @@
 """``kafka-chaos report --master URL`` against a real Spark standalone cluster on 127.0.0.1.
 
-The module starts a standalone master and one worker (1 core, 1 GB) from pyspark's own jars
-(``<pyspark>/bin/spark-class org.apache.spark.deploy.master.Master`` / ``...deploy.worker.Worker``),
-each in its own process group, with bounded waits for the master to be elected and the worker to
-register, and always kills both process groups in the fixture's finalizer. The report job then runs
-as the CLI, in a subprocess (its own driver JVM), once with ``--master spark://127.0.0.1:PORT`` and
-once with the default ``local[*]``; both must give the same totals, and summary.json must name the
-master the job really ran on.
+The module starts a standalone master and one worker (1 core, 1 GB) with the ``spark_standalone``
+fixture of ``tests/conftest.py`` (PySpark's own classes, own process groups, bounded waits, killed at
+the module's end). The report job then runs as the CLI, in a subprocess (its own driver JVM), once
+with ``--master spark://127.0.0.1:PORT`` and once with the default ``local[*]``; both must give the
+same totals, and summary.json must name the master the job really ran on.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,7 +22,6 @@ pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ROOT / "tests" / "fixtures" / "runs" / "synthetic"
-START_TIMEOUT_S = 300       # JVM start and registration on a loaded 2-core host
 REPORT_TIMEOUT_S = 1500
 
 
@@ -37,71 +31,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_for_line(proc: subprocess.Popen, log: Path, line: str, what: str, timeout_s: float) -> None:
-    """Wait (bounded) until ``log`` contains ``line``; fail early if the process exits."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if line in log.read_text(errors="replace"):
-            return
-        if proc.poll() is not None:
-            pytest.fail(f"{what} exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
-        time.sleep(0.5)
-    pytest.fail(f"{what} not ready after {timeout_s} s:\n{log.read_text(errors='replace')[-3000:]}")
-
-
-def _stop(procs: list[subprocess.Popen]) -> None:
-    """SIGTERM each process group, SIGKILL what is left after 20 s."""
-    for p in reversed(procs):
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    for p in reversed(procs):
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
-def standalone_master(tmp_path_factory, request):
+def standalone_master(spark_standalone, tmp_path_factory):
     """``spark://127.0.0.1:PORT`` of a running standalone master with one registered worker."""
-    pyspark = pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("java not installed (Spark needs Java 17)")
-    home = Path(pyspark.__file__).resolve().parent
-    spark_class = home / "bin" / "spark-class"
-    if not spark_class.exists():
-        pytest.skip(f"{spark_class} missing (a pyspark without its launch scripts)")
-    work = tmp_path_factory.mktemp("spark-standalone")
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
-           "SPARK_WORKER_DIR": str(work / "worker"), "SPARK_LOG_DIR": str(work / "logs"),
-           "SPARK_NO_DAEMONIZE": "1"}
-    procs: list[subprocess.Popen] = []
-    request.addfinalizer(lambda: _stop(procs))
-    port = _free_port()
-    url = f"spark://127.0.0.1:{port}"
-
-    def launch(name: str, args: list[str]) -> tuple[subprocess.Popen, Path]:
-        log = work / f"{name}.log"
-        with open(log, "wb") as out:
-            p = subprocess.Popen([str(spark_class), *args], stdout=out, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, env=env, cwd=work, start_new_session=True)
-        procs.append(p)
-        return p, log
-
-    master, mlog = launch("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                     "--port", str(port), "--webui-port", "0"])
-    _wait_for_line(master, mlog, "I have been elected leader", "Spark master", START_TIMEOUT_S)
-    worker, wlog = launch("worker", ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                                     "--cores", "1", "--memory", "1g", "--webui-port", "0"])
-    _wait_for_line(worker, wlog, "Successfully registered with master", "Spark worker", START_TIMEOUT_S)
-    return url
+    with spark_standalone(tmp_path_factory.mktemp("spark-standalone"), workers=1) as url:
+        yield url
 
 
 def _report(out: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict, float]:
