@@ -62,7 +62,9 @@ case "$cmd" in
     fi
     # default selection: unit + integration tests and the smoke scenarios; the full conformance /
     # chaos / nightly suites run with e.g. `./run.sh test -m conformance`
-    if [ $# -eq 0 ]; then set -- -m "(smoke or not (conformance or chaos or nightly)) and not fleet and not s3 and not wheel" --durations=30; fi
+    # (two xdist workers: the Docker and Spark tests run one at a time on one, the pure tests on the other)
+    if [ $# -eq 0 ]; then set -- -m "(smoke or not (conformance or chaos or nightly)) and not fleet and not s3 and not wheel and not long" \
+      -n 2 --dist loadgroup --durations=30; fi
     set +e
     "$PY" -m pytest -p no:cacheprovider "$@"; rc=$?
     set -e

@@ -142,6 +142,7 @@ def test_kill_leader_passes_on_the_official_style_image(official_image, tmp_path
     assert rec.verdict["checks"]["durability"]["verdict"] == "PASS"
 
 
+@pytest.mark.long      # ~5 min: every KRaft-capable reassignment scenario; test_certify covers certify's path
 def test_certify_takes_a_foreign_image_as_generic(official_image, tmp_path):
     """Without --distribution, certify runs a foreign image as ``generic`` (no ZooKeeper): a
     ZooKeeper-mode profile is refused before any cluster starts; with ``compatible`` and
