@@ -96,7 +96,8 @@ class Scan(PositionLog):
         self.fatal: list[dict] = []  # client.life fatal events
         self.errors: dict[str, int] = {}
         self.latencies: list[float] = []
-        # (process, topic, partition) -> [op ids, offsets]: two columns in send-ok order (no pair per ack)
+        # (process, topic, partition) -> [op ids, offsets, in order]: two columns in send-ok order (no pair
+        # per ack), and whether each op id and offset was above the one before (checked while both are hot)
         self.send_order: dict[tuple, list] = {}
         self.first_invoke_t: float | None = None
         self.last_invoke_t: float | None = None
@@ -223,10 +224,17 @@ class Scan(PositionLog):
                                 k = (proc, topic, part)
                                 cols = send_order.get(k)
                                 if cols is None:
-                                    send_order[k] = [[op_id], [off]]
+                                    send_order[k] = [[op_id], [off], True]
                                 else:
-                                    cols[0].append(op_id)
-                                    cols[1].append(off)
+                                    ops_, offs_, ordered = cols
+                                    if ordered:     # still in order: op ids and offsets both increasing
+                                        try:
+                                            if not (ops_[-1] < op_id and offs_[-1] < off):
+                                                cols[2] = False
+                                        except TypeError:   # values that do not compare: the check sorts
+                                            cols[2] = False
+                                    ops_.append(op_id)
+                                    offs_.append(off)
                             last = last_ok.get(tp)
                             if last is None:
                                 first_ok[tp] = t
@@ -271,17 +279,19 @@ class Scan(PositionLog):
                         tp = tps.get(part) if tps is not None else None
                         if tp is None:
                             tp = intern_tp(topic, part)
-                        d = pos.get(tp)
-                        if d is None:
-                            d = pos[tp] = {}
-                        old = d.setdefault(off, value)
-                        if old != value:
-                            self._conflict(tp, off, old, value)
-                        prev = read_at.get(value)
-                        if prev is None:
-                            read_at[value] = (tp, off)
-                        elif prev[1] != off or prev[0] != tp:
-                            self._dup(value, prev, (tp, off))
+                        at = (tp, off)
+                        prev = read_at.setdefault(value, at)    # one lookup: the value's first read position
+                        if prev is at or prev[1] != off or prev[0] != tp:
+                            # a new position for the value (a read again where the value was first read
+                            # finds pos[tp][off] set, and a conflict there already filed: nothing to do)
+                            d = pos.get(tp)
+                            if d is None:
+                                d = pos[tp] = {}
+                            old = d.setdefault(off, value)
+                            if old != value:
+                                self._conflict(tp, off, old, value)
+                            if prev is not at:
+                                self._dup(value, prev, at)
                         if f == "drain":
                             n_drain += 1
                             drained.add(value)
