@@ -15,9 +15,9 @@ from harness.runner import execute
 from suites.catalog import SCENARIOS
 
 
-def _params():
-    for s in SCENARIOS:
-        yield pytest.param(s, id=s.name, marks=[getattr(pytest.mark, t) for t in s.tags])
+def _params() -> list:
+    """A list, not a generator: pytest 9 deprecates iterators in parametrize (PytestRemovedIn10Warning)."""
+    return [pytest.param(s, id=s.name, marks=[getattr(pytest.mark, t) for t in s.tags]) for s in SCENARIOS]
 
 
 @pytest.mark.parametrize("scenario", _params())
