@@ -47,8 +47,9 @@ def _sched(*spec):
 
 def test_applies_in_time_order_and_heals_after_duration():
     nem = _Nemesis()
-    # fault 1 from 0.00 to 0.30 overlaps fault 2 (0.05 - 0.10); fault 3 is instant
-    res = run_schedule(nem, _sched((0.0, 0.3), (0.05, 0.05), (0.15, 0.0)))
+    # fault 1 from 0.0 to 3.0 s overlaps fault 2 (0.5 - 1.0 s); fault 3 (at 1.5 s) is instant. Half-second
+    # gaps: the order must not depend on a scheduling delay of the test thread on a loaded host
+    res = run_schedule(nem, _sched((0.0, 3.0), (0.5, 0.5), (1.5, 0.0)))
     assert nem.log == [("apply", 1), ("apply", 2), ("heal", 2), ("apply", 3), ("heal", 3), ("heal", 1)]
     assert [r.ok for r in res] == [True, True, True]
     assert all(r.healed_at >= r.applied_at for r in res)
