@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for people and CI.
 #   ./run.sh setup   install what is missing (Debian packages, Docker engine, Python deps) and build the default image
+#                    (`./run.sh setup demo`: only what the demo needs)
 #   ./run.sh demo    setup, then a local cluster runs the smoke chaos suite and a report is written to ./report
 #   ./run.sh test    setup, then the whole test suite (unit, integration on real clusters, smoke scenarios)
 # Extra arguments after `test` go to pytest.
@@ -9,6 +10,8 @@ cd "$(dirname "$0")"
 export TESTCONTAINERS_RYUK_DISABLED=true
 PY="${PYTHON:-python3}"
 log() { echo "[run.sh] $*" >&2; }
+STEP_START=$SECONDS
+took() { log "$1: $((SECONDS - STEP_START)) s"; STEP_START=$SECONDS; }   # each step prints its own time
 
 apt_install() {
   local missing=()
@@ -24,37 +27,52 @@ apt_install() {
     || { log "apt-get install failed; see /tmp/kafka-chaos-apt.log"; tail -n 20 /tmp/kafka-chaos-apt.log >&2; exit 2; }
 }
 
+# setup [demo|test]: the demo (the main job) needs the Docker engine, the image build's tools, Java for
+# the Spark report and the package; the tests also need the test extras and chromium (the report
+# screenshot tests)
 setup() {
+  local mode="${1:-test}" packages=(docker.io iptables mmdebstrap maven openjdk-17-jre-headless) extras=".[test]"
+  local imports="import harness, suites, confluent_kafka, kazoo, testcontainers, pyspark"
+  if [ "$mode" = test ]; then
+    packages+=(chromium); imports+=", hypothesis, importlinter, yaml"
+  else
+    extras="."
+  fi
   if [ -f /etc/debian_version ]; then
-    apt_install docker.io iptables mmdebstrap maven openjdk-17-jre-headless chromium
+    apt_install "${packages[@]}"
+    took "Debian packages"
   fi
   scripts/ensure-docker.sh
-  local imports="import harness, suites, confluent_kafka, kazoo, testcontainers, pyspark, hypothesis, importlinter"
-  if ! "$PY" -c "$imports" 2>/dev/null || [ pyproject.toml -nt .setup-done ]; then
+  took "Docker engine"
+  if ! "$PY" -c "$imports" 2>/dev/null || [ pyproject.toml -nt ".setup-done-$mode" ]; then
     log "installing Python dependencies"
-    "$PY" -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "Running pip as the 'root' user" || true
+    "$PY" -m pip install -q --disable-pip-version-check -e "$extras" 2>&1 | grep -v "Running pip as the 'root' user" || true
     "$PY" -c "$imports" || { log "Python dependencies did not install"; exit 2; }
-    touch .setup-done
+    touch ".setup-done-$mode"
   fi
+  took "Python dependencies"
   log "building the default broker image (cached after the first time)"
   "$PY" -m harness.cli images build
+  took "broker image"
 }
 
 cmd="${1:-}"; shift || true
 case "$cmd" in
-  setup) setup ;;
+  setup) setup "${1:-test}" ;;
   demo)
-    setup
+    setup demo
     runs="${KAFKA_CHAOS_RUNS_DIR:-runs}"
     set +e
-    "$PY" -m harness.cli run smoke --runs-dir "$runs"; run_rc=$?
+    "$PY" -m harness.cli run smoke --parallel 2 --runs-dir "$runs"; run_rc=$?   # two scenarios at a time
+    took "smoke scenarios"
     "$PY" -m harness.cli report "$runs" -o report; report_rc=$?
+    took "report"
     set -e
-    log "run records in ./$runs, report in ./report/report.html (smoke exit $run_rc, report gate exit $report_rc)"
+    log "run records in ./$runs, report in ./report/report.html (smoke exit $run_rc, report gate exit $report_rc); $SECONDS s in all"
     [ $run_rc -eq 0 ] && [ $report_rc -eq 0 ]
     ;;
   test)
-    setup
+    setup test
     # ZooKeeper jars of the default image, for the observer's loopback ZooKeeper tests
     if [ -z "${KAFKA_CHAOS_ZK_CLASSPATH:-}" ]; then
       KAFKA_CHAOS_ZK_CLASSPATH="$("$PY" -c 'from harness import images; print(images.ensure_jars(images.resolve_version(None)))')/*"
