@@ -4,14 +4,18 @@ Stable element ids (used by tests and by anyone scraping the report): ``gate-sta
 ``total-runs``, ``count-pass``, ``count-fail``, ``count-unknown``, ``total-acked``, ``total-lost``,
 ``total-duplicates``, ``total-inconsistent``, ``total-divergences``, ``skipped-count``; tables
 ``pass-fail-matrix``, ``durability``, ``availability``, ``conformance``, ``flakiness``,
-``trends``, ``regressions``, ``skipped-records``, ``gate-rules``; timelines ``timeline-<run_id>``.
+``trends``, ``regressions``, ``skipped-records``, ``gate-rules``; timelines ``timeline-<run_id>``,
+each with links (``class="logs"``) to the run's container logs (``RUN_DIR/logs/*.log.gz``) when the
+record is on a local disk, relative to the report's directory.
 Table rows carry ``data-key`` attributes naming their group.
 """
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from html import escape
+from pathlib import Path
 
 from reports import svg
 from reports.svg import fmt
@@ -46,6 +50,19 @@ def _e(s) -> str:
 
 
 MAX_ROWS = 300
+
+
+def log_links(run_dir: str | None, out: Path | None) -> str:
+    """Links to a local record's container logs (``logs/<container>.log.gz``), relative to ``out``."""
+    if not run_dir or (":" in run_dir.split("/", 1)[0] and not run_dir.startswith("file:")):
+        return ""                                     # s3a:// and other remote records: no local file to link
+    logs = Path(run_dir[len("file:"):] if run_dir.startswith("file:") else run_dir) / "logs"
+    files = sorted(logs.glob("*.log.gz")) if logs.is_dir() else []
+    if not files:
+        return ""
+    hrefs = [os.path.relpath(f, out) if out else f.resolve().as_uri() for f in files]
+    return (' · logs: ' + " ".join(f'<a class="logs" href="{_e(h)}">{_e(f.name[:-len(".log.gz")])}</a>'
+                                   for f, h in zip(files, hrefs)))
 
 
 def table(tid: str, rows: list[dict], cols: list[tuple[str, str]], key: list[str] | None = None,
@@ -119,8 +136,9 @@ def matrix_pivot(rows: list[dict]) -> str:
             'A run with several fault kinds counts under each.</p>')
 
 
-def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, dict]], skipped: list[dict]) -> str:
-    """The whole report as one HTML string."""
+def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, dict]], skipped: list[dict],
+           out: Path | None = None) -> str:
+    """The whole report as one HTML string (``out``: the directory it is written to, for relative links)."""
     tot = summary["totals"]
     gate = summary["gate"]
     g_cls = "passed" if gate["passed"] else "failed"
@@ -273,7 +291,7 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
                  f'{_e(run["scenario"])} · broker {_e(run["broker"])} · seed {_e(fmt(run.get("seed")))} · '
                  f'acked {_e(fmt(run.get("acknowledged_writes")))} · lost {_e(fmt(run.get("lost")))} · '
                  + (f'cause <b>{_e(run["cause"])}</b> · ' if run.get("cause") else "")
-                 + f'{_e(run.get("reason"))}</div>{svg.timeline(tl)}</div>')
+                 + f'{_e(run.get("reason"))}{log_links(run.get("run_dir"), out)}</div>{svg.timeline(tl)}</div>')
     h.append('</section>')
     dups = summary.get("duplicate_records") or []
     h += ['<section id="s-skipped"><h2>Skipped records</h2>',

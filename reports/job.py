@@ -346,7 +346,7 @@ def run_report(spark, opts: Options) -> dict:
         lap("parquet")
 
     timelines = _timelines(spark, runs, opts.max_timelines)
-    (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped), encoding="utf-8")
+    (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped, out=out), encoding="utf-8")
     lap("html")
     junit_runs = (r.asDict() for r in runs.select(
         "run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr", "unclean",
