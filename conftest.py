@@ -5,7 +5,7 @@ exactly as a user's tests do: fixtures ``kc_docker``, ``kc_image``, ``kc_cluster
 
 What is left here is this repository's own:
 
-- every ``docker`` or ``spark`` test is in one xdist group, so ``./run.sh test`` (``-n 2 --dist loadgroup``)
+- every ``docker`` or ``spark`` test is in one xdist group, so ``./run.sh test -n 2 --dist loadgroup``
   runs them one at a time on one worker (never two clusters or Spark jobs of its own at once) while the
   pure tests run on the other worker;
 - the suite markers ``smoke``/``conformance``/``chaos``/``nightly`` imply ``docker`` (the plugin then gives
@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.get_closest_marker(m) for m in SUITE_MARKERS) and not item.get_closest_marker("docker"):
             item.add_marker(pytest.mark.docker)
-        # under `-n 2 --dist loadgroup` (./run.sh test): every test that starts clusters or a Spark JVM
+        # under `-n 2 --dist loadgroup`: every test that starts clusters or a Spark JVM
         # runs on one worker, one at a time as without xdist; the pure tests run on the other one meanwhile
         if item.get_closest_marker("docker") or item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.xdist_group("clusters-and-spark"))

@@ -12,6 +12,7 @@ import pytest
 
 from harness import docker_util
 from harness.cleanup import list_clusters
+from harness.runner import run_cluster_name
 from harness.record import read_run
 
 pytestmark = pytest.mark.docker
@@ -32,7 +33,7 @@ def test_ctrl_c_mid_fault_heals_removes_and_records_unknown(kc_image, tmp_path):
         while time.monotonic() < deadline and proc.poll() is None:
             tmp = [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
             if tmp:
-                cluster = "r" + tmp[0][-6:]
+                cluster = run_cluster_name(tmp[0][-6:])      # with the xdist worker id under -n
                 if _paused_nodes(cluster):
                     break
             time.sleep(0.2)
