@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import bisect
 import math
-import operator
-from itertools import filterfalse, islice
+from itertools import filterfalse
 from typing import Iterable
 
 from .common import ALLOWED, CHECK_VERDICTS, FAIL, PASS, UNKNOWN, check_result, gc_paused, merge_options
@@ -272,13 +271,7 @@ class _Judge:
         for (proc, topic, part), (ops, offs, ordered) in s.send_order.items():
             if ordered:     # acks in increasing op id order with increasing offsets (the scan compared them)
                 continue
-            try:        # acks in increasing op id order (the usual case): in order iff offsets increase
-                if all(map(operator.lt, ops, islice(ops, 1, None))) and \
-                        all(map(operator.lt, offs, islice(offs, 1, None))):
-                    continue
-            except TypeError:   # op ids that do not compare: the sort below decides as it always did
-                pass
-            lst = sorted(zip(ops, offs))
+            lst = sorted(zip(ops, offs))    # otherwise (or op ids that do not compare) the sort decides
             offs = [o for _, o in lst]
             if offs == sorted(offs) and len(set(offs)) == len(offs):
                 continue
