@@ -31,7 +31,9 @@ apt_install() {
 # the Spark report and the package; the tests also need the test extras and chromium (the report
 # screenshot tests)
 setup() {
-  local mode="${1:-test}" packages=(docker.io iptables mmdebstrap maven openjdk-17-jre-headless) extras=".[test]"
+  local mode="${1:-test}"
+  case "$mode" in test|demo) ;; *) log "setup: unknown mode '$mode' (demo or test)"; exit 2 ;; esac
+  local packages=(docker.io iptables mmdebstrap maven openjdk-17-jre-headless) extras=".[test]"
   local imports="import harness, suites, confluent_kafka, kazoo, testcontainers, pyspark"
   if [ "$mode" = test ]; then
     packages+=(chromium); imports+=", hypothesis, importlinter, yaml"

@@ -1,6 +1,7 @@
 """``kafka-chaos demo``: what ``./run.sh demo`` does after its setup, from any directory: build the
 default broker image (cached), run the smoke suite (or ``--scenario``) on local clusters, two at a time
-(``--parallel``), and write the HTML report; each step prints its own time. Run records go to ``./runs``, the report to ``./report/report.html``.
+(``--parallel``), and write the HTML report; each step prints its own time. Run records go to
+``./runs``, the report to ``./report/report.html``.
 
 Exit code 0 when every run passed and the report's gate passed, otherwise the first non-zero one.
 """

@@ -17,6 +17,7 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
+from harness.storage import is_remote
 from reports import svg
 from reports.svg import fmt
 
@@ -54,8 +55,8 @@ MAX_ROWS = 300
 
 def log_links(run_dir: str | None, out: Path | None) -> str:
     """Links to a local record's container logs (``logs/<container>.log.gz``), relative to ``out``."""
-    if not run_dir or (":" in run_dir.split("/", 1)[0] and not run_dir.startswith("file:")):
-        return ""                                     # s3a:// and other remote records: no local file to link
+    if not run_dir or is_remote(run_dir):
+        return ""                                     # s3a:// records: no local file to link
     logs = Path(run_dir[len("file:"):] if run_dir.startswith("file:") else run_dir) / "logs"
     files = sorted(logs.glob("*.log.gz")) if logs.is_dir() else []
     if not files:
