@@ -57,11 +57,24 @@ def pytest_configure(config):
             setattr(config.option, new, value)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the group into a nodeid suffix
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.get_closest_marker(m) for m in SUITE_MARKERS) and not item.get_closest_marker("docker"):
             item.add_marker(pytest.mark.docker)
-        # under `-n 2 --dist loadgroup`: every test that starts clusters or a Spark JVM
-        # runs on one worker, one at a time as without xdist; the pure tests run on the other one meanwhile
-        if item.get_closest_marker("docker") or item.get_closest_marker("spark"):
-            item.add_marker(pytest.mark.xdist_group("clusters-and-spark"))
+        # under `-n 2 --dist loadgroup` (the default of `./run.sh test`): the tests that start clusters run
+        # on one worker, one at a time, so one cluster runs at once as without xdist; the Spark-only tests
+        # (a local JVM, no container) run one at a time on the other worker; the pure tests fill both.
+        # tests/test_xdist_groups.py checks that xdist sees these groups.
+        group = xdist_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def xdist_group(item) -> str | None:
+    """The xdist group of a test: "clusters" when it starts containers, "spark" for a Spark JVM alone."""
+    if item.get_closest_marker("docker"):
+        return "clusters"
+    if item.get_closest_marker("spark"):
+        return "spark"
+    return None

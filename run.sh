@@ -82,10 +82,10 @@ case "$cmd" in
     fi
     # default selection: unit + integration tests and the smoke scenarios; the full conformance /
     # chaos / nightly suites run with e.g. `./run.sh test -m conformance`
-    # (`-n 2 --dist loadgroup` runs the Docker and Spark tests on one worker and the pure tests on the other:
-    #  35 min instead of ~45, but two tests still fail under xdist; see README "Tests")
+    # on two xdist workers: the cluster tests one at a time on one, the Spark-only tests on the other, the pure
+    # tests on both (groups in conftest.py; README "Tests")
     if [ $# -eq 0 ]; then set -- -m "(smoke or not (conformance or chaos or nightly)) and not fleet and not s3 and not wheel and not long" \
-      --durations=30; fi
+      -n 2 --dist loadgroup --durations=30; fi
     set +e
     "$PY" -m pytest -p no:cacheprovider "$@"; rc=$?
     set -e
