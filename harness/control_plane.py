@@ -27,7 +27,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from . import control_history
-from .errors import AdminOpError, ClusterError, HarnessError, NotSupported
+from .errors import AdminOpError, ClusterError, HarnessError, NeverServes, NotSupported
 from .observer.kraft_history import metadata_marker, read_kraft_history
 from .observer.zk_history import read_zk_history
 from .protocol import ProtocolClient, ProtocolError
@@ -112,6 +112,8 @@ class ControlPlane:
                 last = self.not_ready(want)
                 if last is None:
                     return
+            except NeverServes:
+                raise
             except self.starting_errors as e:
                 last = self.still_starting(e)
             time.sleep(0.5)

@@ -14,12 +14,13 @@ from the declaration.
 from __future__ import annotations
 
 import re
+import time
 import string
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import HarnessError
+from .errors import HarnessError, NeverServes
 
 PREFIX = "file:"
 LAYOUTS = ("single-node", "replicated")
@@ -28,6 +29,7 @@ PORTS = ("any", "contiguous")     # how the harness picks the nodes' published p
 PLACEHOLDERS = ("node_id", "node_ids", "advertised_host", "port", "cluster_id", "alias", "internal_port")
 ADVERTISED_HOST = "127.0.0.1"     # what every node advertises to clients: its port is published there
 INTERNAL_PORT = 9093
+SERVE_AFTER_READY_S = 30.0       # a node that logged its ready line must answer on its published port within this
 # the capability ids (harness/capabilities.py); repeated here so that loading a file needs no planning code
 _KNOWN_KEYS = {"name", "image", "layout", "nodes", "node_ids", "command", "env", "ready_log_line",
                "capabilities", "config", "config_env_prefix", "description", "ports", "metadata_log"}
@@ -191,6 +193,10 @@ class FileControlPlane(ProtocolControlPlane):
     the file names one, its ready log line; the controller is DescribeQuorum's leader when the broker
     has that API, else the controller id Metadata reports."""
 
+    def __init__(self, cluster):
+        super().__init__(cluster)
+        self._ready_unserved: dict[int, float] = {}   # node id -> when it was first seen ready but not serving
+
     def not_ready(self, want: set[int]) -> str | None:
         cl = self.cluster
         for b in sorted(want):
@@ -200,10 +206,26 @@ class FileControlPlane(ProtocolControlPlane):
                     c.api_versions()
                     c.metadata([])
             except ProtocolError as e:
+                self._check_serves_after_ready(b, e)
                 return f"{node.name} does not answer the Kafka protocol on 127.0.0.1:{node.host_port} yet ({e})"
+            self._ready_unserved.pop(b, None)
             if not node.started():
                 return f"{node.name} has not logged {cl.distribution.started_line(b)!r} yet"
         return None
+
+    def _check_serves_after_ready(self, b: int, e: ProtocolError) -> None:
+        """A node that logged its ready line (since its container last started) and still does not answer
+        on its published port :data:`SERVE_AFTER_READY_S` later never will: raise NeverServes. Without a
+        ready line in the file, the cluster's start timeout is the only bound."""
+        node, line = self.cluster.brokers[b], self.cluster.distribution.started_line(b)
+        if not line or not node.started():
+            self._ready_unserved.pop(b, None)
+            return
+        first = self._ready_unserved.setdefault(b, time.monotonic())
+        if time.monotonic() - first >= SERVE_AFTER_READY_S:
+            raise NeverServes(f"{node.name} logged {line!r} but did not answer the Kafka protocol on its published "
+                              f"port 127.0.0.1:{node.host_port} in the {SERVE_AFTER_READY_S:.0f} s after ({e}): "
+                              f"the broker must listen on {{port}} ({node.client_port} here) inside its container")
 
     def active_controller(self) -> int | None:
         ports = [self.cluster.brokers[b].host_port for b in self.cluster.broker_ids]

@@ -32,6 +32,12 @@ class ClusterError(HarnessError):
     """The cluster did not start or stopped answering (an environment failure, verdict UNKNOWN)."""
 
 
+class NeverServes(ClusterError):
+    """A node said it was ready (its distribution's ready log line) but its published port has not
+    answered the Kafka protocol for a grace period after: it listens elsewhere, or not at all. Ends a
+    readiness wait at once instead of at its timeout; the preflight reports it as INCOMPATIBLE."""
+
+
 class ScenarioError(HarnessError):
     """A scenario or schedule file is malformed."""
 

@@ -1,6 +1,7 @@
 """Preflight: before any scenario of ``certify`` / ``run`` with a distribution file, start the
 cluster once (within :data:`START_TIMEOUT_S`: a 3-node JVM cluster takes 20-40 s to start on a
-shared 2-core machine) and check the broker contract (docs/broker-contract.md) in at most about 30 s
+shared 2-core machine; a node that logged the file's ready line but whose published port stays silent
+for :data:`harness.distribution_file.SERVE_AFTER_READY_S` after is INCOMPATIBLE at once) and check the broker contract (docs/broker-contract.md) in at most about 30 s
 after it is ready:
 
 1. every node answers **ApiVersions** on its published port and advertises the APIs every scenario
@@ -25,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 from .clientlog import with_logger
 from .cluster import Cluster, ClusterSpec
-from .errors import ClusterError, HarnessError
+from .errors import ClusterError, HarnessError, NeverServes
 from .protocol import ProtocolClient, ProtocolError
 
 INCOMPATIBLE = "INCOMPATIBLE"
@@ -207,6 +208,9 @@ def preflight(distribution: str, image: str | None = None, budget_s: float = BUD
     try:
         try:
             cl.start()
+        except NeverServes as e:
+            # it logged its ready line, yet its published port stayed silent
+            raise Incompatible(str(e).splitlines()[0]) from None
         except ClusterError as e:
             # the broker never answered the protocol on its published port, or its container stopped
             first = str(e).splitlines()[0]

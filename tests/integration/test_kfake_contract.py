@@ -41,7 +41,7 @@ def no_kfake_left() -> bool:
 
 
 def kfake_file(tmp_path, *, layout="single-node", ids="node_ids = [111]", node_ids_env="{node_id}",
-               hide="", host="{advertised_host}", extra="") -> Path:
+               hide="", host="{advertised_host}", ports="{port}", extra="") -> Path:
     p = tmp_path / "kfake-variant.toml"
     p.write_text(f"""
 name = "kfake-variant"
@@ -51,7 +51,7 @@ layout = "{layout}"
 ready_log_line = "kfake-broker started"
 [env]
 KFAKE_NODE_IDS = "{node_ids_env}"
-KFAKE_PORTS = "{{port}}"
+KFAKE_PORTS = "{ports}"
 KFAKE_ADVERTISED_HOST = "{host}"
 KFAKE_HIDE_APIS = "{hide}"
 {extra}
@@ -101,6 +101,18 @@ def test_an_advertised_address_the_host_cannot_reach_is_incompatible(kfake_image
                       f"publishes it at 127.0.0.1:{port}: advertise {{advertised_host}}:{{port}} in the distribution "
                       "file"), r.line
     assert r.seconds < 60, r.seconds
+
+
+def test_a_broker_that_logs_ready_but_listens_elsewhere_is_incompatible_within_a_minute(kfake_image, tmp_path):
+    # kfake listens on 19999 inside its container; the harness publishes (and dials) {port}
+    r = preflight(f"file:{kfake_file(tmp_path, ports='19999')}")
+    assert not r.ok
+    m = re.fullmatch(r"kc-\S+-b111 logged 'kfake-broker started' but did not answer the Kafka protocol on its "
+                     r"published port 127\.0\.0\.1:(\d+) in the 30 s after \(.+\): the broker must listen on "
+                     r"\{port\} \((\d+) here\) inside its container", r.line)
+    assert m and m.group(1) == m.group(2), r.line
+    assert r.seconds < 60, r.seconds
+    assert no_kfake_left()
 
 
 def test_a_broker_without_consumer_groups_is_incompatible(kfake_image, tmp_path):
