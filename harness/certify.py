@@ -125,7 +125,8 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
            "cause": cause, "run_cause": cause,
            "failing_rules": failing_rules(rec.verdict.get("checks") or {}),
            "judged_against": "applied configuration",
-           "container_logs": [e["path"] for e in rec.metadata.get("container_logs") or [] if e.get("path")]}
+           "container_logs": [e["path"] for e in rec.metadata.get("container_logs") or [] if e.get("path")],
+           "measured": measured_facts(rec.verdict)}
     if not overrides or _environment_spoiled(rec):
         return out
     if judge is None:
@@ -142,6 +143,27 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
                judged_against="declared configuration (overrides reverted: "
                               + ", ".join(f"{k}={meta['broker_config'].get(k, '<unset>')}" for k in overrides)
                               + ")")
+    return out
+
+
+MEASURED = ("group_join_s", "first_read_s", "first_ack_s", "unavailable_s")
+
+
+def measured_facts(verdict: dict) -> dict:
+    """The run's measured facts (verdict.json ``coverage.measured``, harness/checkers/measured.py): the
+    largest group join, first read, first acknowledgement and client-seen unavailability, in seconds."""
+    m = (verdict.get("coverage") or {}).get("measured") or {}
+    return {k: m.get(k) for k in MEASURED if m.get(k) is not None}
+
+
+def measured_medians(attempts: list[dict]) -> dict:
+    """Per fact, the median over the given attempts that measured it, with how many did."""
+    out = {}
+    for k in MEASURED:
+        vs = sorted(a["measured"][k] for a in attempts if (a.get("measured") or {}).get(k) is not None)
+        if vs:
+            mid = len(vs) // 2
+            out[k] = {"median": round(vs[mid] if len(vs) % 2 else (vs[mid - 1] + vs[mid]) / 2, 3), "runs": len(vs)}
     return out
 
 
@@ -221,9 +243,11 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
         causes = sorted({u["cause"] for u in undecided})
         if causes:
             reason += f"; undecided ({', '.join(causes)})"
+        decided_runs = [r["runs"][-1] for r in scen_rows if r.get("status") in (PASS, FAIL) and r["runs"]]
         caps.append({"name": cp.capability.name, "title": cp.capability.title,
                      "families": list(cp.capability.families), "status": status, "reason": reason,
-                     "scenarios": scen_rows, "undecided": undecided, "causes": causes})
+                     "scenarios": scen_rows, "undecided": undecided, "causes": causes,
+                     "measured": measured_medians(decided_runs)})
     result, why, code = overall([c["status"] for c in caps])
     if interrupted and result == CERTIFIED:
         result, why, code = INCONCLUSIVE, "interrupted before every scenario ran", EXIT_ENV

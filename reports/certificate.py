@@ -108,6 +108,17 @@ def _old_scope_text(scope: dict) -> str:
             + (f" (scenarios: {', '.join(scope['scenarios'])})" if scope.get("scenarios") else ""))
 
 
+MEASURED_LABELS = {"group_join_s": "group join", "first_read_s": "first read", "first_ack_s": "first ack",
+                   "unavailable_s": "unavailable under fault"}
+
+
+def _measured(m: dict) -> str:
+    """A capability's measured facts (medians over its decided runs; harness/checkers/measured.py)."""
+    items = [f'{label} {m[k]["median"]:g} s' for k, label in MEASURED_LABELS.items() if k in m]
+    return (f'<div class="muted measured" title="medians over the decided runs">measured: {_e(", ".join(items))}'
+            '</div>') if items else ""
+
+
 def render_html(cert: dict) -> str:
     """The certificate as one self-contained HTML page."""
     s = cert["subject"]
@@ -147,7 +158,8 @@ def render_html(cert: dict) -> str:
         rows.append(
             f'<tr id="cap-{_e(c["name"])}" data-status="{_e(c["status"])}"><td><b>{_e(c["title"])}</b><br>'
             f'<code class="muted">{_e(c["name"])}</code></td><td>{_badge(c["status"])}<div class="muted">'
-            f'{_e(c["reason"])}</div></td><td>{"".join(ev) or "<span class=muted>—</span>"}</td></tr>')
+            f'{_e(c["reason"])}</div>{_measured(c.get("measured") or {})}</td>'
+            f'<td>{"".join(ev) or "<span class=muted>—</span>"}</td></tr>')
     unmapped = cert.get("unmapped_scenarios") or []
     unmapped_html = ("<h2>Conformance scenarios no capability claims</h2><p class=\"muted\">Not evidence for this "
                      "certificate; map their family in harness/certify.py CAPABILITIES.</p><p>"

@@ -585,3 +585,20 @@ def test_container_logs_of_a_run_are_linked_from_the_certificate(tmp_path):
     links = re.findall(r'href="([^"]+\.log\.gz)">([^<]+)<', page.read_text())
     assert [label for _, label in links] == ["b1 log"]
     assert gzip.decompress((tmp_path / links[0][0]).read_bytes()) == b"hello"
+
+
+def test_measured_facts_are_medians_over_the_runs_that_measured_them(tmp_path):
+    verdict = {"coverage": {"measured": {"group_join_s": 3.5, "first_ack_s": 0.4, "unavailable_s": None}}}
+    assert certify.measured_facts(verdict) == {"group_join_s": 3.5, "first_ack_s": 0.4}
+    assert certify.measured_facts({"verdict": "PASS"}) == {}          # older records: nothing measured
+    runs = [{"measured": {"unavailable_s": 6.0, "group_join_s": 2.0}}, {"measured": {"unavailable_s": 9.0}},
+            {"measured": {"unavailable_s": 7.0}}, {}]
+    assert certify.measured_medians(runs) == {"unavailable_s": {"median": 7.0, "runs": 3},
+                                              "group_join_s": {"median": 2.0, "runs": 1}}
+    assert certify.measured_medians(runs[:2])["unavailable_s"] == {"median": 7.5, "runs": 2}
+    cert = _fixture_certificate(tmp_path, with_failure=False)
+    assert all(c["measured"] == {} for c in cert["capabilities"])     # the fixtures predate the facts
+    cert["capabilities"][0]["measured"] = certify.measured_medians(runs)
+    page, _ = write_certificate(cert, tmp_path)
+    row = re.search(r'<tr id="cap-broker_failover" data-status="PASS">(.*?)</tr>', page.read_text(), re.S).group(1)
+    assert "measured: group join 2 s, unavailable under fault 7 s" in row, row

@@ -13,6 +13,8 @@ docs/checkers.md, "Coverage and client health".
 
 from __future__ import annotations
 
+from .measured import measure
+
 PASS, UNKNOWN = "PASS", "UNKNOWN"
 
 DEFAULT_NEEDS = {
@@ -282,6 +284,9 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
         reason = "no fault was applied: nothing to cover"
     else:
         reason = "every needed client was alive through the faults and every partition was written after the last heal"
+    measured = measure(evs)
+    if measured["notes"]:
+        reason += "; note: " + "; ".join(measured["notes"])
     return {
         "verdict": verdict, "reason": reason, "shortfalls": shortfalls,
         "needed": [_r(need_from), _r(need_to)],
@@ -291,6 +296,7 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
                     for c in sorted(clients.values(), key=lambda c: c.name) if c.role != "unknown" or c.life},
         "acked_after_heal": {str(p): acked_after.get(p, 0) for p in parts} if last_heal is not None else {},
         "longest_ack_gap_s": round(gap, 3),
+        "measured": measured,
         **({"transactions": txns} if any(v for k, v in txns.items() if k != "min_partitions") else {}),
     }
 

@@ -112,7 +112,9 @@ class ConsumerProcess:
             if self.mode == "assign":
                 consumer.assign([TopicPartition(cfg.topic, p, OFFSET_BEGINNING) for p in cfg.partition_ids])
             else:
-                consumer.subscribe([cfg.topic])
+                # the assignment time is a measured fact (harness/checkers/measured.py: group_join_s)
+                consumer.subscribe([cfg.topic], on_assign=lambda c, ps: self.emit(
+                    "client.assign", process=self.name, partitions=[[tp.topic, tp.partition] for tp in ps]))
             deadline = time.monotonic() + cfg.consumer_max_s
             emit, name, topic = self.emit, self.name, cfg.topic
             halt = self._halt
