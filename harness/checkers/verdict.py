@@ -136,7 +136,9 @@ def environment_failures(events: list[dict]) -> list[tuple[str, str]]:
         if e.get("type") != "docker.event" or e.get("action") not in _STOPPING_ACTIONS:
             continue
         name, action, w = e.get("container"), e.get("action"), e.get("wall_docker") or e.get("wall") or 0.0
-        if any(s - before <= w <= end + after for s, end in windows.get(name, [])):
+        # no fault removes a container (the harness removes them after the record ends): a removal is never
+        # explained by a fault window, not even one of a kill on that very container
+        if action != "destroy" and any(s - before <= w <= end + after for s, end in windows.get(name, [])):
             continue
         if e.get("by_harness"):
             continue
@@ -146,8 +148,9 @@ def environment_failures(events: list[dict]) -> list[tuple[str, str]]:
         seen.add((name, cause))
         what = {"destroy": "removed", "pause": "paused", "oom": "killed for memory (OOM)"}.get(action, "stopped")
         detail = f" (exit code {e['exit_code']})" if e.get("exit_code") not in (None, "") else ""
+        why = "no fault removes a container" if action == "destroy" else "no fault was applied to it then"
         out.append((cause, f"container {name} was {what}{detail} at {e.get('t')} s by something other than "
-                           "the harness (no fault was applied to it then)"))
+                           f"the harness ({why})"))
     # a removal explains the stop that preceded it: report the removal first
     out.sort(key=lambda ct: ct[0] != "container-removed")
     return out

@@ -82,7 +82,17 @@ def test_a_record_dir_without_owner_marker_is_never_removed(tmp_path, monkeypatc
     assert lifecycle.reap(docker=False, runs_dirs=[tmp_path / "runs"]) == [] and legacy.is_dir()
 
 
-def test_shield_defers_signals_until_cleanup_is_done(capfd):
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler for the test (a Spark test earlier in this process installs its own),
+    the process's handler back afterwards."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_shield_defers_signals_until_cleanup_is_done(capfd, default_sigint):
     finished = []
     with pytest.raises(KeyboardInterrupt):
         with lifecycle.Shield("test cleanup"):

@@ -137,6 +137,22 @@ def test_container_removed_from_outside_is_unknown_not_fail(record):
     assert other in v.reason and "full ISR" in v.reason      # the finding is shown, not judged
 
 
+def test_the_killed_container_removed_from_outside_is_container_removed_not_the_fault(record):
+    # seen under load: the fault killed broker 2, and its container was then removed from outside while
+    # the kill's window was open; the heal could not restart it and "full ISR after healing" failed
+    events = _events(record)
+    f = _fault(events, 1)
+    node = f["nodes"][0]
+    for action, dt in (("kill", 0.3), ("die", 0.5), ("destroy", 0.8)):
+        events.append(_docker_event(events, action, node, f["t"] + dt, f["wall"] + dt))
+    events.append({"seq": _next_seq(events), "t": 150.0, "wall": 0.0, "type": "expect",
+                   "what": "chaos: full ISR after healing", "ok": False, "waited_s": 60.0})
+    assert [c for c, _ in environment_failures(events)] == ["container-removed"]
+    v = decide(events, _meta(record))
+    assert (v.verdict, v.cause) == ("UNKNOWN", "container-removed"), v.reason
+    assert node in v.reason
+
+
 def test_container_stopped_from_outside_is_unknown(record):
     events = _events(record)
     zk = "kc-r53702c-zk1"
