@@ -104,6 +104,7 @@ class GroupMemberProcess(ClientThread):
         self._pause_until = 0.0
         self._op = 0
         self.generation: int | None = None
+        self.assigned = False           # it got partitions of the topic at least once
         self.thread = threading.Thread(target=self._main, name=f"group-member-{name}", daemon=True)
 
     # -- control
@@ -171,6 +172,7 @@ class GroupMemberProcess(ClientThread):
             self.generation = meta["generation"] if cfg.group_protocol == "classic" else None
             epoch = {} if cfg.group_protocol == "classic" else {"member_epoch": meta["generation"]}
             owned.update(tp.partition for tp in ps if tp.topic == topic)
+            self.assigned = self.assigned or any(tp.topic == topic for tp in ps)
             emit("group.assign", process=name, group=group, generation=self.generation,
                  member_id=meta["member_id"], protocol=cfg.group_protocol, partitions=parts(ps), **epoch)
 
@@ -229,6 +231,23 @@ class GroupWorkload(Workload):
         pre = cfg.process_prefix
         self.consumers = [GroupMemberProcess(f"{pre}m{i}", bootstrap, cfg, emit, self._stop_consumers)
                           for i in range(cfg.members)]
+
+    def formed(self) -> bool:
+        """Every member got partitions and committed offsets at least once: the group formed and works."""
+        return all(c.assigned and c.commits > 0 for c in self.consumers)
+
+    def formation_bound_s(self, broker_config: dict) -> float:
+        """How long forming the group may take, from the broker's own settings: its initial rebalance delay
+        (``group.initial.rebalance.delay.ms``, default 3 s) plus one session timeout (the member's
+        ``session.timeout.ms``; KIP-848: the broker's ``group.consumer.session.timeout.ms``, default 45 s),
+        a join waiting at most that long for the others, plus 30 s for a loaded machine. Defaults from
+        Kafka's GroupCoordinatorConfig.java."""
+        delay = int(broker_config.get("group.initial.rebalance.delay.ms", 3000)) / 1000
+        if self.config.group_protocol == "consumer":
+            session = int(broker_config.get("group.consumer.session.timeout.ms", 45000)) / 1000
+        else:
+            session = self.config.session_timeout_ms / 1000
+        return delay + session + 30.0
 
     def pause_member(self, target: str, seconds: float) -> str:
         """Stop member ``target`` (``m1`` or with the prefix) from polling for ``seconds``."""

@@ -43,21 +43,29 @@ def coordinator(ctx: RunContext, last: tuple[int, ...] = ()) -> int | None:
     return info.node_id if info.error is None and info.node_id >= 0 else None
 
 
+def group_formed(ctx: RunContext) -> None:
+    """Until every member is assigned and committed once, bounded by the broker's own group settings
+    (:meth:`harness.workload.groups.GroupWorkload.formation_bound_s`), instead of a fixed 12 s sleep."""
+    wl = ctx.nemesis.workload
+    ctx.wait_until(f"{GROUP} formed: every member assigned and committed", wl.formed,
+                   wl.formation_bound_s(ctx.cluster.broker_config), interval_s=0.2)
+
+
 def member_kill(ctx: RunContext) -> None:
-    ctx.sleep(12)                 # the group formed and committed
+    group_formed(ctx)
     ctx.fault("client_crash", "m1")
     ctx.sleep(30)                 # the session timeout, the rebalance, consumption by the others
 
 
 def member_pause(ctx: RunContext) -> None:
-    ctx.sleep(12)
+    group_formed(ctx)
     ctx.action("pause_member", lambda: ctx.nemesis.workload.pause_member("m1", 20.0), member="m1", seconds=20.0)
     ctx.sleep(35)                 # it leaves after max.poll.interval.ms, rejoins after 20 s, rebalances again
 
 
 def _coordinator_fault(fault: str):
     def script(ctx: RunContext) -> None:
-        ctx.sleep(12)
+        group_formed(ctx)
         ctx.wait_until(f"FindCoordinator names the coordinator of {GROUP}", lambda: coordinator(ctx) is not None, 30)
         h = ctx.fault(fault, f"group-coordinator({GROUP})")
         old = tuple(h.broker_ids)
@@ -87,7 +95,7 @@ def _scenario(name: str, description: str, script, workload=None, tags=("chaos",
 
 
 SCENARIOS: list[Scenario] = [
-    _scenario("groups.member_kill", "three members of a group; one killed abruptly 12 s in",
+    _scenario("groups.member_kill", "three members of a group; one killed abruptly once the group formed",
               member_kill, tags=("conformance", "chaos")),
     _scenario("groups.member_pause", "three members of a group; one stops polling for 20 s (past "
               "max.poll.interval.ms), leaves and rejoins", member_pause),

@@ -91,3 +91,29 @@ def test_coverage_counts_transactions_against_the_need():
     assert r["transactions"] == {"committed": 2, "aborted": 1, "unsure": 1, "min_partitions": 2}
     r = check_coverage(evs, meta, {"committed_txns": 3, "acked_after_heal": 0})
     assert r["verdict"] == "UNKNOWN" and "2 transactions committed; the run needs at least 3" in r["reason"]
+
+
+def test_the_group_is_formed_once_every_member_was_assigned_and_committed():
+    w = make_workload("127.0.0.1:1", {"kind": "group", "topic": "grp", "partitions": 6, "members": 3},
+                      lambda *a, **k: None)
+    assert not w.formed()
+    for c in w.consumers:
+        c.assigned = True
+    assert not w.formed()                     # assigned, nothing committed yet
+    for c in w.consumers[:2]:
+        c.commits = 1
+    assert not w.formed()
+    w.consumers[2].commits = 1
+    assert w.formed()
+
+
+def test_the_formation_bound_comes_from_the_brokers_group_settings():
+    classic = make_workload("127.0.0.1:1", {"kind": "group", "topic": "grp", "session_timeout_ms": 10_000},
+                            lambda *a, **k: None)
+    assert classic.formation_bound_s({"group.initial.rebalance.delay.ms": "0"}) == 40.0
+    assert classic.formation_bound_s({}) == 43.0                     # Kafka's default delay: 3 s
+    kip848 = make_workload("127.0.0.1:1", {"kind": "group", "topic": "grp", "group_protocol": "consumer"},
+                           lambda *a, **k: None)
+    assert kip848.formation_bound_s({"group.initial.rebalance.delay.ms": "0",
+                                     "group.consumer.session.timeout.ms": "10000"}) == 40.0
+    assert kip848.formation_bound_s({}) == 78.0                      # defaults: 3 s + 45 s
