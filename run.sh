@@ -33,10 +33,11 @@ apt_install() {
 setup() {
   local mode="${1:-test}"
   case "$mode" in test|demo) ;; *) log "setup: unknown mode '$mode' (demo or test)"; exit 2 ;; esac
-  local packages=(docker.io iptables mmdebstrap maven openjdk-17-jre-headless) extras=".[test]"
+  local packages=(docker.io iptables mmdebstrap maven openjdk-17-jre-headless) extras=".[test]" pins=()
   local imports="import harness, suites, confluent_kafka, kazoo, testcontainers, pyspark"
   if [ "$mode" = test ]; then
     packages+=(chromium); imports+=", hypothesis, importlinter, yaml"
+    pins=(-c constraints/test.txt)   # the newest pytest / pyspark in the bounds: what CI tests
   else
     extras="."
   fi
@@ -46,10 +47,17 @@ setup() {
   fi
   scripts/ensure-docker.sh
   took "Docker engine"
-  if ! "$PY" -c "$imports" 2>/dev/null || [ pyproject.toml -nt ".setup-done-$mode" ]; then
+  if ! "$PY" -c "$imports" 2>/dev/null || [ pyproject.toml -nt ".setup-done-$mode" ] \
+      || [ constraints/test.txt -nt ".setup-done-$mode" ]; then
     log "installing Python dependencies"
-    "$PY" -m pip install -q --disable-pip-version-check -e "$extras" 2>&1 | grep -v "Running pip as the 'root' user" || true
+    "$PY" -m pip install -q --disable-pip-version-check "${pins[@]}" -e "$extras" 2>&1 | grep -v "Running pip as the 'root' user" || true
     "$PY" -c "$imports" || { log "Python dependencies did not install"; exit 2; }
+    if [ "$mode" = test ]; then   # the pinned versions, not an older one pip kept after a failed download
+      "$PY" -c 'import importlib.metadata as m, sys
+want = dict(l.split("#")[0].strip().split("==") for l in open("constraints/test.txt") if "==" in l.split("#")[0])
+bad = [f"{k} {m.version(k)} (constraints/test.txt pins {v})" for k, v in want.items() if m.version(k) != v]
+sys.exit("[run.sh] installed " + ", ".join(bad) if bad else 0)' || exit 2
+    fi
     touch ".setup-done-$mode"
   fi
   took "Python dependencies"
