@@ -14,49 +14,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from reference import check_conformance  # noqa: E402
-from reference.model import ControllerModel  # noqa: E402
-from reference.model_events import BrokerStartup, ControllerElected, CreateTopic, DeleteTopic, Reassign  # noqa: E402
-from reference.render import Renderer, metadata_for  # noqa: E402
+from reference import random_history  # noqa: E402
+from reference.render import metadata_for  # noqa: E402
 from reference.state import ModelConfig  # noqa: E402
-
-BROKERS = (1, 2, 3, 4, 5)
 
 
 def generate(n_events: int, seed: int) -> tuple[list[dict], dict]:
-    rng = random.Random(seed)
-    cfg = ModelConfig(version=(3, 9))
-    m = ControllerModel(cfg)
-    s = m.initial_state()
-    r = Renderer(cfg.version)
-    picker = lambda options, label: rng.randrange(len(options))  # noqa: E731
-    parts = tuple((p, tuple(rng.sample(BROKERS, 3))) for p in range(12))
-    for ev in [BrokerStartup(b) for b in BROKERS] + [ControllerElected(None), CreateTopic("bench", parts)]:
-        o = m.step_one(s, ev, picker)
-        r.writes(o.writes)
-        s = o.state
-    while len(r.events) < n_events:
-        groups: dict[str, list] = {}
-        for e in m.enabled_events(s, BROKERS):
-            if isinstance(e, DeleteTopic):
-                continue
-            groups.setdefault(type(e).__name__, []).append(e)
-        # ISR changes dominate real histories; weight them up
-        kind = "AlterPartition" if "AlterPartition" in groups and rng.random() < 0.6 else rng.choice(sorted(groups))
-        ev = rng.choice(groups[kind])
-        if isinstance(ev, Reassign) and rng.random() < 0.5:
-            continue
-        o = m.step_one(s, ev, picker)
-        r.event_inputs(ev)
-        r.writes(o.writes)
-        s = o.state
-    return r.events, metadata_for(cfg, "apache-zk-3.9")
+    """The history (reference/random_history.py: 12 partitions of topic "bench") and its metadata."""
+    return random_history.generate(n_events, seed, partitions=12, topic="bench"), \
+        metadata_for(ModelConfig(version=(3, 9)), "apache-zk-3.9")
 
 
 def main() -> None:

@@ -19,44 +19,18 @@ import json
 import os
 import random
 
-from reference.model import ControllerModel
-from reference.model_events import BrokerStartup, ControllerElected, CreateTopic, DeleteTopic, Reassign
-from reference.render import Renderer, metadata_for
+from reference import random_history
+from reference.random_history import BROKERS
+from reference.render import metadata_for
 from reference.state import ModelConfig
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "data", "checker_golden.json.gz")
-BROKERS = (1, 2, 3, 4, 5)
 PROFILES = ("apache-zk-3.9", "compatible", "apache-zk-2.8", "apache-zk-3.1")
 
 
 def generate(n_events: int, seed: int, version=(3, 9), deletes: bool = False) -> list[dict]:
-    """The benchmark's generator (seeded random schedule over the model), ``deletes``: topic deletions too."""
-    rng = random.Random(seed)
-    cfg = ModelConfig(version=version)
-    m = ControllerModel(cfg)
-    s = m.initial_state()
-    r = Renderer(cfg.version)
-    picker = lambda options, label: rng.randrange(len(options))  # noqa: E731
-    parts = tuple((p, tuple(rng.sample(BROKERS, 3))) for p in range(6))
-    for ev in [BrokerStartup(b) for b in BROKERS] + [ControllerElected(None), CreateTopic("t", parts)]:
-        o = m.step_one(s, ev, picker)
-        r.writes(o.writes)
-        s = o.state
-    while len(r.events) < n_events:
-        groups: dict[str, list] = {}
-        for e in m.enabled_events(s, BROKERS):
-            if isinstance(e, DeleteTopic) and not (deletes and rng.random() < 0.05):
-                continue
-            groups.setdefault(type(e).__name__, []).append(e)
-        kind = "AlterPartition" if "AlterPartition" in groups and rng.random() < 0.6 else rng.choice(sorted(groups))
-        ev = rng.choice(groups[kind])
-        if isinstance(ev, Reassign) and rng.random() < 0.5:
-            continue
-        o = m.step_one(s, ev, picker)
-        r.event_inputs(ev)
-        r.writes(o.writes)
-        s = o.state
-    return r.events
+    """The benchmark's generator (reference/random_history.py), ``deletes``: topic deletions too."""
+    return random_history.generate(n_events, seed, version=version, deletes=deletes)
 
 
 def mutate(events: list[dict], rng: random.Random, kinds: tuple) -> list[dict]:
@@ -81,7 +55,6 @@ def mutate(events: list[dict], rng: random.Random, kinds: tuple) -> list[dict]:
         for e in rng.sample(evs, 20):
             if e["type"].startswith("zk."):
                 evs.append(dict(e, source="watch", seq=e["seq"] + 0.5))
-    seq = max(e["seq"] for e in evs) + 1
     extra = []
     if "gap" in kinds:
         zs = [e for e in evs if e["type"].startswith("zk.")]
