@@ -37,7 +37,7 @@ setup() {
   local imports="import harness, suites, confluent_kafka, kazoo, testcontainers, pyspark"
   if [ "$mode" = test ]; then
     packages+=(chromium); imports+=", hypothesis, importlinter, yaml"
-    pins=(-c constraints/test.txt)   # the newest pytest / pyspark in the bounds: what CI tests
+    pins=(-c constraints/test.txt)   # pytest 9 and the newest pyspark in the bounds: what CI tests
   else
     extras="."
   fi
