@@ -130,9 +130,23 @@ def _rows(df) -> list[dict]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
+def _written_schema(df):
+    """The schema Spark writes ``df`` with: its optimized plan's, whose nullability can be tighter than
+    ``df.schema`` (e.g. a fillna over an outer join)."""
+    from pyspark.sql.types import _parse_datatype_json_string  # lazy: PySpark
+
+    return _parse_datatype_json_string(df._jdf.queryExecution().optimizedPlan().schema().json())
+
+
+def _frame(spark, rows: list[dict], schema):
+    """A DataFrame of collected ``rows`` (in their order) with ``schema`` (nullability included)."""
+    return spark.createDataFrame([tuple(r[f] for f in schema.names) for r in rows], schema)
+
+
 def _timelines(spark, runs, limit: int) -> list[tuple[dict, dict]]:
     """Timeline data for at most ``limit`` runs: FAIL first, then UNKNOWN, then PASS (newest first)."""
-    from pyspark.sql import Window, functions as F  # lazy: PySpark
+    from pyspark.sql import functions as F  # lazy: PySpark
+    from pyspark.storagelevel import StorageLevel
 
     if limit <= 0:
         return []
@@ -143,7 +157,24 @@ def _timelines(spark, runs, limit: int) -> list[tuple[dict, dict]]:
     if not chosen:
         return []
     ids = [r["run_dir"] for r in chosen]
-    sel = timeline_events(spark, ids)
+    # The chosen runs' events are read (and put on ZooKeeper's ground truth) once: the rows and columns the
+    # four queries below use are cached, instead of each query reading events.jsonl again.
+    ty = F.col("type")
+    used = ((ty == "zk.partition_state") | ty.isin("fault.start", "fault.end") | (ty == "client.life")
+            | ((ty == "client") & (F.col("f") == "send") & (F.col("phase") == "ok")))
+    sel = (timeline_events(spark, ids).filter(used)
+           .select("run_dir", "t", "seq", "type", "topic", "partition", "leader", "leader_epoch", "isr", "fault_id",
+                   "fault", "f", "phase", "process", "role", "state", "error")
+           .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        return _timeline_data(sel, chosen, ids)
+    finally:
+        sel.unpersist()
+
+
+def _timeline_data(sel, chosen: list[dict], ids: list[str]) -> list[tuple[dict, dict]]:
+    from pyspark.sql import Window, functions as F  # lazy: PySpark
+
     # At most TIMELINE_PARTITIONS partitions per run (the first by topic, partition).
     first_tps = (sel.filter(F.col("type") == "zk.partition_state").select("run_dir", "topic", "partition").distinct()
                  .withColumn("rank", F.row_number().over(Window.partitionBy("run_dir").orderBy(
@@ -228,7 +259,6 @@ def run_report(spark, opts: Options) -> dict:
     """Build every output for ``opts`` on ``spark``; return the summary (with ``exit_code``)."""
     from pyspark.sql import functions as F  # lazy: PySpark
 
-
     t_start = time.time()
     timings: dict[str, float] = {}
     lap_t = [t_start]
@@ -268,26 +298,7 @@ def run_report(spark, opts: Options) -> dict:
         "version_trends": trends.version_trends(runs),
         "scenario_flakiness": trends.scenario_flakiness(runs),
     }
-    regs, compared = [], []
-    for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
-                      ("harness_version", opts.baseline_harness, opts.candidate_harness)):
-        values = [r[0] for r in runs.select(dim).distinct().collect()]
-        pair = tables.pick_pair(values, b, c)
-        if pair:
-            compared.append({"dimension": dim, "baseline": pair[0], "candidate": pair[1]})
-            regs.append(tables.regressions(runs, dim, *pair))
-    if regs:
-        reg = regs[0]
-        for r in regs[1:]:
-            reg = reg.unionByName(r, allowMissingColumns=True)
-        dfs["regressions"] = reg
-    # Independent small jobs: submit them concurrently (Spark schedules jobs from several threads).
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        collected = dict(zip(dfs, pool.map(_rows, dfs.values())))
-    collected.setdefault("regressions", [])
-    dfs["first_failures"], collected["first_failures"] = trends.first_failures(spark, collected["version_trends"])
-    lap("tables")
-
+    # One job for the totals and the values of the two compared dimensions (pick_pair ignores nulls).
     totals_row = runs.agg(
         F.count(F.lit(1)).alias("runs"),
         F.sum((F.col("verdict") == "PASS").cast("long")).alias("pass"),
@@ -302,7 +313,32 @@ def run_report(spark, opts: Options) -> dict:
         F.sum(F.size("divergence_rules")).alias("conformance_divergences"),
         F.sum(F.col("lost").isNull().cast("long")).alias("runs_without_durability_checks"),
         F.sum("n_events").alias("events"),
+        F.collect_set("broker").alias("_broker"), F.collect_set("harness_version").alias("_harness_version"),
     ).collect()[0].asDict()
+    regs, compared = [], []
+    for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
+                      ("harness_version", opts.baseline_harness, opts.candidate_harness)):
+        values = totals_row.pop("_" + dim)
+        pair = tables.pick_pair(values, b, c)
+        if pair:
+            compared.append({"dimension": dim, "baseline": pair[0], "candidate": pair[1]})
+            regs.append(tables.regressions(runs, dim, *pair))
+    if regs:
+        reg = regs[0]
+        for r in regs[1:]:
+            reg = reg.unionByName(r, allowMissingColumns=True)
+        dfs["regressions"] = reg
+    # Independent small jobs: submit them concurrently (Spark schedules jobs from several threads).
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        collected = dict(zip(dfs, pool.map(_rows, dfs.values())))
+    # Each table is computed once: its Parquet copy is written from the rows collected here (aggregates:
+    # a few rows each), with the schema the table itself would be written with, instead of running its
+    # shuffle stages again.
+    dfs = {name: _frame(spark, collected[name], _written_schema(df)) for name, df in dfs.items()}
+    collected.setdefault("regressions", [])
+    dfs["first_failures"], collected["first_failures"] = trends.first_failures(spark, collected["version_trends"])
+    lap("tables")
+
     totals = {k: int(v or 0) for k, v in totals_row.items()}
     totals["skipped_records"] = len(loaded.skipped)
     totals["flaky"] = sum(1 for r in collected["flakiness"] if r["flaky"])
