@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -160,10 +161,9 @@ def measured_medians(attempts: list[dict]) -> dict:
     """Per fact, the median over the given attempts that measured it, with how many did."""
     out = {}
     for k in MEASURED:
-        vs = sorted(a["measured"][k] for a in attempts if (a.get("measured") or {}).get(k) is not None)
+        vs = [a["measured"][k] for a in attempts if (a.get("measured") or {}).get(k) is not None]
         if vs:
-            mid = len(vs) // 2
-            out[k] = {"median": round(vs[mid] if len(vs) % 2 else (vs[mid - 1] + vs[mid]) / 2, 3), "runs": len(vs)}
+            out[k] = {"median": round(statistics.median(vs), 3), "runs": len(vs)}
     return out
 
 

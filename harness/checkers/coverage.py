@@ -13,7 +13,7 @@ docs/checkers.md, "Coverage and client health".
 
 from __future__ import annotations
 
-from .measured import measure
+from .measured import fault_never_applied, measure
 
 PASS, UNKNOWN = "PASS", "UNKNOWN"
 
@@ -177,8 +177,7 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
                 w["end"] = t
                 if w in open_w:
                     open_w.remove(w)
-                err = str(e.get("error") or "")
-                if e.get("ok") is False and (err.startswith("skipped") or err.startswith("cannot resolve")):
+                if fault_never_applied(e):
                     skipped.add(w["fault_id"])
         elif typ == "phase":
             name = e.get("name")

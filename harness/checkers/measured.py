@@ -24,6 +24,13 @@ from __future__ import annotations
 ASSIGN_EVENTS = ("group.assign", "client.assign")
 
 
+def fault_never_applied(end: dict) -> bool:
+    """Whether a ``fault.end`` says its fault was never applied (skipped, or its target not resolved): it
+    opened no window."""
+    err = str(end.get("error") or "")
+    return end.get("ok") is False and (err.startswith("skipped") or err.startswith("cannot resolve"))
+
+
 def _r(x):
     return None if x is None else round(float(x), 3)
 
@@ -75,8 +82,7 @@ def measure(events) -> dict:
             w = windows.get(e.get("fault_id"))
             if w is not None:
                 w[3] = t
-                err = str(e.get("error") or "")
-                if e.get("ok") is False and (err.startswith("skipped") or err.startswith("cannot resolve")):
+                if fault_never_applied(e):
                     del windows[e.get("fault_id")]
 
     for ts in acks.values():
