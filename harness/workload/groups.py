@@ -31,6 +31,7 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness.clientlog import with_logger
+from harness.errors import HarnessError
 
 from .config import WorkloadConfig
 from .consumer import ClientThread, consumer_settings
@@ -233,7 +234,12 @@ class GroupWorkload(Workload):
                           for i in range(cfg.members)]
 
     def formed(self) -> bool:
-        """Every member got partitions and committed offsets at least once: the group formed and works."""
+        """Every member got partitions and committed offsets at least once: the group formed and works.
+        A member whose client ended first raises HarnessError: the wait cannot succeed, and a client's end
+        is no expectation on the broker (the run is UNKNOWN, not FAIL)."""
+        for c in self.consumers:
+            if c.error is not None:
+                raise HarnessError(f"group member {c.name} ended before the group formed: {c.error}")
         return all(c.assigned and c.commits > 0 for c in self.consumers)
 
     def formation_bound_s(self, broker_config: dict) -> float:

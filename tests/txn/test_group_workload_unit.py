@@ -10,6 +10,7 @@ import pytest
 
 from harness.checkers.coverage import check_coverage
 from harness.checkers.verdict import decide
+from harness.errors import HarnessError
 from harness.workload import GroupWorkload, GroupWorkloadConfig, make_workload
 from harness.workload.groups import parse_group_metadata
 
@@ -105,6 +106,9 @@ def test_the_group_is_formed_once_every_member_was_assigned_and_committed():
     assert not w.formed()
     w.consumers[2].commits = 1
     assert w.formed()
+    w.consumers[1].error = "client_crash: ended abruptly by the nemesis"
+    with pytest.raises(HarnessError, match="group member m1 ended before the group formed: client_crash"):
+        w.formed()                            # a wait that cannot succeed is the harness's, never a FAIL
 
 
 def test_the_formation_bound_comes_from_the_brokers_group_settings():
