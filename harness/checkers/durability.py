@@ -386,7 +386,9 @@ class _Judge:
                     windows.append((tp, start, first))
                 if end - last > gap_s:
                     windows.append((tp, last, end))
-        windows.sort(key=lambda w: w[1] - w[2])
+        # longest first; ties in topic, partition and start order, so that re-judging a record gives the
+        # same examples whatever the interpreter's string hashing (the partitions come from sets)
+        windows.sort(key=lambda w: (w[1] - w[2], str(w[0][0]), -1 if w[0][1] is None else w[0][1], w[1]))
         longest: dict[str, float] = {}
         for tp, a, b in windows:
             key = f"{tp[0]}/{tp[1]}"
