@@ -69,14 +69,16 @@ def test_table_gives_the_raw_report_and_stays_equal_after_incremental_updates(sp
     assert raw["totals"]["runs"] > 40 and raw["totals"]["skipped_records"] == 7
     assert raw["duplicate_records"] and raw["totals"]["fail"] > 0
     _assert_same(raw, built)
-    # partitioned by day and broker version
+    # one directory per batch, one file for a batch this small (not a file per day and broker version)
     gen = json.loads((table / "manifest.json").read_text())["generation"]
-    assert any((table / gen).glob("date=2025-06-0*/broker=3.*/*.parquet"))
+    assert len(list((table / gen).glob("batch=0/*.parquet"))) == 1
+    assert not list((table / gen).glob("date=*"))
 
     # new records: only they are read, appended as a batch
     bulk_runs(runs / "later", 12, seed=11, first=1000)
     inc = _report(spark, runs, tmp_path / "inc", table)
     assert inc["summaries_table"]["added"] == 12 and not inc["summaries_table"]["rewritten"]
+    assert len(list((table / gen).glob("batch=1/*.parquet"))) == 1
     raw2 = _report(spark, runs, tmp_path / "raw2", None)
     assert raw2["totals"]["runs"] == raw["totals"]["runs"] + 12
     _assert_same(raw2, inc)
@@ -94,3 +96,20 @@ def test_table_gives_the_raw_report_and_stays_equal_after_incremental_updates(sp
     assert full3["totals"]["runs"] == raw2["totals"]["runs"] - 1
     _assert_same(full3, inc3)
     assert len(list(table.glob("gen-*"))) == 1                          # the old generation is gone
+
+
+def test_a_table_of_the_older_layout_is_rebuilt_once_and_its_generation_removed(spark, runs, tmp_path):
+    table = tmp_path / "old-table"
+    old_gen = table / "gen-0123456789ab"
+    (old_gen / "date=2025-06-01" / "broker=3.9.0").mkdir(parents=True)
+    (old_gen / "date=2025-06-01" / "broker=3.9.0" / "part-0.parquet").write_bytes(b"not read")
+    (table / "manifest.json").write_text(json.dumps({
+        "version": 1, "generation": old_gen.name, "batches": [0],
+        "records": {d: sig for d, (_, sig) in compact.scan(str(runs)).items()}}))
+    st = compact.update(spark, str(runs), table)
+    assert st["rewritten"] and st["added"] == len(compact.scan(str(runs)))
+    assert not old_gen.exists()
+    m = json.loads((table / "manifest.json").read_text())
+    assert m["version"] == compact.MANIFEST_VERSION and m["batches"] == [0]
+    assert compact.read_table(spark, table).count() == st["records"]
+    assert compact.update(spark, str(runs), table)["added"] == 0
