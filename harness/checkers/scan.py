@@ -123,6 +123,8 @@ class Scan(PositionLog):
         self.zk_isr = IsrWindows("zk.partition_state", isr_lag_s)
         self.admin_isr = IsrWindows("admin.metadata", isr_lag_s)
         self.unclean_observed: set = set()
+        # ZooKeeper's own history of each partition's ISR (the txn-log copies): tp -> [(commit t, ISR size)]
+        self.txn_isr: dict[tuple, list[tuple[float, int]]] = {}
 
     # -- configuration -------------------------------------------------------------------
     def producer(self, process: str) -> ProducerFacts:
@@ -354,15 +356,18 @@ class Scan(PositionLog):
             if tp in self.zk_isr.below:
                 self.zk_isr._close(tp, ev["t"])
             return
-        if ev.get("source") == "txnlog":
-            # copies from ZooKeeper's txn log, appended after the run: no acknowledgement comes after
-            # them in the record, so they cannot delimit a window (the watch's copies do)
-            return
         isr = ev.get("isr")
         committed = None
         zt, wall = ev.get("zk_time"), ev.get("wall")
         if isinstance(zt, (int, float)) and isinstance(wall, (int, float)):
             committed = ev["t"] - (wall - zt)          # ZooKeeper's clock is the host's (same kernel)
+        if ev.get("source") == "txnlog":
+            # copies from ZooKeeper's txn log, appended after the run: no acknowledgement comes after
+            # them in the record, so they cannot delimit a window (the watch's copies do); they tell
+            # every state the watch may have missed, at its commit time (the judge's acks_semantics)
+            if committed is not None and isinstance(isr, list):
+                self.txn_isr.setdefault(tp, []).append((committed, len(isr)))
+            return
         self.zk_isr.observe(tp, ev["t"], len(isr) if isr is not None else None,
                             self.facts.effective_min_isr(*tp), committed)
 

@@ -252,3 +252,53 @@ def test_txn_log_copies_after_the_run_do_not_open_windows():
     h.send("p0", latency=0.01)
     c = acks_check(h)
     assert c["count"] == 0 and c["isr_below_min_windows"] == 0
+
+
+def _txnlog_copy(h, isr: list[int], committed_t: float) -> None:
+    """ZooKeeper's txn-log copy of a partition state, appended at the end of the run (now), committed at
+    ``committed_t`` on the record's clock."""
+    h.emit("zk.partition_state", zxid=len(h.events), source="txnlog", topic=h.topic, partition=0,
+           leader=isr[0], leader_epoch=1, isr=list(isr), controller_epoch=1, leader_recovery_state=0,
+           version=len(h.events), deleted=False, zk_time=1.7e9 + committed_t)
+
+
+def test_an_expansion_the_watch_missed_but_the_txn_log_shows_excuses_the_acks_around_it():
+    """kafkatest.reassign_partitions on 3.9.2 (record 55f951): the watch saw [2,3] and then [2,1], both
+    below min ISR 3; ZooKeeper's log shows [2,3,1] committed in between. Acks whose life spans that
+    state may have been acknowledged under the full ISR: not a FAIL. An ack wholly before it still is."""
+    h = history()
+    h.advance(1)
+    h.isr(0, [1])                                   # below min ISR 2 from t=1
+    h.advance(3)
+    h.send("p0", latency=0.01)                      # t=4: wholly below: a violation
+    h.advance(2)
+    h.send("p0", latency=1.0)                       # t=6..7: spans the missed expansion at 6.5
+    h.advance(1)
+    h.send("p0", latency=0.01)                      # t=8: after the missed shrink at 7.5: a violation
+    h.advance(3)
+    h.isr(0, [1, 2])                                # t=11: the watch sees the expansion
+    h.advance(5)
+    _txnlog_copy(h, [1], 1.0)
+    _txnlog_copy(h, [1, 2], 6.5)                    # missed by the watch
+    _txnlog_copy(h, [1], 7.5)
+    _txnlog_copy(h, [1, 2], 11.0)
+    c = acks_check(h)
+    assert c["count"] == 2 and c["excused_by_txnlog"] == 1, c
+    assert [e["ok_t"] for e in c["examples"]] == [pytest.approx(4.01, abs=0.02), pytest.approx(8.02, abs=0.02)]
+    assert c["verdict"] == "FAIL"
+
+
+def test_a_txn_log_that_confirms_the_window_excuses_nothing():
+    h = history()
+    h.advance(1)
+    h.isr(0, [1])
+    h.advance(3)
+    h.send("p0", latency=0.01)
+    h.advance(3)
+    h.isr(0, [1, 2])
+    h.advance(5)
+    _txnlog_copy(h, [1, 2], 0.5)
+    _txnlog_copy(h, [1], 1.0)
+    _txnlog_copy(h, [1, 2], 7.0)
+    c = acks_check(h)
+    assert c["count"] == 1 and "excused_by_txnlog" not in c and c["verdict"] == "FAIL"

@@ -1,7 +1,7 @@
 """The durability checker's whole output (every check's verdict, counts, examples, windows, stats) on
 240 seeded raw histories (durability_histories.py) equals the golden file generated from main
-69b20a8 (plus a deterministic tie order for the availability examples), before the scan was
-restructured for speed (issue 22 item 4)."""
+69b20a8 (plus a deterministic tie order for the availability examples, and acks_semantics corrected
+by ZooKeeper's txn log: three cases), before the scan was restructured for speed (issue 22 item 4)."""
 
 from __future__ import annotations
 
