@@ -195,26 +195,41 @@ def _to_controller(cluster, ask, what: str, timeout_s: float):
     """``ask(ProtocolClient)`` of the registered brokers in turn until one answers without a
     request-level error. A ZooKeeper-mode broker that is not the controller answers NOT_CONTROLLER:
     then the controller its Metadata names is asked (KRaft brokers forward AlterPartitionReassignments
-    and ListPartitionReassignments to the active controller themselves). Bounded by ``timeout_s`` per
-    connection; raises AdminOpError when no broker answers."""
-    errors: list[str] = []
-    for b in _registered(cluster) or list(cluster.broker_ids):
-        try:
-            with ProtocolClient("127.0.0.1", cluster.brokers[b].host_port, timeout=timeout_s) as c:
-                res = ask(c)
-                if res.error == "NOT_CONTROLLER":
-                    ctl = c.metadata([]).controller_id
-                    if ctl in cluster.brokers and ctl != b:
-                        with ProtocolClient("127.0.0.1", cluster.brokers[ctl].host_port, timeout=timeout_s) as cc:
-                            res = ask(cc)
-        except ProtocolError as e:
-            errors.append(str(e))
-            continue
-        if res.error is not None:
-            errors.append(f"broker {b}: {res.error}" + (f" ({res.error_message})" if res.error_message else ""))
-            continue
+    and ListPartitionReassignments to the active controller themselves). While no broker answers (a
+    broker restarting, a controller failover) the rounds repeat, as Kafka's AdminClient retries, until
+    ``timeout_s``; then AdminOpError."""
+    def once(c: ProtocolClient, b: int, wait: float):
+        res = ask(c)
+        if res.error == "NOT_CONTROLLER":
+            ctl = c.metadata([]).controller_id
+            if ctl in cluster.brokers and ctl != b:
+                with ProtocolClient("127.0.0.1", cluster.brokers[ctl].host_port, timeout=wait) as cc:
+                    res = ask(cc)
         return res
-    raise AdminOpError(f"{what}: no broker accepted the request: {'; '.join(errors)[:400]}")
+    return _each_broker(cluster, once, what, timeout_s)
+
+
+def _each_broker(cluster, once, what: str, timeout_s: float):
+    """``once(client, broker id, connection timeout)`` of each registered broker in turn, in rounds until
+    ``timeout_s``, until an answer without a request-level ``error``; AdminOpError naming the last errors."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        errors: list[str] = []
+        for b in _registered(cluster) or list(cluster.broker_ids):
+            wait = max(1.0, min(10.0, deadline - time.monotonic()))
+            try:
+                with ProtocolClient("127.0.0.1", cluster.brokers[b].host_port, timeout=wait) as c:
+                    res = once(c, b, wait)
+            except ProtocolError as e:
+                errors.append(str(e))
+                continue
+            if getattr(res, "error", None) is not None:
+                errors.append(f"broker {b}: {res.error}" + (f" ({res.error_message})" if res.error_message else ""))
+                continue
+            return res
+        if time.monotonic() >= deadline:
+            raise AdminOpError(f"{what}: no broker answered within {timeout_s:.0f} s: {'; '.join(errors)[:400]}")
+        time.sleep(0.5)
 
 
 # ---------------------------------------------------------------------------- reassignment from the host
@@ -235,19 +250,11 @@ def reassign_list(cluster, partitions: list[tuple[str, int]] | None = None,
 
 def _metadata(cluster, topics: list[str], timeout_s: float) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
     """(``{(topic, p): replicas}`` of ``topics`` as Metadata lists them, the broker ids Metadata lists) from
-    the first broker that answers; a topic it does not know has no entries."""
-    errors = []
-    for b in _registered(cluster) or list(cluster.broker_ids):
-        try:
-            with ProtocolClient("127.0.0.1", cluster.brokers[b].host_port, timeout=timeout_s) as c:
-                md = c.metadata(list(topics))
-        except ProtocolError as e:
-            errors.append(str(e))
-            continue
-        current = {(t.name, p.partition): list(p.replicas) for t in md.topics if t.error is None and t.name
-                   for p in t.partitions}
-        return current, sorted(br.node_id for br in md.brokers)
-    raise AdminOpError(f"Metadata of {topics}: no broker answered: {'; '.join(errors)[:400]}")
+    the first broker that answers (:func:`_each_broker`); a topic it does not know has no entries."""
+    md = _each_broker(cluster, lambda c, b, w: c.metadata(list(topics)), f"Metadata of {topics}", timeout_s)
+    current = {(t.name, p.partition): list(p.replicas) for t in md.topics if t.error is None and t.name
+               for p in t.partitions}
+    return current, sorted(br.node_id for br in md.brokers)
 
 
 def _alter_configs(cluster, resources: list, what: str, timeout_s: float) -> None:
