@@ -81,3 +81,22 @@ def test_generate_is_seeded_and_keeps_each_topics_replication_factor():
                                                    for p in range(3)]
     with pytest.raises(AdminOpError, match="no broker"):
         rp.generate(current, [])
+
+
+def test_tool_unavailable_only_asks_a_foreign_image_once():
+    from types import SimpleNamespace
+
+    from harness import admin_tool
+    calls = []
+
+    def node(code):
+        return SimpleNamespace(status=lambda: "running", exec=lambda cmd: calls.append(cmd) or (code, ""))
+
+    ours = SimpleNamespace(distribution=SimpleNamespace(foreign=False), brokers={1: node(1)})
+    assert admin_tool.unavailable(ours) is None and calls == []          # images built here have the tools
+    foreign = SimpleNamespace(distribution=SimpleNamespace(foreign=True), brokers={1: node(1)})
+    assert admin_tool.unavailable(foreign) == admin_tool.NO_TOOL_REASON
+    assert admin_tool.unavailable(foreign) == admin_tool.NO_TOOL_REASON and len(calls) == 1   # kept
+    assert "kafka-run-class" in calls[0][-1]
+    with_tools = SimpleNamespace(distribution=SimpleNamespace(foreign=True), brokers={1: node(0)})
+    assert admin_tool.unavailable(with_tools) is None
