@@ -4,25 +4,43 @@ Each function does one act, is bounded in time and raises :class:`AdminOpError` 
 saying what failed. Scenario scripts wrap them in ``ctx.action(...)`` so they land in the run record
 (``reassign``, ``cancel_reassign``, ``elect_preferred``, ``set_config``; docs/run-record.md).
 
-Reassignment, as in seed 003 and spec §7:
+Everything here runs on the host and talks to the brokers through the protocol — the harness's
+protocol client (:mod:`harness.protocol`) and confluent-kafka's ``AdminClient`` — so no scenario needs
+Kafka's tools inside the broker image (an image without a JVM has none). Kafka's own tools, run in a
+broker container, live in :mod:`harness.admin_tool`, for the scenarios whose subject is the tool.
 
-* **Kafka's own tool** (``kafka-reassign-partitions``), run inside a broker container through the
-  image's ``kafka-run-class`` (or Apache's ``bin/kafka-run-class.sh``, or ``java`` over
-  ``/opt/kafka/libs``, in images not built here): :func:`reassign_generate` (``--generate``), :func:`reassign_execute`
-  (``--execute``, optional ``--throttle``), :func:`reassign_verify` (``--verify``),
-  :func:`reassign_cancel` (``--cancel``, 2.6+) and :func:`reassign_list` (``--list``, 2.6+). The
-  tool's class is ``kafka.admin.ReassignPartitionsCommand`` up to 3.6 and
-  ``org.apache.kafka.tools.reassign.ReassignPartitionsCommand`` from 3.7.
-* **AlterPartitionReassignments directly** (:func:`alter_reassignments`, the harness's protocol client):
-  the controller's own validation (§7.3, §9.6) per partition, which the tool hides behind its
-  DescribeCluster check of the broker ids ("Unknown broker id").
+Reassignment, as in seed 003 and spec §7 — what ``kafka-reassign-partitions`` does, done from the host
+(the client-side computations are :mod:`harness.reassign_plan`'s, each naming the tool's method):
+
+* :func:`reassign_generate` — ``--generate``: Metadata, then the tool's rack-unaware assignment with a
+  start index drawn from a given ``random.Random`` (the tool's is unseeded);
+* :func:`reassign_execute` — ``--execute [--throttle]``: ListPartitionReassignments (refuses while one is
+  in progress, as the tool does without ``--additional``), Metadata (the tool's "Unknown broker id"
+  check), with a throttle IncrementalAlterConfigs of the topic-level
+  ``leader/follower.replication.throttled.replicas`` and the broker-level
+  ``leader/follower.replication.throttled.rate``, then AlterPartitionReassignments;
+* :func:`reassign_verify` — ``--verify``: ListPartitionReassignments + Metadata → per partition
+  ``complete`` / ``in_progress`` / ``mismatch``; once nothing is reassigning, the throttles are cleared
+  (:func:`clear_all_throttles`), as the tool does;
+* :func:`reassign_cancel` — ``--cancel``: AlterPartitionReassignments with null targets (2.6+, §7.8),
+  then the throttles cleared;
+* :func:`reassign_list` — ``--list``: ListPartitionReassignments.
+
+APIs used (docs/broker-contract.md): Metadata (3), ListPartitionReassignments (46),
+AlterPartitionReassignments (45), IncrementalAlterConfigs (44, throttles only), ElectLeaders (43).
+ListPartitionReassignments and AlterPartitionReassignments go to the controller (:func:`_to_controller`:
+a ZooKeeper-mode broker that is not the controller answers NOT_CONTROLLER; KRaft brokers forward).
+
+Besides the tool's flow:
+
+* **AlterPartitionReassignments alone** (:func:`alter_reassignments`): the controller's own validation
+  (§7.3, §9.6) per partition, without the tool's DescribeCluster check of the broker ids.
 * **The legacy znode** ``/admin/reassign_partitions`` (spec §1.6, §7.2 trigger 2), written with kazoo:
   :func:`write_reassign_znode`. Every ZooKeeper-mode controller reacts to it (0.8 – 3.9); unlike the
   API path it performs no liveness validation (§7.3).
 
 Preferred election (spec §4.3): :func:`elect_preferred` through the Admin API (ElectLeaders,
-confluent-kafka's ``AdminClient.elect_leaders``), or :func:`elect_preferred_tool`
-(``kafka-leader-election``, ``LeaderElectionCommand``).
+confluent-kafka's ``AdminClient.elect_leaders``); the tool is :func:`harness.admin_tool.elect_preferred_tool`.
 
 Replication throttles: :func:`set_replication_throttle` / :func:`clear_replication_throttle` change
 the broker-level ``leader/follower.replication.throttled.rate`` the tool's ``--throttle`` sets.
@@ -36,9 +54,8 @@ helpers raise :class:`~harness.errors.NotSupported` on KRaft, naming the helper 
 from __future__ import annotations
 
 import json
-import shlex
+import random
 import time
-from dataclasses import dataclass
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
@@ -46,30 +63,14 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from reference import versions
 
+from . import reassign_plan as rp
 from .errors import AdminOpError, NotSupported  # AdminOpError: raised here and by the control plane
 from .observer.zk_history import read_zk_history
 from .protocol import ProtocolClient, ProtocolError
 
-RUN_CLASS = "/opt/kafka-chaos/kafka-run-class"
-# How a tool's class is started in a broker container: the harness image's launcher; else the
-# launcher of Apache's distribution layout (the official apache/kafka image has it); else plain java
-# over the jars in /opt/kafka/libs (an image that has only the jars).
-_LAUNCH = ('if [ -x {rc} ]; then exec {rc} "$@"; '
-           'elif [ -x /opt/kafka/bin/kafka-run-class.sh ]; then exec /opt/kafka/bin/kafka-run-class.sh "$@"; '
-           'else exec java -cp "/opt/kafka/libs/*" "$@"; fi').format(rc=RUN_CLASS)
 REASSIGN_ZNODE = "/admin/reassign_partitions"
 THROTTLE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
-INTERNAL_PORT = 9093
-# a tool is a short-lived JVM: the C1 compiler alone and the serial collector start it about 40 %
-# faster (measured 3.8 s → 2.1 s for ``--help`` in the 3.9.2 image), which matters on a loaded host
-TOOL_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
-_TOOL_CLASSES = {
-    # tool: (class up to 3.6, class from 3.7 on)
-    "reassign": ("kafka.admin.ReassignPartitionsCommand",
-                 "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"),
-    "elect": ("kafka.admin.LeaderElectionCommand", "org.apache.kafka.tools.LeaderElectionCommand"),
-}
 
 
 # ---------------------------------------------------------------------------- versions and plans
@@ -77,14 +78,6 @@ def kafka_version(cluster) -> tuple[int, ...] | None:
     """The cluster's Apache Kafka version as a tuple (e.g. ``(3, 9, 2)``), None for a foreign image."""
     return versions.parse_or_none(getattr(getattr(cluster, "image", None), "kafka_version", None))
 
-
-def tool_class(cluster, tool: str) -> str:
-    """The Java class of ``tool`` (``reassign`` or ``elect``) for the cluster's Kafka version."""
-    if tool not in _TOOL_CLASSES:
-        raise AdminOpError(f"unknown tool {tool!r}; known: {sorted(_TOOL_CLASSES)}")
-    v = kafka_version(cluster)
-    old, new = _TOOL_CLASSES[tool]
-    return new if v is None or v >= (3, 7) else old
 
 
 def require_version(cluster, at_least: tuple[int, ...], what: str) -> None:
@@ -152,112 +145,11 @@ def by_name(d: dict) -> dict:
     return {(f"{k[0]}-{k[1]}" if isinstance(k, tuple) else k): v for k, v in d.items()}
 
 
-# ---------------------------------------------------------------------------- running a tool
-@dataclass
-class ToolResult:
-    exit_code: int
-    output: str
-    broker: int         # the container it ran in
-
-
 def _registered(cluster) -> list[int]:
     try:
         return sorted(cluster.registered_brokers())
     except Exception:
         return list(cluster.broker_ids)
-
-
-def run_tool(cluster, tool: str, args: list[str], *, timeout_s: float = 90.0, avoid: tuple[int, ...] = (),
-             check: bool = True) -> ToolResult:
-    """Run a Kafka admin tool inside a running broker container (not one of ``avoid``), with
-    ``--bootstrap-server`` set to the internal listeners of the registered brokers.
-
-    Bounded by ``timeout`` inside the container. ``check``: raise AdminOpError on a non-zero exit.
-    """
-    live = _registered(cluster)
-    hosts = [b for b in live if b not in avoid] or live
-    node = next((cluster.brokers[b] for b in hosts if cluster.brokers[b].status() == "running"), None)
-    if node is None:
-        raise AdminOpError(f"no running broker container to run the {tool} tool in (registered: {live})")
-    bootstrap = ",".join(f"{cluster.brokers[b].alias}:{INTERNAL_PORT}" for b in (live or cluster.broker_ids))
-    cmd = ["env", f"JAVA_TOOL_OPTIONS={TOOL_JVM_OPTS}", "timeout", "-k", "5", str(int(timeout_s)),
-           "sh", "-c", _LAUNCH, "kafka-tool", tool_class(cluster, tool), "--bootstrap-server", bootstrap, *args]
-    code, out = node.exec(cmd)
-    if code in (124, 137):
-        raise AdminOpError(f"{tool} tool timed out after {timeout_s:.0f} s in {node.name}: "
-                           f"{' '.join(args)}; output: {out.strip()[-300:]}")
-    if check and code != 0:
-        raise AdminOpError(f"{tool} tool failed (exit {code}) in {node.name}: {' '.join(args)}: "
-                           f"{_tail(out)}")
-    return ToolResult(code, out, node.node_id)
-
-
-def _tail(out: str, n: int = 400) -> str:
-    lines = [ln for ln in out.strip().splitlines() if ln.strip() and not ln.startswith("\tat ")]
-    return " | ".join(lines)[-n:]
-
-
-def _put_file(cluster, broker: int, path: str, text: str) -> None:
-    code, out = cluster.brokers[broker].exec(["sh", "-c", f"cat > {shlex.quote(path)} <<'KC_EOF'\n{text}\nKC_EOF"])
-    if code != 0:
-        raise AdminOpError(f"could not write {path} in broker {broker}'s container: {out.strip()[:200]}")
-
-
-def _run_with_file(cluster, tool: str, path: str, doc: dict, args: list[str], **kw) -> ToolResult:
-    """Write ``doc`` as JSON to ``path`` in every running registered broker container, then run the tool
-    (the tool may land in any of them)."""
-    text = json.dumps(doc)
-    for b in _registered(cluster):
-        if b not in kw.get("avoid", ()) and cluster.brokers[b].status() == "running":
-            _put_file(cluster, b, path, text)
-    return run_tool(cluster, tool, args, **kw)
-
-
-def _json_after(out: str, heading: str) -> dict:
-    lines = out.splitlines()
-    for i, ln in enumerate(lines):
-        if ln.strip().startswith(heading):
-            for nxt in lines[i + 1:]:
-                if nxt.strip().startswith("{"):
-                    try:
-                        return json.loads(nxt)
-                    except json.JSONDecodeError as e:
-                        raise AdminOpError(f"tool printed unreadable JSON after {heading!r}: {e}") from None
-    raise AdminOpError(f"tool output has no JSON after {heading!r}: {_tail(out)}")
-
-
-# ---------------------------------------------------------------------------- reassignment: the tool
-def reassign_generate(cluster, topics: list[str], brokers: list[int], timeout_s: float = 90.0) -> tuple[dict, dict]:
-    """``--generate``: (current assignment, proposed assignment) for moving ``topics`` onto ``brokers``."""
-    if not topics or not brokers:
-        raise AdminOpError("reassign_generate needs at least one topic and one broker")
-    doc = {"version": 1, "topics": [{"topic": t} for t in topics]}
-    res = _run_with_file(cluster, "reassign", "/tmp/kc-topics-to-move.json", doc,
-                         ["--generate", "--topics-to-move-json-file", "/tmp/kc-topics-to-move.json",
-                          "--broker-list", ",".join(str(b) for b in brokers)], timeout_s=timeout_s)
-    return (_json_after(res.output, "Current partition replica assignment"),
-            _json_after(res.output, "Proposed partition reassignment configuration"))
-
-
-def reassign_execute(cluster, plan: dict, *, throttle: int | None = None, additional: bool = False,
-                     timeout_s: float = 90.0, avoid: tuple[int, ...] = ()) -> str:
-    """``--execute`` the plan (asynchronous: returns once the controller accepted it); ``throttle`` in B/s.
-
-    A rejection (e.g. a target broker that is not alive, spec §7.3) raises AdminOpError.
-    """
-    plan_targets(plan)
-    args = ["--execute", "--reassignment-json-file", "/tmp/kc-reassign.json"]
-    if throttle is not None:
-        if throttle < 1000:
-            raise AdminOpError(f"throttle {throttle} B/s: the tool wants at least 1000 B/s")
-        args += ["--throttle", str(int(throttle))]
-    if additional:
-        require_version(cluster, (2, 6), "--additional")
-        args.append("--additional")
-    res = _run_with_file(cluster, "reassign", "/tmp/kc-reassign.json", plan, args, timeout_s=timeout_s, avoid=avoid)
-    if "Successfully started" not in res.output:
-        raise AdminOpError(f"reassignment not started: {_tail(res.output)}")
-    return res.output
 
 
 class ReassignmentRefused(AdminOpError):
@@ -283,98 +175,215 @@ def alter_reassignments(cluster, targets: dict[tuple[str, int], list[int] | None
     ``{(topic, partition): replicas}`` (``None`` cancels) → ``{(topic, partition): (error name or None,
     the controller's message)}``.
 
-    Asks the registered brokers in turn; a ZooKeeper-mode broker that is not the controller answers
-    NOT_CONTROLLER, then the controller its Metadata names is asked (KRaft brokers forward the request
-    to the active controller). Per-partition refusals (e.g. INVALID_REPLICA_ASSIGNMENT, §7.3, §9.6) are
-    returned; no answer at all, or a request-level error, raises AdminOpError."""
+    Sent to the controller (:func:`_to_controller`). Per-partition refusals (e.g.
+    INVALID_REPLICA_ASSIGNMENT, §7.3, §9.6) are returned; no answer at all, or a request-level error,
+    raises AdminOpError."""
     if not targets:
         raise AdminOpError("alter_reassignments needs at least one partition")
     for (t, p), reps in targets.items():
         if reps is not None and (not reps or len(set(reps)) != len(reps)):
             raise AdminOpError(f"{t}-{p}: replicas {reps} must be non-empty and distinct (None cancels)")
-    errors: list[str] = []
-    ids = _registered(cluster) or list(cluster.broker_ids)
-    for b in ids:
+    res = _to_controller(cluster, lambda c: c.alter_partition_reassignments(targets, timeout_ms=int(timeout_s * 1000)),
+                         "AlterPartitionReassignments", timeout_s)
+    missing = [k for k in targets if k not in res.partitions]
+    if missing:
+        raise AdminOpError(f"AlterPartitionReassignments answered without {missing}: {res.partitions}")
+    return {k: res.partitions[k] for k in targets}
+
+
+def _to_controller(cluster, ask, what: str, timeout_s: float):
+    """``ask(ProtocolClient)`` of the registered brokers in turn until one answers without a
+    request-level error. A ZooKeeper-mode broker that is not the controller answers NOT_CONTROLLER:
+    then the controller its Metadata names is asked (KRaft brokers forward AlterPartitionReassignments
+    and ListPartitionReassignments to the active controller themselves). While no broker answers (a
+    broker restarting, a controller failover) the rounds repeat, as Kafka's AdminClient retries, until
+    ``timeout_s``; then AdminOpError."""
+    def once(c: ProtocolClient, b: int, wait: float):
+        res = ask(c)
+        if res.error == "NOT_CONTROLLER":
+            ctl = c.metadata([]).controller_id
+            if ctl in cluster.brokers and ctl != b:
+                with ProtocolClient("127.0.0.1", cluster.brokers[ctl].host_port, timeout=wait) as cc:
+                    res = ask(cc)
+        return res
+    return _each_broker(cluster, once, what, timeout_s)
+
+
+def _each_broker(cluster, once, what: str, timeout_s: float):
+    """``once(client, broker id, connection timeout)`` of each registered broker in turn, in rounds until
+    ``timeout_s``, until an answer without a request-level ``error``; AdminOpError naming the last errors."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        errors: list[str] = []
+        for b in _registered(cluster) or list(cluster.broker_ids):
+            wait = max(1.0, min(10.0, deadline - time.monotonic()))
+            try:
+                with ProtocolClient("127.0.0.1", cluster.brokers[b].host_port, timeout=wait) as c:
+                    res = once(c, b, wait)
+            except ProtocolError as e:
+                errors.append(str(e))
+                continue
+            if getattr(res, "error", None) is not None:
+                errors.append(f"broker {b}: {res.error}" + (f" ({res.error_message})" if res.error_message else ""))
+                continue
+            return res
+        if time.monotonic() >= deadline:
+            raise AdminOpError(f"{what}: no broker answered within {timeout_s:.0f} s: {'; '.join(errors)[:400]}")
+        time.sleep(0.5)
+
+
+# ---------------------------------------------------------------------------- reassignment from the host
+def reassign_list(cluster, partitions: list[tuple[str, int]] | None = None,
+                  timeout_s: float = 30.0) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+    """ListPartitionReassignments (all, or of ``partitions``): ``{(topic, p): (replicas, adding, removing)}``
+    of the reassignments in progress ({}: none; what ``--list`` prints)."""
+    topics = None
+    if partitions is not None:
+        topics = {}
+        for t, p in partitions:
+            topics.setdefault(t, []).append(int(p))
+    res = _to_controller(cluster, lambda c: c.list_partition_reassignments(topics), "ListPartitionReassignments",
+                         timeout_s)
+    return {(r.topic, r.partition): (list(r.replicas), list(r.adding_replicas), list(r.removing_replicas))
+            for r in res.partitions}
+
+
+def _metadata(cluster, topics: list[str], timeout_s: float) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
+    """(``{(topic, p): replicas}`` of ``topics`` as Metadata lists them, the broker ids Metadata lists) from
+    the first broker that answers (:func:`_each_broker`); a topic it does not know has no entries."""
+    md = _each_broker(cluster, lambda c, b, w: c.metadata(list(topics)), f"Metadata of {topics}", timeout_s)
+    current = {(t.name, p.partition): list(p.replicas) for t in md.topics if t.error is None and t.name
+               for p in t.partitions}
+    return current, sorted(br.node_id for br in md.brokers)
+
+
+def _alter_configs(cluster, resources: list, what: str, timeout_s: float) -> None:
+    """IncrementalAlterConfigs, one resource per request (librdkafka allows one BROKER resource per request)."""
+    admin = cluster.admin()
+    for res in resources:
         try:
-            with ProtocolClient("127.0.0.1", cluster.brokers[b].host_port, timeout=timeout_s) as c:
-                res = c.alter_partition_reassignments(targets, timeout_ms=int(timeout_s * 1000))
-                if res.error == "NOT_CONTROLLER":
-                    ctl = c.metadata([]).controller_id
-                    if ctl in cluster.brokers and ctl != b:
-                        with ProtocolClient("127.0.0.1", cluster.brokers[ctl].host_port, timeout=timeout_s) as cc:
-                            res = cc.alter_partition_reassignments(targets, timeout_ms=int(timeout_s * 1000))
-        except ProtocolError as e:
-            errors.append(str(e))
-            continue
-        if res.error is not None:
-            errors.append(f"broker {b}: {res.error}" + (f" ({res.error_message})" if res.error_message else ""))
-            continue
-        missing = [k for k in targets if k not in res.partitions]
-        if missing:
-            raise AdminOpError(f"AlterPartitionReassignments answered without {missing}: {res.partitions}")
-        return {k: res.partitions[k] for k in targets}
-    raise AdminOpError(f"AlterPartitionReassignments: no broker accepted the request: {'; '.join(errors)[:400]}")
+            for fut in admin.incremental_alter_configs([res], request_timeout=timeout_s).values():
+                fut.result(timeout=timeout_s + 5)
+        except Exception as e:
+            raise AdminOpError(f"{what}: altering the configs of {res.restype.name.lower()} {res.name} failed: "
+                               f"{type(e).__name__}: {e}") from None
 
 
-def parse_verify(out: str) -> dict[tuple[str, int], str]:
-    """``--verify`` output → ``{(topic, partition): "complete" | "in_progress" | "mismatch"}``."""
-    states: dict[tuple[str, int], str] = {}
-    for ln in out.splitlines():
-        ln = ln.strip()
-        for prefix, state in (("Reassignment of partition ", None), ("There is no active reassignment of partition ", "mismatch")):
-            if not ln.startswith(prefix):
-                continue
-            rest = ln[len(prefix):]
-            tp = rest.split(" ", 1)[0].rstrip(",")
-            topic, _, p = tp.rpartition("-")
-            if not topic or not p.isdigit():
-                continue
-            if state is None:
-                if "still in progress" in rest:
-                    state = "in_progress"
-                elif "is complete" in rest:          # "is complete." (≤ 3.6) / "is completed." (3.7+)
-                    state = "complete"
-                elif "failed" in rest:
-                    state = "failed"
-                else:
-                    continue
-            states[(topic, int(p))] = state
+def _topic_configs(topic: str, values: dict[str, str | None]):
+    return ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v is not None else AlterConfigOpType.DELETE)
+        for k, v in values.items()])
+
+
+def clear_all_throttles(cluster, targets: dict[tuple[str, int], list[int]], timeout_s: float = 30.0) -> list[int]:
+    """What the tool's ``--verify`` (once nothing is reassigning) and ``--cancel`` do unless told
+    ``--preserve-throttles`` (``clearAllThrottles``): delete the broker-level throttle rates on every
+    broker Metadata lists and every target replica, and the topic-level throttled replicas of the
+    plan's topics. Returns the brokers cleared."""
+    _, listed = _metadata(cluster, [], timeout_s)
+    brokers = rp.throttle_clear_brokers(listed, targets)
+    clear_replication_throttle(cluster, brokers, timeout_s)
+    _alter_configs(cluster, [_topic_configs(t, dict.fromkeys(rp.THROTTLED_REPLICAS_KEYS))
+                             for t in sorted({t for t, _ in targets})], "clearing the throttled replicas", timeout_s)
+    return brokers
+
+
+def reassign_execute(cluster, plan: dict, *, throttle: int | None = None, additional: bool = False,
+                     check_brokers: bool = True, timeout_s: float = 30.0) -> list[tuple[str, int]]:
+    """Start the plan's reassignments from the host, as ``kafka-reassign-partitions --execute`` does
+    (asynchronous: returns the partitions once the controller accepted them).
+
+    Like the tool (``executeAssignment``): refuses while another reassignment is in progress unless
+    ``additional``; with ``check_brokers`` refuses a target broker the cluster's Metadata does not list
+    ("Unknown broker id", the tool's ``verifyBrokerIds`` against DescribeCluster; without it only the
+    controller's own validation applies, §7.3, §9.6); with ``throttle`` (B/s) first sets the
+    topic-level throttled replicas of the moves and both broker-level rates on every broker involved
+    (IncrementalAlterConfigs, :mod:`harness.reassign_plan`); then AlterPartitionReassignments. A
+    refused partition raises :class:`ReassignmentRefused` (the first, by topic and partition)."""
+    targets = plan_targets(plan)
+    if throttle is not None and int(throttle) < 1:
+        raise AdminOpError(f"throttle {throttle} B/s: must be positive")
+    ongoing = reassign_list(cluster, timeout_s=timeout_s)
+    if ongoing and not additional:
+        raise AdminOpError("cannot execute: a reassignment is in progress ("
+                           f"{', '.join(f'{t}-{p}' for t, p in sorted(ongoing))[:200]}); pass additional=True")
+    current, listed = _metadata(cluster, sorted({t for t, _ in targets}), timeout_s)
+    unknown = sorted({b for reps in targets.values() for b in reps} - set(listed))
+    if check_brokers and unknown:
+        raise AdminOpError(f"Unknown broker id {unknown[0]}: not among the brokers the cluster lists {listed}")
+    missing = sorted(set(targets) - set(current))
+    if missing:
+        raise AdminOpError(f"unable to find partition(s) {', '.join(f'{t}-{p}' for t, p in missing)} in Metadata")
+    if throttle is not None:
+        moves = rp.move_map(ongoing, targets, current)
+        leader, follower = rp.throttled_replicas(moves)
+        _alter_configs(cluster, [_topic_configs(t, {rp.THROTTLED_REPLICAS_KEYS[0]: leader[t],
+                                                    rp.THROTTLED_REPLICAS_KEYS[1]: follower[t]})
+                                 for t in sorted(leader)], "setting the throttled replicas", timeout_s)
+        set_replication_throttle(cluster, int(throttle), rp.reassigning_brokers(moves), timeout_s)
+    answers = alter_reassignments(cluster, targets, timeout_s)
+    refused = sorted((tp, e) for tp, e in answers.items() if e[0] is not None)
+    if refused:
+        tp, (err, msg) = refused[0]
+        raise ReassignmentRefused(tp, err, msg)
+    return sorted(targets)
+
+
+def reassign_verify(cluster, plan: dict, *, clear_throttles: bool = True,
+                    timeout_s: float = 30.0) -> dict[tuple[str, int], str]:
+    """The state of every partition of the plan, as ``--verify`` reports it (ListPartitionReassignments
+    + Metadata; :func:`harness.reassign_plan.verify_states`): ``in_progress``, ``complete`` or
+    ``mismatch``. Like the tool, once no reassignment at all is in progress it clears the throttles
+    (:func:`clear_all_throttles`) unless ``clear_throttles`` is False (``--preserve-throttles``)."""
+    targets = plan_targets(plan)
+    ongoing = reassign_list(cluster, timeout_s=timeout_s)
+    current, _ = _metadata(cluster, sorted({t for t, _ in targets}), timeout_s)
+    states = rp.verify_states(targets, ongoing, current)
+    if not ongoing and clear_throttles:
+        clear_all_throttles(cluster, targets, timeout_s)
     return states
 
 
-def reassign_verify(cluster, plan: dict, timeout_s: float = 90.0) -> dict[tuple[str, int], str]:
-    """``--verify``: the state of every partition of the plan (see :func:`parse_verify`). Once all are
-    complete the tool also clears the throttles it set."""
-    want = set(plan_targets(plan))
-    res = _run_with_file(cluster, "reassign", "/tmp/kc-reassign.json", plan,
-                         ["--verify", "--reassignment-json-file", "/tmp/kc-reassign.json"], timeout_s=timeout_s)
-    states = parse_verify(res.output)
-    missing = want - set(states)
-    if missing:
-        raise AdminOpError(f"--verify said nothing about {sorted(missing)}: {_tail(res.output)}")
-    return {tp: states[tp] for tp in sorted(want)}
+def reassign_cancel(cluster, plan: dict, *, clear_throttles: bool = True,
+                    timeout_s: float = 30.0) -> list[tuple[str, int]]:
+    """Cancel the in-flight reassignments of the plan's partitions (AlterPartitionReassignments with null
+    targets, spec §7.8, §9.6), then clear the throttles as ``--cancel`` does unless ``clear_throttles``
+    is False. Returns the partitions cancelled; raises when none of them is being reassigned ("None of
+    the specified partition reassignments are active") or the controller refuses one.
+
+    Unlike the tool of 3.7 – 3.9 (whose Java port lost a negation, KAFKA-14595, and skips reassignments
+    that only add replicas) every listed reassignment of the plan is cancelled."""
+    targets = plan_targets(plan)
+    active = sorted(reassign_list(cluster, list(targets), timeout_s=timeout_s).keys() & set(targets))
+    if not active:
+        raise AdminOpError("none of the specified partition reassignments are active: "
+                           f"{', '.join(f'{t}-{p}' for t, p in sorted(targets))[:200]}")
+    answers = alter_reassignments(cluster, {tp: None for tp in active}, timeout_s)
+    refused = sorted((tp, e) for tp, e in answers.items() if e[0] is not None)
+    if refused:
+        tp, (err, msg) = refused[0]
+        raise ReassignmentRefused(tp, err, msg)
+    if clear_throttles:
+        clear_all_throttles(cluster, targets, timeout_s)
+    return active
 
 
-def reassign_cancel(cluster, plan: dict, timeout_s: float = 90.0) -> str:
-    """``--cancel`` the in-flight reassignments of the plan's partitions (Kafka 2.6+; spec §7.8).
-
-    The tool of 3.7 – 3.9 (Java port, KAFKA-14595) lost a negation and skips reassignments that only
-    add replicas (no removing replicas): it then prints "None of the specified partition
-    reassignments are active" and this function raises. Cancel moves, not pure additions, there.
-    """
-    require_version(cluster, (2, 6), "kafka-reassign-partitions --cancel")
-    plan_targets(plan)
-    res = _run_with_file(cluster, "reassign", "/tmp/kc-reassign.json", plan,
-                         ["--cancel", "--reassignment-json-file", "/tmp/kc-reassign.json"], timeout_s=timeout_s)
-    if "Successfully cancelled" not in res.output:
-        raise AdminOpError(f"cancel not confirmed by the tool: {_tail(res.output)}")
-    return res.output
-
-
-def reassign_list(cluster, timeout_s: float = 90.0) -> str:
-    """``--list``: the tool's listing of active reassignments (ListPartitionReassignments, 2.6+)."""
-    require_version(cluster, (2, 6), "kafka-reassign-partitions --list")
-    return run_tool(cluster, "reassign", ["--list"], timeout_s=timeout_s).output
+def reassign_generate(cluster, topics: list[str], brokers: list[int], rng: random.Random | None = None,
+                      timeout_s: float = 30.0) -> tuple[dict, dict]:
+    """(current assignment, proposed assignment) as plans for moving ``topics`` onto ``brokers``, computed on
+    the host (read-only: Metadata). As ``--generate``: only the brokers of ``brokers`` the cluster
+    lists are used, in the given order; :func:`harness.reassign_plan.generate` says how the start index
+    differs (drawn from ``rng``; pass one seeded with the run's seed)."""
+    if not topics or not brokers:
+        raise AdminOpError("reassign_generate needs at least one topic and one broker")
+    if len(set(brokers)) != len(brokers) or len(set(topics)) != len(topics):
+        raise AdminOpError(f"duplicate entries in topics {topics} or brokers {brokers}")
+    current, listed = _metadata(cluster, list(topics), timeout_s)
+    absent = sorted(set(topics) - {t for t, _ in current})
+    if absent:
+        raise AdminOpError(f"topic(s) {absent} not found")
+    use = [b for b in brokers if b in listed]
+    return make_plan(current), make_plan(rp.generate(current, use, rng))
 
 
 # ---------------------------------------------------------------------------- reassignment: the znode
@@ -382,7 +391,7 @@ def write_reassign_znode(cluster, plan: dict, timeout_s: float = 15.0) -> None:
     """Create ``/admin/reassign_partitions`` with the plan (legacy path, spec §1.6). Fails if the node
     already exists: a ZooKeeper-initiated reassignment is still in progress."""
     require_zookeeper(cluster, "write_reassign_znode",
-                      "admin_ops.reassign_execute (the tool, AlterPartitionReassignments)")
+                      "admin_ops.reassign_execute (AlterPartitionReassignments)")
     if not supports_reassign_znode(cluster):
         raise AdminOpError("this Kafka version has no ZooKeeper controller watching /admin/reassign_partitions")
     plan_targets(plan)
@@ -437,20 +446,6 @@ def elect_preferred(cluster, partitions: list[tuple[str, int]], timeout_s: float
             ke = err.args[0] if isinstance(err, KafkaException) and err.args else err
             out[(tp.topic, tp.partition)] = ke.name() if hasattr(ke, "name") else str(ke)
     return out
-
-
-def elect_preferred_tool(cluster, partitions: list[tuple[str, int]], timeout_s: float = 90.0) -> str:
-    """``kafka-leader-election --election-type preferred`` for the partitions (2.4+); returns the output."""
-    require_version(cluster, (2, 4), "kafka-leader-election")
-    if not partitions:
-        raise AdminOpError("elect_preferred_tool needs at least one partition")
-    doc = {"partitions": [{"topic": t, "partition": int(p)} for t, p in partitions]}
-    res = _run_with_file(cluster, "elect", "/tmp/kc-elect.json", doc,
-                         ["--election-type", "preferred", "--path-to-json-file", "/tmp/kc-elect.json"],
-                         timeout_s=timeout_s, check=False)
-    if res.exit_code != 0 and "Valid replica already elected" not in res.output:
-        raise AdminOpError(f"leader election tool failed (exit {res.exit_code}): {_tail(res.output)}")
-    return res.output
 
 
 # ---------------------------------------------------------------------------- throttles

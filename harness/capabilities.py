@@ -41,7 +41,8 @@ CAPABILITIES: tuple[Capability, ...] = (
                needs_apis=(("CreateTopics", 19), ("DeleteTopics", 20))),
     Capability("restart", "Broker restart", ("restart",)),
     Capability("reassignment", "Partition reassignment", ("reassignment",),
-               needs_apis=(("AlterPartitionReassignments", 45), ("ListPartitionReassignments", 46))),
+               needs_apis=(("AlterPartitionReassignments", 45), ("ListPartitionReassignments", 46),
+                           ("IncrementalAlterConfigs", 44))),     # 44: the throttle, set from the host
     Capability("preferred_election", "Preferred leader election and controlled shutdown", ("preferred_election",),
                needs_apis=(("ElectLeaders", 43),)),
     Capability("zookeeper", "ZooKeeper faults", ("zookeeper",), needs_role="zookeeper"),

@@ -114,7 +114,7 @@ def run_action(ctx: RunContext, s: dict, reassigned: list, throttled: list, part
     if a == "reassign":
         plan = ao.make_plan({(s["topic"], s["partition"]): s["replicas"]})
         ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan, throttle=s.get("throttle")),
-                   **ao.action_params(plan, via="tool", throttle=s.get("throttle")))
+                   **ao.action_params(plan, via="api", throttle=s.get("throttle")))
         reassigned.append((s["topic"], s["partition"], list(s["replicas"])))
         if s.get("throttle"):
             throttled.append(True)

@@ -1,9 +1,13 @@
 """7. Partition reassignment (seed 003; spec §7, KIP-455 ZooKeeper controller 2.4–3.9).
 
 Four brokers; the workload topic ``chaos`` lives on brokers 1–3 only, so broker 4 starts with no
-replica and a reassignment can move one onto it. Reassignments go through Kafka's own tool
-(``kafka-reassign-partitions`` run in a broker container: generate / execute / verify / cancel, as in
-seed 003) or through the legacy ``/admin/reassign_partitions`` znode.
+replica and a reassignment can move one onto it. Reassignments follow seed 003's flow of Kafka's
+``kafka-reassign-partitions`` (generate / execute / verify / cancel, with its throttle), done from the
+host through the protocol (harness/admin_ops.py: Metadata, ListPartitionReassignments,
+AlterPartitionReassignments, IncrementalAlterConfigs; recorded ``via="api"``), or through the legacy
+``/admin/reassign_partitions`` znode (``via="znode"``). Only ``target_down`` runs the tool itself
+(``via="tool"``, harness/admin_tool.py): its subject there is the tool's own refusal, which is
+NOT-APPLICABLE on an image without Kafka's tools.
 
 What the spec says and the scripts check (besides the conformance checker, which judges every
 write of the whole history):
@@ -40,17 +44,20 @@ and trunk of 2024-10, 1eb7644):
   (fenced), so a reassignment onto it is accepted and waits; a broker id never registered is refused
   with INVALID_REPLICA_ASSIGNMENT ("no such broker is registered").
 
-Slow reassignments (for cancel and a kill in the middle) copy a preloaded partition under the
-tool's ``--throttle`` (1000 B/s) and are released by clearing the broker throttle rates.
+Slow reassignments (for cancel and a kill in the middle) copy a preloaded partition under a throttle
+set as the tool's ``--throttle`` sets it (1000 B/s; topic-level throttled replicas and broker-level
+rates) and are released by clearing the broker throttle rates.
 """
 
 from __future__ import annotations
 
+import random
 import time
 
 from confluent_kafka import Producer
 
 from harness import admin_ops as ao
+from harness import admin_tool
 from harness.control_history import of_partition
 from harness.scenario import RunContext, Scenario, TopicSpec
 
@@ -58,7 +65,7 @@ from .common import T, state
 
 BULK = "bulk"                     # a preloaded topic the throttled scenarios move
 ASSIGN = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}   # chaos on brokers 1-3; broker 4 holds nothing
-THROTTLE = 1000                   # B/s, the tool's minimum
+THROTTLE = 1000                   # B/s
 SMALL_FETCH = 16384               # replica.fetch.max.bytes and producer batch.size of the throttled scenarios
 SLOW = {"replica.fetch.max.bytes": str(SMALL_FETCH)}
 TOPICS = [TopicSpec(T, 3, 3, assignment=ASSIGN)]
@@ -146,35 +153,38 @@ def _expect_history(ctx: RunContext, evs: list[dict], topic: str, p: int, ors: l
 
 
 def _wait_complete(ctx: RunContext, plan: dict, timeout_s: float = 150.0) -> None:
-    """Wait until ``--verify`` reports every partition of the plan complete (as seed 003 step 4)."""
-    ctx.wait_until("kafka-reassign-partitions --verify: every partition completed",
+    """Wait until verify (the tool's ``--verify`` from the host) reports every partition of the plan
+    complete (as seed 003 step 4)."""
+    ctx.wait_until("verify (ListPartitionReassignments + Metadata): every partition completed",
                    lambda: all(s == "complete" for s in ao.reassign_verify(ctx.cluster, plan).values()),
                    timeout_s, interval_s=1.0)
 
 
 # ---------------------------------------------------------------------------- scenarios
 def move_replicas(ctx: RunContext) -> None:
-    """Seed 003's flow: --generate a plan for chaos over brokers 1-4, --execute it, --verify."""
-    current, proposed = ao.reassign_generate(ctx.cluster, [T], [1, 2, 3, 4])   # read-only: not an action
+    """Seed 003's flow: generate a plan for chaos over brokers 1-4, execute it, verify (the tool's
+    --generate / --execute / --verify done from the host; the start index drawn from the run's seed)."""
+    current, proposed = ao.reassign_generate(ctx.cluster, [T], [1, 2, 3, 4],
+                                             rng=random.Random(ctx.seed))   # read-only: not an action
     now = {(e["topic"], e["partition"]): e["replicas"] for e in current["partitions"]}
-    ctx.expect("--generate reports the current assignment", now == {(T, p): r for p, r in ASSIGN.items()}, ao.by_name(now))
+    ctx.expect("generate reports the current assignment", now == {(T, p): r for p, r in ASSIGN.items()}, ao.by_name(now))
     targets = ao.plan_targets(proposed)
-    ctx.expect("--generate proposes 3 distinct replicas on brokers 1-4 for every partition, broker 4 included",
+    ctx.expect("generate proposes 3 distinct replicas on brokers 1-4 for every partition, broker 4 included",
                set(targets) == {(T, p) for p in ASSIGN}
                and all(len(set(r)) == 3 and set(r) <= {1, 2, 3, 4} for r in targets.values())
                and any(4 in r for r in targets.values()), ao.by_name(targets))
     plan = ao.make_plan(targets)
     before = {p: state(ctx, p) for p in ASSIGN}
     marker = ctx.history_marker()
-    ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
+    ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan), **ao.action_params(plan, via="api"))
     _wait_complete(ctx, plan)
     evs = _writes(ctx, marker)
     for (_, p), target in sorted(targets.items()):
         ors, b = ASSIGN[p], before[p]
         if target == ors:
-            # --generate may propose a partition's current replicas (its start index is random): nothing
+            # generate may propose a partition's current replicas (its start index is random): nothing
             # to move, and what the controller writes for such a no-op is not specified here
-            ctx.expect(f"{T}-{p}: --generate kept its replicas {ors}; they are unchanged",
+            ctx.expect(f"{T}-{p}: generate kept its replicas {ors}; they are unchanged",
                        _assignment(ctx, T, p) == (ors, [], []), _assignment(ctx, T, p))
             continue
         bumps, why = ctx.semantics.reassignment_bumps(ors, target)
@@ -236,14 +246,15 @@ def controller_not(ctx: RunContext, broker: int, attempts: int = 6) -> None:
 
 
 def _start_throttled(ctx: RunContext, target: list[int]) -> tuple[dict, dict, int]:
-    """Preload bulk-0 and start its reassignment to ``target`` under the tool's throttle; returns
+    """Preload bulk-0 and start its reassignment to ``target`` under a throttle (set as the tool's
+    ``--throttle`` sets it); returns
     (plan, state before, history marker) once the assignment shows it in progress."""
     _preload(ctx, BULK)
     plan = ao.make_plan({(BULK, 0): target})
     before = state(ctx, 0, BULK)
     marker = ctx.history_marker()
     ctx.action("reassign", lambda: ao.reassign_execute(ctx.cluster, plan, throttle=THROTTLE),
-               **ao.action_params(plan, via="tool", throttle=THROTTLE))
+               **ao.action_params(plan, via="api", throttle=THROTTLE))
     exp = ctx.semantics.reassignment_start([1, 2, 3], target)
     ctx.wait_until(f"{BULK}-0: the assignment shows RS={exp[0]} adding={exp[1]} removing={exp[2]} "
                    f"({ctx.semantics.cite_start})",
@@ -262,7 +273,7 @@ def cancel(ctx: RunContext) -> None:
     ctx.expect(f"{BULK}-0: still in progress under the throttle before the cancel", states[(BULK, 0)] == "in_progress",
                ao.by_name(states))
     ctx.expect(f"{BULK}-0: broker 4 not in the ISR yet", 4 not in ctx.isr(BULK, 0), state(ctx, 0, BULK))
-    ctx.action("cancel_reassign", lambda: ao.reassign_cancel(ctx.cluster, plan), **ao.action_params(plan, via="tool"))
+    ctx.action("cancel_reassign", lambda: ao.reassign_cancel(ctx.cluster, plan), **ao.action_params(plan, via="api"))
     ctx.wait_until(f"{BULK}-0: replicas [2, 3, 1] after the cancel (§7.8, §9.6: ORS in target-first order)",
                    lambda: _assignment(ctx, BULK, 0) == ([2, 3, 1], [], []), 30)
     st = state(ctx, 0, BULK)
@@ -282,8 +293,8 @@ def cancel(ctx: RunContext) -> None:
              "epoch equals its own, leaving a stray replica" if v is not None and v < (3, 5) else "")
     _expect_replica_deleted(ctx, 4, f"{BULK}-0", "no longer a replica: StopReplica delete=true, §7.8 U3; "
                             "the metadata log, §9.6" + known)
-    ctx.wait_until("no reassignment listed any more", lambda: "No partition reassignments found" in
-                   ao.reassign_list(ctx.cluster), 60, interval_s=1.0)
+    ctx.wait_until("no reassignment listed any more (ListPartitionReassignments)",
+                   lambda: not ao.reassign_list(ctx.cluster), 60, interval_s=1.0)
 
 
 def kill_broker_mid(ctx: RunContext) -> None:
@@ -354,7 +365,9 @@ def target_down(ctx: RunContext) -> None:
 
     The API part runs on every distribution: the tool refuses (it checks the ids against DescribeCluster,
     which lists live brokers only — ZK: registered, KRaft: registered and unfenced: "Unknown broker id
-    4"); AlterPartitionReassignments sent directly meets the controller's own check. A broker id never
+    4"; Kafka's tool run in a broker container, ``via="tool"``: NOT-APPLICABLE where the image has no
+    tools, harness/admin_tool.py ``unavailable``); AlterPartitionReassignments sent directly meets the
+    controller's own check. A broker id never
     registered is refused by both (INVALID_REPLICA_ASSIGNMENT); for broker 4, down, ZooKeeper mode wants
     adding replicas live (§7.3, KafkaController.validateReplicas: INVALID_REPLICA_ASSIGNMENT), KRaft
     only registered (§9.6, ReplicationControlManager.validateManualPartitionAssignment) and a killed
@@ -371,10 +384,16 @@ def target_down(ctx: RunContext) -> None:
     h = ctx.fault("kill", "broker:4")
     ctx.wait_until("broker 4 no longer listed (ZK: deregistered, §5.2; KRaft: fenced, §9.3)",
                    lambda: 4 not in ctx.live_brokers(), 40)
-    refused = _refused(ctx, lambda: ao.reassign_execute(ctx.cluster, plan), plan, "tool")
-    # the tool checks the broker ids against the live cluster itself ("Unknown broker id 4") before the
-    # controller's own validation is reached
-    ctx.expect("the tool refuses a reassignment onto a dead broker", refused is not None, refused)
+    # the subject here is Kafka's tool itself: it checks the broker ids against the live cluster
+    # ("Unknown broker id 4") before the controller's own validation is reached. An image without the
+    # tools (a foreign broker) cannot be asked: that expectation is NOT-APPLICABLE, the rest runs
+    no_tool = admin_tool.unavailable(ctx.cluster)
+    if no_tool is None:
+        refused = _refused(ctx, lambda: admin_tool.reassign_execute(ctx.cluster, plan), plan, "tool")
+        ctx.expect("the tool refuses a reassignment onto a dead broker", refused is not None, refused)
+    else:
+        ctx.expect("the tool refuses a reassignment onto a dead broker: NOT-APPLICABLE", True,
+                   {"not_applicable": no_tool})
     ghost = [9, 1, 2]
     refused = _refused(ctx, lambda: ao.alter_reassignment(ctx.cluster, T, 2, ghost),
                        ao.make_plan({(T, 2): ghost}), "api")

@@ -1,5 +1,7 @@
-"""harness.admin_ops: reassignment (tool and znode), cancel, throttles and preferred election on a real
-4-broker cluster (``-m docker``), plus the pure parts (plans, tool output parsing, version switch).
+"""harness.admin_ops and harness.admin_tool: reassignment through Kafka's tool (run in a broker
+container) and the znode, cancel, throttles and preferred election on a real 4-broker cluster
+(``-m docker``), plus the pure parts (plans, tool output parsing, version switch). The protocol path
+(host-side, no exec) is tests/integration/test_admin_protocol.py.
 
     python -m pytest tests/integration/test_admin_ops.py -x            # all (starts one cluster)
     python -m pytest tests/integration/test_admin_ops.py -m "not docker"   # pure parts only
@@ -13,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import admin_ops as ao
+from harness import admin_tool as at
 from waiting import wait_for  # noqa: E402  (tests/integration is on sys.path)
 
 
@@ -24,7 +27,7 @@ def test_parse_verify_both_wordings():
            "Reassignment of partition my-topic-12 is still in progress.\n"
            "There is no active reassignment of partition t-3, but replica set is 1,2 rather than 2,1.\n"
            "Clearing broker-level throttles on brokers 1,2,3\n")
-    assert ao.parse_verify(out) == {("t", 0): "complete", ("t", 1): "complete",
+    assert at.parse_verify(out) == {("t", 0): "complete", ("t", 1): "complete",
                                     ("my-topic", 12): "in_progress", ("t", 3): "mismatch"}
 
 
@@ -45,12 +48,12 @@ def test_make_plan_round_trip_and_rejections():
 def test_tool_class_and_version_gates():
     def cl(v):
         return SimpleNamespace(image=SimpleNamespace(kafka_version=v))
-    assert ao.tool_class(cl("3.9.2"), "reassign") == "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
-    assert ao.tool_class(cl("3.6.2"), "reassign") == "kafka.admin.ReassignPartitionsCommand"
-    assert ao.tool_class(cl("2.8.2"), "elect") == "kafka.admin.LeaderElectionCommand"
-    assert ao.tool_class(cl("3.7.0"), "elect") == "org.apache.kafka.tools.LeaderElectionCommand"
+    assert at.tool_class(cl("3.9.2"), "reassign") == "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+    assert at.tool_class(cl("3.6.2"), "reassign") == "kafka.admin.ReassignPartitionsCommand"
+    assert at.tool_class(cl("2.8.2"), "elect") == "kafka.admin.LeaderElectionCommand"
+    assert at.tool_class(cl("3.7.0"), "elect") == "org.apache.kafka.tools.LeaderElectionCommand"
     with pytest.raises(ao.AdminOpError, match="unknown tool"):
-        ao.tool_class(cl("3.9.2"), "nope")
+        at.tool_class(cl("3.9.2"), "nope")
     with pytest.raises(ao.AdminOpError, match="needs Kafka 2.6"):
         ao.require_version(cl("2.5.1"), (2, 6), "--cancel")
     ao.require_version(cl("2.8.2"), (2, 6), "--cancel")
@@ -136,14 +139,14 @@ def _broker_throttle(cluster, b):
 @pytest.mark.docker
 def test_generate_execute_verify(cluster):
     cluster.create_topic("ops-move", assignment={0: [1, 2, 3]})
-    current, proposed = ao.reassign_generate(cluster, ["ops-move"], [1, 2, 3, 4])
+    current, proposed = at.reassign_generate(cluster, ["ops-move"], [1, 2, 3, 4])
     assert ao.plan_targets(current) == {("ops-move", 0): [1, 2, 3]}
     prop = ao.plan_targets(proposed)[("ops-move", 0)]
     assert len(set(prop)) == 3 and set(prop) <= {1, 2, 3, 4}
     plan = ao.make_plan({("ops-move", 0): [4, 2, 3]})
-    out = ao.reassign_execute(cluster, plan)
+    out = at.reassign_execute(cluster, plan)
     assert "Successfully started" in out
-    _wait(lambda: ao.reassign_verify(cluster, plan) == {("ops-move", 0): "complete"}, 90, "verify: complete")
+    _wait(lambda: at.reassign_verify(cluster, plan) == {("ops-move", 0): "complete"}, 90, "verify: complete")
     assert ao.topic_assignment(cluster, "ops-move") == {0: ([4, 2, 3], [], [])}
     st = _state(cluster, "ops-move")
     assert st["leader"] == 4 and sorted(st["isr"]) == [2, 3, 4]       # 1 left: 4 = first of the target
@@ -153,11 +156,11 @@ def test_generate_execute_verify(cluster):
 def test_rejected_reassignments(cluster):
     cluster.create_topic("ops-bad", assignment={0: [1, 2, 3]})
     with pytest.raises(ao.AdminOpError, match="(?i)broker|replica"):
-        ao.reassign_execute(cluster, ao.make_plan({("ops-bad", 0): [1, 2, 9]}))
+        at.reassign_execute(cluster, ao.make_plan({("ops-bad", 0): [1, 2, 9]}))
     with pytest.raises(ao.AdminOpError, match="at least 1000"):
-        ao.reassign_execute(cluster, ao.make_plan({("ops-bad", 0): [1, 2, 4]}), throttle=10)
+        at.reassign_execute(cluster, ao.make_plan({("ops-bad", 0): [1, 2, 4]}), throttle=10)
     with pytest.raises(ao.AdminOpError, match="cancel not confirmed"):
-        ao.reassign_cancel(cluster, ao.make_plan({("ops-bad", 0): [1, 2, 4]}))
+        at.reassign_cancel(cluster, ao.make_plan({("ops-bad", 0): [1, 2, 4]}))
     assert ao.topic_assignment(cluster, "ops-bad") == {0: ([1, 2, 3], [], [])}
 
 
@@ -181,13 +184,13 @@ def test_throttled_reassignment_cancelled(cluster):
     cluster.create_topic("ops-cancel", assignment={0: [1, 2, 3]})
     _preload(cluster, "ops-cancel", 3)
     plan = ao.make_plan({("ops-cancel", 0): [4, 2, 3]})
-    ao.reassign_execute(cluster, plan, throttle=1000)
+    at.reassign_execute(cluster, plan, throttle=1000)
     # dynamic broker configs reach the broker through a ZooKeeper change notification: read until applied
     _wait(lambda: _broker_throttle(cluster, 4) == {k: "1000" for k in ao.THROTTLE_KEYS}, 30, "throttles set")
     time.sleep(3)
-    assert ao.reassign_verify(cluster, plan) == {("ops-cancel", 0): "in_progress"}
-    assert "ops-cancel-0" in ao.reassign_list(cluster)
-    out = ao.reassign_cancel(cluster, plan)
+    assert at.reassign_verify(cluster, plan) == {("ops-cancel", 0): "in_progress"}
+    assert "ops-cancel-0" in at.reassign_list(cluster)
+    out = at.reassign_cancel(cluster, plan)
     assert "Successfully cancelled" in out
     # §7.8: ORS in target-first order: [4,2,3,1] without 4
     _wait(lambda: ao.topic_assignment(cluster, "ops-cancel") == {0: ([2, 3, 1], [], [])}, 30, "cancelled")
@@ -220,8 +223,8 @@ def test_preferred_election_api_and_tool(cluster):
     # the same through kafka-leader-election
     ao.write_reassign_znode(cluster, ao.make_plan({("ops-elect", 0): [3, 2, 1]}))
     _wait(lambda: ao.reassign_znode(cluster) is None, 60, "second reorder")
-    out = ao.elect_preferred_tool(cluster, [("ops-elect", 0)])
+    out = at.elect_preferred_tool(cluster, [("ops-elect", 0)])
     assert "Successfully completed leader election" in out, out
     _wait(lambda: _state(cluster, "ops-elect")["leader"] == 3, 30, "leader 3")
-    out = ao.elect_preferred_tool(cluster, [("ops-elect", 0)])
+    out = at.elect_preferred_tool(cluster, [("ops-elect", 0)])
     assert "Valid replica already elected" in out, out
