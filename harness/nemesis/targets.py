@@ -146,7 +146,7 @@ def format_target(items: list[Target]) -> str:
 def zookeeper_mode(node: "Node") -> str | None:
     """``leader`` / ``follower`` / ``standalone`` from the ``srvr`` four-letter word (None if silent)."""
     try:
-        code, out = node.exec(["sh", "-c", "echo srvr | nc -w 2 127.0.0.1 2181"])
+        code, out = node.exec(["sh", "-c", f"echo srvr | nc -w 2 127.0.0.1 {getattr(node, 'client_port', 2181)}"])
     except Exception:  # noqa: BLE001 - paused or stopped container
         return None
     m = re.search(r"^Mode:\s*(\w+)", out, re.M)
