@@ -197,7 +197,7 @@ class Nemesis:
 
         Heals the active faults (newest first), then every container: unpause, empty the
         KAFKA_CHAOS_* chains, delete a netem/tbf root qdisc and, with ``start_stopped``, start
-        exited nodes (ZooKeeper first). Returns :meth:`residue` (empty when all is restored).
+        exited nodes (ZooKeeper and services first). Returns :meth:`residue` (empty when all is restored).
         """
         with defer_sigint():
             t0 = time.monotonic()
@@ -217,7 +217,7 @@ class Nemesis:
                     errors.append(f"{n.name}: {err}")
                 elif start_stopped and st in ("exited", "created"):
                     stopped.append(n)
-            for n in sorted(stopped, key=lambda n: n.role != "zookeeper"):
+            for n in sorted(stopped, key=lambda n: n.role not in ("zookeeper", "service")):
                 try:
                     start_node(self.ctx, n, wait=True, timeout_s=timeout_s)
                 except Exception as e:  # noqa: BLE001 - keep restoring the others
