@@ -172,3 +172,14 @@ def test_a_store_service_takes_no_rules_its_peers_cut_it():
     # a broker's links to the store are the "service" class: not cut by broker-broker alone
     assert nr.isolate_rules([B1], [B1, B2, S1], ("broker-broker",), "t")["c-b1"] == \
         nr.isolate_rules([B1], [B1, B2], ("broker-broker",), "t")["c-b1"]
+
+
+def test_heal_all_leaves_a_store_without_iptables_alone():
+    from harness.nemesis.nemesis import _bare_store, _node_residue
+
+    def no_sh(cmd):
+        raise RuntimeError("exec failed: sh not found")
+    bare = NS(role="service", name="c-s1", exec=no_sh, status=lambda: "running")
+    tooled = NS(role="service", name="c-s2", exec=lambda cmd: (0, ""), status=lambda: "running")
+    assert _bare_store(bare) and not _bare_store(tooled) and not _bare_store(NS(role="broker"))
+    assert _node_residue(bare, True) == []
