@@ -82,16 +82,16 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
     unknown = sorted(set(doc) - _KNOWN_KEYS)
     if unknown:
         raise _err(path, unknown[0], f"unknown key; known keys: {', '.join(sorted(_KNOWN_KEYS))}")
-    try:
-        services = parse_services(doc.get("service"))
-    except ServiceError as e:
-        raise _err(path, e.key, e.what) from None
-    names = tuple(sv.name for sv in services)
     for key in ("name", "image"):
         if key not in doc:
             raise _err(path, key, "missing (required)")
         if not isinstance(doc[key], str) or not doc[key].strip():
             raise _err(path, key, "expected a non-empty string")
+    try:
+        services = parse_services(doc.get("service"))
+    except ServiceError as e:
+        raise _err(path, e.key, e.what) from None
+    names = tuple(sv.name for sv in services)
     name = doc["name"]
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,40}", name):
         raise _err(path, "name", f"{name!r}: use lower-case letters, digits, '.', '_' and '-' (max 41)")

@@ -58,7 +58,7 @@ class ServiceSpec:
     """One checked ``[[service]]`` entry."""
     name: str                           # container kc-<cluster>-<name><id>, host name <name><id>
     role: str                           # zookeeper | store
-    image: str | None                   # None: the distribution file's image
+    image: str | None                   # None: the brokers' image (the file's, or --broker-image)
     command: tuple[str, ...] | None     # None: the image's own command
     env: dict[str, str] = field(default_factory=dict)
     ready_log_line: str = ""
