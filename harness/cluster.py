@@ -37,11 +37,11 @@ from . import distributions, docker_util, images, node_groups
 from .cleanup import labelled_containers, reap_orphans, remove_cluster
 from .clientlog import with_logger
 from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST, LABEL_OWNER_PID,
-                          LABEL_OWNER_START, LABEL_PERSISTENT, LABEL_ROLE)
+                          LABEL_OWNER_START, LABEL_PERSISTENT, LABEL_ROLE, LABEL_SERVICE)
 from .errors import ClusterError, HarnessError, PortConflict
 from .lifecycle import Shield
 from .node import Node
-from .node_settings import DEFAULT_BROKER_CONFIG, ZK_CLIENT_PORT
+from .node_settings import DEFAULT_BROKER_CONFIG
 from .owner import this_owner
 from .protocol import ProtocolError, first_answer
 
@@ -152,7 +152,8 @@ class Cluster:
         self.spec.validate()
         self.name = self.spec.name or f"t{secrets.token_hex(3)}"
         self.network_name = f"kc-{self.name}"
-        # the nodes besides the brokers, by role (ZooKeeper servers, dedicated controllers: harness/node_groups.py)
+        # the nodes besides the brokers, by group (NodeGroup.key: the role, or a distribution file's service
+        # name): ZooKeeper servers, dedicated controllers, service containers (harness/node_groups.py)
         self.aux_nodes: dict[str, list[Node]] = {}
         self.brokers: dict[int, Node] = {}
         self.image: images.ImageInfo | None = None
@@ -166,13 +167,23 @@ class Cluster:
     # ---- nodes and addresses
     @property
     def zookeepers(self) -> list[Node]:
-        """The ZooKeeper servers ([] without ZooKeeper)."""
-        return self.aux_nodes.get("zookeeper", [])
+        """The ZooKeeper servers ([] without ZooKeeper): the apache-zk ensemble, or a distribution file's
+        service of role ``zookeeper``."""
+        return self._aux_of_role("zookeeper")
 
     @property
     def controllers(self) -> list[Node]:
         """The controller-only KRaft nodes ([] unless the quorum is dedicated: apache-kraft-dedicated)."""
-        return self.aux_nodes.get("controller", [])
+        return self._aux_of_role("controller")
+
+    @property
+    def services(self) -> list[Node]:
+        """A distribution file's service containers of no role the harness knows (``role`` "service",
+        e.g. an object store); a ``zookeeper`` service's nodes are :attr:`zookeepers`."""
+        return self._aux_of_role("service")
+
+    def _aux_of_role(self, role: str) -> list[Node]:
+        return [n for ns in self.aux_nodes.values() for n in ns if n.role == role]
 
     def kafka_nodes(self) -> list[Node]:
         """Every Kafka node: the brokers, then the controller-only nodes."""
@@ -192,15 +203,15 @@ class Cluster:
 
     @property
     def internal_zookeeper_connect(self) -> str:
-        return ",".join(f"{z.alias}:{ZK_CLIENT_PORT}" for z in self.zookeepers)
+        return ",".join(f"{z.alias}:{z.client_port}" for z in self.zookeepers)
 
     @property
     def internal_bootstrap(self) -> str:
         return ",".join(f"{self.brokers[b].alias}:{INTERNAL_PORT}" for b in self.broker_ids)
 
     def nodes(self) -> list[Node]:
-        """Every node: the ZooKeeper servers, the brokers, then the controllers."""
-        return list(self.zookeepers) + self.kafka_nodes()
+        """Every node: the ZooKeeper servers, the brokers, the controllers, then the services."""
+        return list(self.zookeepers) + self.kafka_nodes() + self.services
 
     def node(self, name: str) -> Node:
         for n in self.nodes():
@@ -243,7 +254,7 @@ class Cluster:
         if client.networks.list(names=[self.network_name]) or labelled_containers(f"{LABEL_CLUSTER}={self.name}"):
             raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
         groups = self.distribution.node_groups(self.spec)
-        self.aux_nodes = {g.role: node_groups.make_nodes(
+        self.aux_nodes = {g.key: node_groups.make_nodes(
             self.name, g, _pick_ports(len(g.ids), self.spec.port_base + g.port_offset if self.spec.port_base else None,
                                       g.role), self.distribution.started_line) for g in groups}
         ids = self.distribution.broker_ids(self.spec.brokers)     # 1..N unless the distribution declares its own
@@ -260,11 +271,13 @@ class Cluster:
             _log(f"{self.name}: starting {self._layout()} ({self.image.tag}, {self.distribution.name})")
             self.broker_config = self._broker_config_common()
             for g in groups:
-                members = self.aux_nodes[g.role]
+                members = self.aux_nodes[g.key]
                 for node in members:
                     plan = self.distribution.aux_plan(g, node, members, self.broker_config, self.kafka_nodes(),
                                                       self.cluster_id, self.spec.node_env)
-                    self._container(DockerContainer, net, node, plan).start()
+                    self._container(DockerContainer, net, node, plan, g.image).start()
+            # a distribution file's services with a ready line serve before the brokers start
+            node_groups.wait_services(self, groups, t0 + self.spec.startup_timeout_s)
             for b in self.broker_ids:
                 node = self.brokers[b]
                 self._container(DockerContainer, net, node, self._node_plan(node)).start()
@@ -280,15 +293,18 @@ class Cluster:
     def _layout(self) -> str:
         """What the cluster runs: "1 ZooKeeper + 3 brokers", "0 ZooKeeper + 3 brokers + 3 controllers"."""
         return " + ".join([f"{len(self.zookeepers)} ZooKeeper", f"{len(self.brokers)} brokers"] + [
-            f"{len(ns)} {role}s" for role, ns in self.aux_nodes.items() if role != "zookeeper"])
+            f"{len(ns)} {key}{'' if ns[0].service else 's'}" for key, ns in self.aux_nodes.items()
+            if ns and ns[0].role != "zookeeper"])
 
-    def _container(self, cls, net, node: Node, plan: distributions.NodePlan):
+    def _container(self, cls, net, node: Node, plan: distributions.NodePlan, image: str | None = None):
         """The container of one node (harness/node_groups.py); ``plan``: the distribution's command,
-        environment and configuration for it."""
+        environment and configuration for it; ``image``: a service's own (None: the cluster's)."""
         labels = self._labels(node.role, node.node_id)
-        if node.role != "zookeeper":
+        if node.role != "zookeeper" or node.service:
             labels[distributions.LABEL_DISTRIBUTION] = self.distribution.name
-        return node_groups.container(cls, self.image.tag, net, node, plan, labels,
+        if node.service:
+            labels[LABEL_SERVICE] = node.service
+        return node_groups.container(cls, image or self.image.tag, net, node, plan, labels,
                                      generic=self.distribution.foreign)
 
     def _broker_config_common(self) -> dict[str, str]:
@@ -297,7 +313,7 @@ class Cluster:
     def runs_controller(self, node: Node) -> bool:
         """Whether ``node`` runs a KRaft controller (a dedicated controller node, or a Kafka node whose
         ``process.roles`` names one): it has a CONTROLLER listener."""
-        if node.role == "zookeeper":
+        if node.role in ("zookeeper", "service"):
             return False
         if node.role == "controller":
             return True
@@ -507,14 +523,15 @@ class Cluster:
         spec.distribution = next((c.labels[distributions.LABEL_DISTRIBUTION] for c in cs
                                   if distributions.LABEL_DISTRIBUTION in c.labels), None)
         cl = cls(spec)
-        groups = {g.role: g for g in cl.distribution.node_groups(spec)}
+        groups = {g.key: g for g in cl.distribution.node_groups(spec)}
         for c in cs:
             role, nid = c.labels.get(LABEL_ROLE), int(c.labels.get(LABEL_NODE_ID, "0"))
+            key = c.labels.get(LABEL_SERVICE) or role
             ports = c.attrs["HostConfig"].get("PortBindings") or {}
             host_port = next((int(b[0]["HostPort"]) for b in ports.values() if b), 0)
-            if role in groups:
-                cl.aux_nodes.setdefault(role, []).append(node_groups.attached_node(
-                    name, groups[role], nid, c.name, host_port, cl.distribution.started_line))
+            if key in groups:
+                cl.aux_nodes.setdefault(key, []).append(node_groups.attached_node(
+                    name, groups[key], nid, c.name, host_port, cl.distribution.started_line))
             elif role == "broker":
                 cl.brokers[nid] = Node(name, role, nid, c.name, f"broker{nid}", host_port,
                                        cl.distribution.started_line(nid))

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import re
 import time
-import string
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .distribution_services import ServiceError, ServiceSpec, check_template, parse_services
+from .distribution_services import render as render_template
 from .errors import HarnessError, NeverServes
 
 PREFIX = "file:"
@@ -32,7 +33,7 @@ INTERNAL_PORT = 9093
 SERVE_AFTER_READY_S = 30.0       # a node that logged its ready line must answer on its published port within this
 # the capability ids (harness/capabilities.py); repeated here so that loading a file needs no planning code
 _KNOWN_KEYS = {"name", "image", "layout", "nodes", "node_ids", "command", "env", "ready_log_line",
-               "capabilities", "config", "config_env_prefix", "description", "ports", "metadata_log"}
+               "capabilities", "config", "config_env_prefix", "description", "ports", "metadata_log", "service"}
 
 
 class DistributionFileError(HarnessError):
@@ -56,23 +57,24 @@ class DistributionSpec:
     description: str = ""
     ports: str = "any"                 # "contiguous": consecutive host ports in node id order
     metadata_log: bool = False         # the nodes keep a KRaft __cluster_metadata-0 log under log.dirs
+    services: tuple[ServiceSpec, ...] = ()   # [[service]]: containers started before the brokers
+
+    @property
+    def zookeeper(self) -> ServiceSpec | None:
+        """The service of role ``zookeeper`` (None: the brokers have no ZooKeeper)."""
+        return next((s for s in self.services if s.role == "zookeeper"), None)
 
 
 def _err(path: Path, key: str, what: str) -> DistributionFileError:
     return DistributionFileError(f"distribution file {path}: {key}: {what}")
 
 
-def _check_template(path: Path, key: str, text) -> str:
-    if not isinstance(text, str):
-        raise _err(path, key, f"expected a string, got {type(text).__name__}")
+def _check_template(path: Path, key: str, text, services: tuple[str, ...] = ()) -> str:
+    """A broker template: :data:`PLACEHOLDERS` and ``{service.<name>.<attr>}`` of the declared services."""
     try:
-        names = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
-    except ValueError as e:
-        raise _err(path, key, f"not a valid template ({e}); write a literal brace as {{{{ or }}}}") from None
-    for n in names:
-        if n not in PLACEHOLDERS:
-            raise _err(path, key, f"unknown placeholder {{{n}}}; use {', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
-    return text
+        return check_template(key, text, PLACEHOLDERS, services)
+    except ServiceError as e:
+        raise _err(path, e.key, e.what) from None
 
 
 def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> DistributionSpec:
@@ -85,6 +87,11 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
             raise _err(path, key, "missing (required)")
         if not isinstance(doc[key], str) or not doc[key].strip():
             raise _err(path, key, "expected a non-empty string")
+    try:
+        services = parse_services(doc.get("service"))
+    except ServiceError as e:
+        raise _err(path, e.key, e.what) from None
+    names = tuple(sv.name for sv in services)
     name = doc["name"]
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,40}", name):
         raise _err(path, "name", f"{name!r}: use lower-case letters, digits, '.', '_' and '-' (max 41)")
@@ -120,7 +127,7 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
             command = command.split()
         if not isinstance(command, list) or not command:
             raise _err(path, "command", "expected a non-empty list of strings (or one string)")
-        command = tuple(_check_template(path, f"command[{i}]", c) for i, c in enumerate(command))
+        command = tuple(_check_template(path, f"command[{i}]", c, names) for i, c in enumerate(command))
     env = doc.get("env", {})
     if not isinstance(env, dict):
         raise _err(path, "env", "expected a table of NAME = \"template\"")
@@ -129,7 +136,7 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
             raise _err(path, f"env.{k}", "not a valid environment variable name")
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             v = str(v)
-        env[k] = _check_template(path, f"env.{k}", v)
+        env[k] = _check_template(path, f"env.{k}", v, names)
     caps = doc.get("capabilities")
     if caps is not None:
         if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
@@ -160,7 +167,7 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
                             command=command, env=env, ready_log_line=line, capabilities=caps,
                             config={str(k): str(v) for k, v in config.items()}, config_env_prefix=prefix,
                             description=str(doc.get("description", "")), ports=ports,
-                            metadata_log=mlog)
+                            metadata_log=mlog, services=services)
 
 
 def load(path: str | Path, capability_names: tuple[str, ...] = ()) -> DistributionSpec:
@@ -178,11 +185,12 @@ def load(path: str | Path, capability_names: tuple[str, ...] = ()) -> Distributi
 
 
 def render(template: str, **values) -> str:
-    return template.format(**values)
+    return render_template(template, values)
 
 
 # -- the adapter ---------------------------------------------------------------------------------
-from .control_plane import ProtocolControlPlane, new_cluster_id  # noqa: E402
+from . import distribution_services as services_mod  # noqa: E402
+from .control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id  # noqa: E402
 from .distributions import Distribution, NodePlan, property_env_name  # noqa: E402
 from .protocol import ProtocolClient, ProtocolError  # noqa: E402
 
@@ -243,7 +251,14 @@ class FileControlPlane(ProtocolControlPlane):
 
 
 class FileDistribution(Distribution):
-    """The adapter of one distribution file (``name``: ``file:<absolute path>``)."""
+    """The adapter of one distribution file (``name``: ``file:<absolute path>``).
+
+    A file with a ``[[service]]`` of role ``zookeeper`` (harness/distribution_services.py) describes brokers
+    that keep their control plane in ZooKeeper the way Apache Kafka's ZooKeeper mode does: it runs the
+    ``zookeeper`` role, is observed through ZooKeeper (watch and transaction log), its readiness and
+    restarts are ZooKeeper registrations (:class:`harness.control_plane.ZkControlPlane`) and it is judged
+    by the ZooKeeper-mode controller model (profile ``compatible`` unless ``--profile`` names an
+    ``apache-zk-<series>`` one)."""
 
     roles = ("broker",)
     controller_model = "kraft"       # judged by the protocol-observed rules; profile "compatible"
@@ -263,9 +278,30 @@ class FileDistribution(Distribution):
         # an Apache Kafka behind the broker (e.g. a proxy) keeps the KRaft metadata log the harness reads for
         # the controller's writes (harness/observer/kraft_history.py); unreadable: NotSupported
         self.metadata_log = self.spec.metadata_log
+        self.services = self.spec.services
+        if self.spec.zookeeper is not None:
+            self.roles, self.controller_model, self.observation = ("broker", "zookeeper"), "zk", "zookeeper"
+        self._zookeepers = 1     # the ensemble size the cluster asked for (node_groups)
 
     def control_plane(self, cluster):
-        return FileControlPlane(cluster)
+        return ZkControlPlane(cluster) if self.spec.zookeeper is not None else FileControlPlane(cluster)
+
+    def node_groups(self, spec) -> list:
+        """The file's services, in file order (harness/distribution_services.py)."""
+        self._zookeepers = spec.zookeepers
+        return services_mod.node_groups(self.services, spec.zookeepers)
+
+    def zookeeper_count(self, requested: int) -> int:
+        zk = self.spec.zookeeper
+        return zk.nodes(requested) if zk is not None else 0
+
+    def aux_plan(self, group, node, members, common, kafka_nodes, cluster_id=None, extra_env=None):
+        svc = next(s for s in self.services if s.name == group.service)
+        values = {**services_mod.service_values(self.services, self._zookeepers),
+                  **services_mod.plan_values(svc, node, members, kafka_nodes, cluster_id, INTERNAL_PORT)}
+        env = {k: render(v, **values) for k, v in svc.env.items()}
+        command = [render(c, **values) for c in svc.command] if svc.command else None
+        return NodePlan(command, env, {})
 
     def broker_ids(self, requested: int) -> list[int]:
         # consecutive ports go to the nodes in node id order
@@ -290,7 +326,8 @@ class FileDistribution(Distribution):
     def values(self, node, nodes, cluster_id: str | None) -> dict[str, str]:
         return {"node_id": str(node.node_id), "node_ids": ",".join(str(n.node_id) for n in nodes),
                 "advertised_host": ADVERTISED_HOST, "port": str(node.host_port),
-                "cluster_id": cluster_id or "", "alias": node.alias, "internal_port": str(INTERNAL_PORT)}
+                "cluster_id": cluster_id or "", "alias": node.alias, "internal_port": str(INTERNAL_PORT),
+                **services_mod.service_values(self.services, self._zookeepers)}
 
     def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None):
         values = self.values(node, nodes, cluster_id)
@@ -307,7 +344,9 @@ class FileDistribution(Distribution):
 
     def describe(self) -> dict:
         return {**super().describe(), "file": str(self.spec.path), "vendor_name": self.spec.name,
-                "layout": self.layout, "node_ids": list(self.spec.node_ids), "image": self.image}
+                "layout": self.layout, "node_ids": list(self.spec.node_ids), "image": self.image,
+                **({"services": [{"name": s.name, "role": s.role, "image": s.image or self.image}
+                                 for s in self.services]} if self.services else {})}
 
 
 

@@ -85,6 +85,17 @@ class NodeGroup:
     alias: str                      # network alias and host name: <alias><id>
     container_port: int             # the port inside the container published on a host port
     port_offset: int                # with ClusterSpec.port_base: host ports BASE+offset, BASE+offset+1, ...
+    # a distribution file's service (harness/distribution_services.py): its name (the nodes' ``service``,
+    # the container's service label), its own image (None: the cluster's) and the log line that ends its
+    # startup (None: the distribution's started_line; the cluster waits for it before starting the brokers)
+    service: str | None = None
+    image: str | None = None
+    ready_log_line: str | None = None
+
+    @property
+    def key(self) -> str:
+        """What the cluster files the group's nodes under (``Cluster.aux_nodes``): the service name, else the role."""
+        return self.service or self.role
 
 
 @dataclass
@@ -141,6 +152,11 @@ class Distribution:
         """The nodes a cluster of ``spec`` (a :class:`harness.cluster.ClusterSpec`) runs besides the
         brokers (none: only brokers)."""
         return []
+
+    def zookeeper_count(self, requested: int) -> int:
+        """How many ZooKeeper servers a cluster asking for an ensemble of ``requested`` runs (0: none; a
+        distribution file may fix the number: harness/distribution_services.py)."""
+        return requested if "zookeeper" in self.roles else 0
 
     def aux_plan(self, group: NodeGroup, node: NodeLike, members: list[NodeLike], common: dict[str, str],
                  kafka_nodes: list[NodeLike], cluster_id: str | None = None,

@@ -9,8 +9,9 @@ from .errors import DockerUnavailable
 
 LABEL = "kafka-chaos"                 # every object the harness creates carries LABEL=1
 LABEL_CLUSTER = "kafka-chaos.cluster"  # the cluster name
-LABEL_ROLE = "kafka-chaos.role"        # zookeeper | broker
+LABEL_ROLE = "kafka-chaos.role"        # broker | zookeeper | controller | service
 LABEL_NODE_ID = "kafka-chaos.node-id"  # broker id or ZooKeeper myid
+LABEL_SERVICE = "kafka-chaos.service"  # a distribution file's service container: the service's name
 LABEL_OWNER_PID = "kafka-chaos.owner-pid"
 LABEL_OWNER_HOST = "kafka-chaos.owner-host"
 LABEL_OWNER_START = "kafka-chaos.owner-start"  # the owner's start time (/proc/PID/stat): tells a reused pid apart

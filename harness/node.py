@@ -18,12 +18,16 @@ from .node_settings import ZK_CLIENT_PORT
 
 
 class Node:
-    """One container (a broker, a ZooKeeper server, a controller) with the process-level operations faults use."""
+    """One container (a broker, a ZooKeeper server, a controller, a service) with the process-level operations faults use."""
 
     def __init__(self, cluster_name: str, role: str, node_id: int, container_name: str, alias: str,
-                 host_port: int, started_line: str | None = None, client_port: int | None = None):
+                 host_port: int, started_line: str | None = None, client_port: int | None = None,
+                 service: str | None = None):
         self.cluster_name = cluster_name
-        self.role = role        # broker | zookeeper | controller (a dedicated KRaft controller)
+        # broker | zookeeper | controller (a dedicated KRaft controller) | service (a distribution file's
+        # service container the harness knows no more about, e.g. a broker's object store)
+        self.role = role
+        self.service = service  # the distribution file's service this node belongs to (None: not a service)
         self.node_id = node_id
         self.name = container_name
         self.alias = alias

@@ -1,6 +1,7 @@
 """The nodes a cluster runs besides its brokers, as its distribution declares them
 (:meth:`harness.distributions.Distribution.node_groups`): a ZooKeeper ensemble (``apache-zk``), a
-dedicated KRaft controller quorum (``apache-kraft-dedicated``). One mechanism for every role: the
+dedicated KRaft controller quorum (``apache-kraft-dedicated``), a distribution file's service containers
+(harness/distribution_services.py: on their own image). One mechanism for every role: the
 cluster makes the nodes of each group, starts their containers before the brokers', and finds them
 again by their role label when it attaches to a running cluster.
 
@@ -11,17 +12,23 @@ Also here: the container of any node (a broker or a group member) from the distr
 from __future__ import annotations
 
 import os
+import time
 
 from . import distributions
+from .errors import ClusterError
 from .node import Node
 from .node_settings import JVM_OPTS_ENV, container_limits
 
 
+def _line(group: distributions.NodeGroup, node_id: int, started_line) -> str:
+    return group.ready_log_line if group.ready_log_line is not None else started_line(node_id)
+
+
 def make_nodes(cluster_name: str, group: distributions.NodeGroup, ports: list[int], started_line) -> list[Node]:
     """The nodes of ``group`` on the host ports ``ports`` (one each, in id order); ``started_line(id)``:
-    the distribution's end-of-startup log line."""
+    the distribution's end-of-startup log line (a service group's own ``ready_log_line`` wins)."""
     return [Node(cluster_name, group.role, nid, f"kc-{cluster_name}-{group.prefix}{nid}", f"{group.alias}{nid}",
-                 port, started_line(nid), client_port=group.container_port)
+                 port, _line(group, nid, started_line), client_port=group.container_port, service=group.service)
             for nid, port in zip(group.ids, ports)]
 
 
@@ -29,7 +36,7 @@ def attached_node(cluster_name: str, group: distributions.NodeGroup, node_id: in
                   host_port: int, started_line) -> Node:
     """A group member found running (``Cluster.attach``)."""
     return Node(cluster_name, group.role, node_id, container_name, f"{group.alias}{node_id}", host_port,
-                started_line(node_id), client_port=group.container_port)
+                _line(group, node_id, started_line), client_port=group.container_port, service=group.service)
 
 
 def container(cls, image_tag: str, net, node: Node, plan: distributions.NodePlan, labels: dict[str, str],
@@ -50,3 +57,20 @@ def container(cls, image_tag: str, net, node: Node, plan: distributions.NodePlan
     if JVM_OPTS_ENV in os.environ and not generic:
         c.with_env("KC_JVM_OPTS", os.environ[JVM_OPTS_ENV])   # replaces the image's JIT default
     return c
+
+
+def wait_services(cluster, groups: list[distributions.NodeGroup], deadline: float) -> None:
+    """Until every node of each service group with a ``ready_log_line`` logged it since its container
+    started (``deadline``: monotonic). A service that stopped running, or did not log it in time, is a
+    ClusterError naming it with its last log lines: the brokers would only fail later, less clearly."""
+    waiting = [n for g in groups if g.service and g.ready_log_line for n in cluster.aux_nodes[g.key]]
+    while waiting:
+        cluster._check_running(waiting)
+        waiting = [n for n in waiting if not n.started()]
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            n = waiting[0]
+            raise ClusterError(f"service container {n.name} did not log {n.started_line!r} in time; "
+                               f"last log lines:\n{n.logs(15)}")
+        time.sleep(0.5)

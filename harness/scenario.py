@@ -133,6 +133,10 @@ class Scenario:
         for r in self.needs_roles:
             if r not in roles:
                 return ROLE_REASONS[r]
+        if distribution is not None and "zookeeper" in roles:
+            zk = distribution.zookeeper_count(self.zookeepers)
+            if zk < self.zookeepers:      # a distribution file whose zookeeper service has a fixed count
+                return f"needs a ZooKeeper ensemble of {self.zookeepers}; the distribution runs {zk}"
         if self.min_version and kafka_version and versions.older_than(kafka_version, self.min_version):
             return f"needs Kafka {self.min_version}+ (this is {kafka_version})"
         if distribution is not None:

@@ -11,12 +11,15 @@ from dataclasses import dataclass, field
 from harness.errors import ScenarioError
 
 # Link classes a network fault can cut (docs/faults.md "Links").
-LINKS = ("broker-broker", "broker-zk", "zk-zk", "client", "controller", "replication")
-PEER_LINKS = ("broker-broker", "broker-zk", "zk-zk")
+LINKS = ("broker-broker", "broker-zk", "zk-zk", "client", "controller", "replication", "service")
+PEER_LINKS = ("broker-broker", "broker-zk", "zk-zk", "service")
 _LINK_ALIASES = {
     "broker-broker": "broker-broker", "inter-broker": "broker-broker",
     "broker-zk": "broker-zk", "zk-broker": "broker-zk",
     "zk-zk": "zk-zk", "quorum": "zk-zk",
+    # any link with a distribution file's store service (role "service") at one end: the brokers' object
+    # store or database (a zookeeper service's links are broker-zk / zk-zk)
+    "service": "service", "broker-service": "service", "service-broker": "service", "store": "service",
     "client": "client", "client-broker": "client", "broker-client": "client", "client-zk": "client",
     # the KRaft CONTROLLER listener only (port 9094): a subset of broker-broker in combined mode
     "controller": "controller", "broker-controller": "controller", "controller-broker": "controller",
@@ -46,7 +49,7 @@ class FaultInfo:
     kind: str                       # process | network | degradation | zookeeper | controller
     default_target: str
     instant: bool = False
-    roles: tuple[str, ...] = ("broker", "zookeeper", "controller")
+    roles: tuple[str, ...] = ("broker", "zookeeper", "controller", "service")
     params: dict[str, tuple] = field(default_factory=dict)
     doc: str = ""
     needs_role: str | None = None

@@ -60,7 +60,14 @@ def start_node(ctx: Context, node: "Node", wait: bool = True, timeout_s: float =
         return
     node.start()
     started()
-    if wait and node.role != "zookeeper":   # a dedicated KRaft controller
+    if wait and node.role == "service":     # a distribution file's store: its ready line, when it has one
+        deadline = time.monotonic() + timeout_s
+        while not node.started():
+            if node.status() not in ("running", "paused") or time.monotonic() > deadline:
+                raise FaultError(f"{node.name}: service not ready (did not log {node.started_line!r}) "
+                                 f"{timeout_s:.0f} s after start; status {node.status()}")
+            time.sleep(0.3)
+    elif wait and node.role != "zookeeper":   # a dedicated KRaft controller
         try:
             ctx.cluster.control.wait_node_ready(node, timeout_s)
         except HarnessError as e:

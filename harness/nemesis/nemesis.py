@@ -197,7 +197,7 @@ class Nemesis:
 
         Heals the active faults (newest first), then every container: unpause, empty the
         KAFKA_CHAOS_* chains, delete a netem/tbf root qdisc and, with ``start_stopped``, start
-        exited nodes (ZooKeeper first). Returns :meth:`residue` (empty when all is restored).
+        exited nodes (ZooKeeper and services first). Returns :meth:`residue` (empty when all is restored).
         """
         with defer_sigint():
             t0 = time.monotonic()
@@ -217,7 +217,7 @@ class Nemesis:
                     errors.append(f"{n.name}: {err}")
                 elif start_stopped and st in ("exited", "created"):
                     stopped.append(n)
-            for n in sorted(stopped, key=lambda n: n.role != "zookeeper"):
+            for n in sorted(stopped, key=lambda n: n.role not in ("zookeeper", "service")):
                 try:
                     start_node(self.ctx, n, wait=True, timeout_s=timeout_s)
                 except Exception as e:  # noqa: BLE001 - keep restoring the others
@@ -236,7 +236,7 @@ class Nemesis:
         if st == "paused":
             n.unpause()
             st = "running"
-        if st == "running":
+        if st == "running" and not _bare_store(n):
             n.exec(["sh", "-c", _SWEEP_SCRIPT])
         return st
 
@@ -270,12 +270,26 @@ def _each(nodes: list, fn) -> list[tuple[Any, str | None]]:
         return list(pool.map(one, nodes))
 
 
+def _bare_store(n) -> bool:
+    """A distribution file's store service whose image has no ``sh``/``iptables``/``tc``: it never took
+    rules (its peers hold them, harness/nemesis/netrules.py), and nothing can be swept or inspected in it."""
+    if getattr(n, "role", None) != "service":
+        return False
+    try:
+        code, _ = n.exec(["sh", "-c", "command -v iptables >/dev/null && command -v tc >/dev/null"])
+    except Exception:  # noqa: BLE001 - no sh at all
+        return True
+    return code != 0
+
+
 def _node_residue(n, include_stopped: bool) -> list[str]:
     st = n.status()
     if st == "paused":
         return [f"{n.name}: paused"]
     if st != "running":
         return [f"{n.name}: {st}"] if include_stopped else []
+    if _bare_store(n):
+        return []
     text = ""
     for _ in range(3):   # docker exec can lose the output of a short command: need the marker
         try:

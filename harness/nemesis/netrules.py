@@ -22,6 +22,9 @@ Link classes (see :mod:`harness.nemesis.catalog`):
   so there it cuts what ``broker-broker`` cuts. A KRaft node keeps its CONTROLLER connections (9094:
   Raft, heartbeats, AlterPartition, metadata fetches): "cut from the brokers, control plane intact"
   in both modes. It cuts something only between two nodes that run a broker (``NetNode.internal_port``).
+- ``service``: any link with a distribution file's store service (role ``service``) at one end. Such
+  a node takes no rules itself (its image may have no iptables): the nodes on the other end drop the
+  traffic (:func:`_cut`; a partition is symmetric anyway), so two store services are never cut apart.
 - ``client``: host clients. They reach a container through docker-proxy, i.e. from the network
   gateway, on the node's client port (a broker's EXTERNAL listener port, which only host clients
   use; ZooKeeper's 2181 or a dedicated controller's 9094, where the rule also matches the gateway
@@ -56,6 +59,8 @@ class NetNode:
 
 def link_kind(a: NetNode, b: NetNode) -> str:
     roles = {a.role, b.role}
+    if "service" in roles:                  # a distribution file's store service at one end
+        return "service"
     if roles <= {"broker", "controller"}:   # between Kafka nodes, dedicated KRaft controllers included
         return "broker-broker"
     if roles == {"zookeeper"}:
@@ -137,6 +142,21 @@ def _add(out: dict[str, list[Rule]], node: NetNode, rules: list[Rule]) -> None:
         out.setdefault(node.name, []).extend(rules)
 
 
+_REVERSED = {"in": "out", "out": "in", "both": "both"}
+
+
+def _cut(out: dict[str, list[Rule]], local: NetNode, peers: list[NetNode], links, direction: str, tag: str) -> None:
+    """``local``'s links to ``peers`` cut in ``direction``. A store service (role ``service``: an image
+    the harness knows nothing of, maybe without iptables) takes no rules: each peer drops the traffic
+    instead, the direction mirrored (two services cannot be cut from each other)."""
+    if local.role != "service":
+        _add(out, local, peer_rules(local, peers, links, direction, tag))
+        return
+    for p in peers:
+        if p.name != local.name and p.role != "service":
+            _add(out, p, peer_rules(p, [local], links, _REVERSED[direction], tag))
+
+
 def isolate_rules(targets: list[NetNode], everyone: list[NetNode], links, tag: str) -> dict[str, list[Rule]]:
     """Each target cut (both directions, selected links) from every other node; rules only in targets.
 
@@ -144,8 +164,8 @@ def isolate_rules(targets: list[NetNode], everyone: list[NetNode], links, tag: s
     """
     out: dict[str, list[Rule]] = {}
     for t in targets:
-        _add(out, t, peer_rules(t, everyone, links, "both", tag))
-        if "client" in links:
+        _cut(out, t, everyone, links, "both", tag)
+        if "client" in links and t.role != "service":
             _add(out, t, client_rules(t, "both", tag))
     return out
 
@@ -159,7 +179,8 @@ def partition_rules(groups: list[list[NetNode]], links, tag: str) -> dict[str, l
     for i, g in enumerate(groups):
         others = [n for j, h in enumerate(groups) if j != i for n in h]
         for n in g:
-            _add(out, n, peer_rules(n, others, links, "both", tag))
+            if n.role != "service":   # symmetric: the other side's rules cut a store service's links
+                _add(out, n, peer_rules(n, others, links, "both", tag))
     return out
 
 
@@ -168,8 +189,8 @@ def one_way_rules(targets: list[NetNode], peers: list[NetNode], direction: str, 
     """Asymmetric loss in the targets: ``out`` they cannot send to the peers, ``in`` they cannot receive."""
     out: dict[str, list[Rule]] = {}
     for t in targets:
-        _add(out, t, peer_rules(t, peers, links, direction, tag))
-        if "client" in links:
+        _cut(out, t, peers, links, direction, tag)
+        if "client" in links and t.role != "service":
             _add(out, t, client_rules(t, direction, tag))
     return out
 

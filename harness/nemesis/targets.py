@@ -5,6 +5,7 @@ Grammar (docs/faults.md "Targets")::
     target   := item ("," item)*          commas inside parentheses belong to the item
     item     := controller | random-broker | random-zk | random-minority | zookeeper-leader
               | all-brokers | all-zk | broker:<id> | zk:<myid>
+              | service:<name> | service:<name>:<id>
               | quorum-leader | quorum-follower | quorum-followers | quorum-majority | quorum-voters
               | quorum-observers
               | leader(<topic>,<partition>) | follower(<topic>,<partition>)
@@ -19,6 +20,9 @@ The ``quorum-*`` items name the KRaft metadata quorum as DescribeQuorum reports 
 (``cluster.quorum()``: its leader and voters), whatever the layout (combined broker+controller nodes
 or dedicated controllers). On a cluster whose distribution runs no controller role (ZooKeeper mode)
 they are a :class:`TargetError`: they can never name anything there.
+
+``service:<name>`` names every node of a distribution file's ``[[service]]`` of that name (its object
+store, its database, its ZooKeeper), ``service:<name>:<id>`` one of them (harness/distribution_services.py).
 
 ``txn-coordinator(<id>)`` and ``group-coordinator(<group>)`` name the broker that coordinates that
 transactional id / consumer group now, as FindCoordinator answers (``cluster.coordinator``: the leader
@@ -48,6 +52,7 @@ SIMPLE = ("controller", "random-broker", "random-zk", "random-minority", "zookee
 QUORUM = tuple(k for k in SIMPLE if k.startswith("quorum-"))
 _ID = re.compile(r"^(broker|zk):(\d+)$")
 _PART = re.compile(r"^(leader|follower)\(\s*([A-Za-z0-9._-]+)\s*,\s*(\d+)\s*\)$")
+_SERVICE = re.compile(r"^service:([a-z]([a-z-]*[a-z])?)(?::(\d+))?$")
 _COORD = re.compile(r"^(txn-coordinator|group-coordinator)\(\s*([A-Za-z0-9._:-]+)\s*\)$")
 COORDINATORS = {"txn-coordinator": "transaction", "group-coordinator": "group"}  # kind -> FindCoordinator key type
 
@@ -63,15 +68,17 @@ class TargetUnresolved(Exception):
 @dataclass(frozen=True)
 class Target:
     """One parsed target item; ``str(t)`` gives its canonical spelling."""
-    kind: str                  # one of SIMPLE, "broker", "zk", "leader", "follower", or a COORDINATORS kind
+    kind: str                  # one of SIMPLE, "broker", "zk", "service", "leader", "follower", or a COORDINATORS kind
     node_id: int | None = None
     topic: str | None = None
     partition: int | None = None
-    key: str | None = None     # the transactional id / group id of a coordinator target
+    key: str | None = None     # the transactional id / group id of a coordinator target; a service's name
 
     def __str__(self) -> str:
         if self.kind in ("broker", "zk"):
             return f"{self.kind}:{self.node_id}"
+        if self.kind == "service":
+            return f"service:{self.key}" + (f":{self.node_id}" if self.node_id is not None else "")
         if self.kind in ("leader", "follower"):
             return f"{self.kind}({self.topic},{self.partition})"
         if self.kind in COORDINATORS:
@@ -112,6 +119,8 @@ def parse_target(spec: str) -> list[Target]:
             t = Target(low)
         elif m := _ID.match(low):
             t = Target(m.group(1), node_id=int(m.group(2)))
+        elif m := _SERVICE.match(low):
+            t = Target("service", key=m.group(1), node_id=int(m.group(3)) if m.group(3) else None)
         elif m := _PART.match(item):
             t = Target(m.group(1), topic=m.group(2), partition=int(m.group(3)))
         elif m := _COORD.match(item):
@@ -119,7 +128,7 @@ def parse_target(spec: str) -> list[Target]:
         else:
             raise TargetError(
                 f"target {spec!r}: cannot parse {item!r}; expected one of {', '.join(SIMPLE)}, "
-                "broker:<id>, zk:<id>, leader(<topic>,<partition>), follower(<topic>,<partition>), "
+                "broker:<id>, zk:<id>, service:<name>[:<id>], leader(<topic>,<partition>), follower(<topic>,<partition>), "
                 "txn-coordinator(<transactional.id>), group-coordinator(<group.id>)")
         if t not in out:
             out.append(t)
@@ -146,7 +155,7 @@ def format_target(items: list[Target]) -> str:
 def zookeeper_mode(node: "Node") -> str | None:
     """``leader`` / ``follower`` / ``standalone`` from the ``srvr`` four-letter word (None if silent)."""
     try:
-        code, out = node.exec(["sh", "-c", "echo srvr | nc -w 2 127.0.0.1 2181"])
+        code, out = node.exec(["sh", "-c", f"echo srvr | nc -w 2 127.0.0.1 {getattr(node, 'client_port', 2181)}"])
     except Exception:  # noqa: BLE001 - paused or stopped container
         return None
     m = re.search(r"^Mode:\s*(\w+)", out, re.M)
@@ -256,6 +265,12 @@ def resolve_one(t: Target, cluster: "Cluster", view: "View", rng: "random.Random
             if z.node_id == t.node_id:
                 return [z]
         raise TargetUnresolved(f"{t}: no ZooKeeper node {t.node_id} in cluster {cluster.name}")
+    if t.kind == "service":
+        nodes = [n for n in cluster.nodes() if getattr(n, "service", None) == t.key
+                 and (t.node_id is None or n.node_id == t.node_id)]
+        if not nodes:
+            raise TargetUnresolved(f"{t}: cluster {cluster.name} runs no such service node")
+        return nodes
     if t.kind in QUORUM:
         return _resolve_quorum(t, cluster, rng)
     if t.kind == "all-brokers":

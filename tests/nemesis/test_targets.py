@@ -46,7 +46,7 @@ def test_target_error_is_a_spec_error():
 
 
 def test_links_and_params_validation():
-    assert normalize_links(None) == ("broker-broker", "broker-zk", "zk-zk")
+    assert normalize_links(None) == ("broker-broker", "broker-zk", "zk-zk", "service")
     assert normalize_links("client-broker,inter-broker") == ("client", "broker-broker")
     with pytest.raises(FaultSpecError, match="unknown link"):
         normalize_links(["ethernet"])
