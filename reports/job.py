@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from harness.errors import HarnessError
-from reports import availability, gate, html, junit, s3a, tables, trends
+from reports import availability, gate, html, junit, rowtables, s3a, tables, trends
 from reports.gate import RULES, GateConfigError, load_config
 from reports.compact import is_local, local_path
 from reports.load import ReportInputError, load, timeline_events
@@ -32,6 +32,10 @@ from reports.spark import build_session, check_master, unreachable_master
 log = logging.getLogger("reports.job")
 
 TIMELINE_PARTITIONS = 8
+JUNIT_COLUMNS = ("run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr",
+                 "unclean", "path", "verdict", "reason", "cause", "failed_checks", "lost", "duplicates",
+                 "inconsistent_offsets", "last_t")
+RUN_ROW_COLUMNS = list(dict.fromkeys([*rowtables.COLUMNS, *JUNIT_COLUMNS]))
 
 
 @dataclass
@@ -315,7 +319,7 @@ def run_report(spark, opts: Options) -> dict:
         F.sum("n_events").alias("events"),
         F.collect_set("broker").alias("_broker"), F.collect_set("harness_version").alias("_harness_version"),
     ).collect()[0].asDict()
-    regs, compared = [], []
+    regs, compared, pairs = [], [], []
     for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
                       ("harness_version", opts.baseline_harness, opts.candidate_harness)):
         values = totals_row.pop("_" + dim)
@@ -323,17 +327,26 @@ def run_report(spark, opts: Options) -> dict:
         if pair:
             compared.append({"dimension": dim, "baseline": pair[0], "candidate": pair[1]})
             regs.append(tables.regressions(runs, dim, *pair))
+            pairs.append((dim, *pair))
     if regs:
         reg = regs[0]
         for r in regs[1:]:
             reg = reg.unionByName(r, allowMissingColumns=True)
         dfs["regressions"] = reg
-    # Independent small jobs: submit them concurrently (Spark schedules jobs from several threads).
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        collected = dict(zip(dfs, pool.map(_rows, dfs.values())))
+    # The per-run rows are collected once (one job); every table but availability is grouped from them
+    # on the driver (reports/rowtables.py: the same rows as the Spark definitions above, which give
+    # the schemas), instead of one or more Spark jobs per table.
+    run_rows = _rows(runs.select(*RUN_ROW_COLUMNS))
+    collected = {"availability": _rows(dfs["availability"])}
+    for name in dfs:
+        if name == "regressions":
+            collected[name] = [r for dim, b, c in pairs for r in rowtables.regressions(run_rows, dim, b, c)]
+        elif name == "trends":
+            collected[name] = rowtables.trends(run_rows, opts.nightly_suite)
+        elif name != "availability":
+            collected[name] = getattr(rowtables, name)(run_rows)
     # Each table is computed once: its Parquet copy is written from the rows collected here (aggregates:
-    # a few rows each), with the schema the table itself would be written with, instead of running its
-    # shuffle stages again.
+    # a few rows each), with the schema the table itself would be written with.
     dfs = {name: _frame(spark, collected[name], _written_schema(df)) for name, df in dfs.items()}
     collected.setdefault("regressions", [])
     dfs["first_failures"], collected["first_failures"] = trends.first_failures(spark, collected["version_trends"])
@@ -384,11 +397,7 @@ def run_report(spark, opts: Options) -> dict:
     timelines = _timelines(spark, runs, opts.max_timelines)
     (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped, out=out), encoding="utf-8")
     lap("html")
-    junit_runs = (r.asDict() for r in runs.select(
-        "run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr", "unclean",
-        "path", "verdict", "reason", "cause", "failed_checks", "lost", "duplicates", "inconsistent_offsets", "last_t")
-        .toLocalIterator())
-    junit.write(out / "junit.xml", list(junit_runs), loaded.skipped)
+    junit.write(out / "junit.xml", [{c: r[c] for c in JUNIT_COLUMNS} for r in run_rows], loaded.skipped)
     lap("junit")
     summary["seconds"] = round(time.time() - t_start, 3)
     summary["timings"] = timings
