@@ -290,18 +290,7 @@ def run_report(spark, opts: Options) -> dict:
     derived = loaded.derived
     recovery = availability.fault_recovery(derived, runs).cache()
     windows = availability.unavailability_windows(derived, runs).cache()
-    dfs = {
-        "pass_fail_matrix": tables.pass_fail_matrix(runs),
-        "durability": tables.durability(runs),
-        "availability": tables.availability(recovery, windows),
-        "conformance": tables.conformance(runs),
-        "flakiness": tables.flakiness(runs),
-        "trends": tables.trends(runs, opts.nightly_suite),
-        "scenarios": tables.scenarios(runs),
-        "unknown_causes": tables.unknown_causes(runs),
-        "version_trends": trends.version_trends(runs),
-        "scenario_flakiness": trends.scenario_flakiness(runs),
-    }
+    avail = tables.availability(recovery, windows)
     # One job for the totals and the values of the two compared dimensions (pick_pair ignores nulls).
     totals_row = runs.agg(
         F.count(F.lit(1)).alias("runs"),
@@ -319,35 +308,36 @@ def run_report(spark, opts: Options) -> dict:
         F.sum("n_events").alias("events"),
         F.collect_set("broker").alias("_broker"), F.collect_set("harness_version").alias("_harness_version"),
     ).collect()[0].asDict()
-    regs, compared, pairs = [], [], []
+    compared, pairs = [], []
     for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
                       ("harness_version", opts.baseline_harness, opts.candidate_harness)):
         values = totals_row.pop("_" + dim)
         pair = tables.pick_pair(values, b, c)
         if pair:
             compared.append({"dimension": dim, "baseline": pair[0], "candidate": pair[1]})
-            regs.append(tables.regressions(runs, dim, *pair))
             pairs.append((dim, *pair))
-    if regs:
-        reg = regs[0]
-        for r in regs[1:]:
-            reg = reg.unionByName(r, allowMissingColumns=True)
-        dfs["regressions"] = reg
     # The per-run rows are collected once (one job); every table but availability is grouped from them
-    # on the driver (reports/rowtables.py: the same rows as the Spark definitions above, which give
-    # the schemas), instead of one or more Spark jobs per table.
+    # on the driver (reports/rowtables.py: the same rows and schemas as the Spark definitions in
+    # reports/tables.py and reports/trends.py), instead of one or more Spark jobs per table.
     run_rows = _rows(runs.select(*RUN_ROW_COLUMNS))
-    collected = {"availability": _rows(dfs["availability"])}
-    for name in dfs:
-        if name == "regressions":
-            collected[name] = [r for dim, b, c in pairs for r in rowtables.regressions(run_rows, dim, b, c)]
-        elif name == "trends":
-            collected[name] = rowtables.trends(run_rows, opts.nightly_suite)
-        elif name != "availability":
-            collected[name] = getattr(rowtables, name)(run_rows)
+    collected = {
+        "pass_fail_matrix": rowtables.pass_fail_matrix(run_rows),
+        "durability": rowtables.durability(run_rows),
+        "availability": _rows(avail),
+        "conformance": rowtables.conformance(run_rows),
+        "flakiness": rowtables.flakiness(run_rows),
+        "trends": rowtables.trends(run_rows, opts.nightly_suite),
+        "scenarios": rowtables.scenarios(run_rows),
+        "unknown_causes": rowtables.unknown_causes(run_rows),
+        "version_trends": rowtables.version_trends(run_rows),
+        "scenario_flakiness": rowtables.scenario_flakiness(run_rows),
+    }
+    if pairs:
+        collected["regressions"] = [r for dim, b, c in pairs for r in rowtables.regressions(run_rows, dim, b, c)]
     # Each table is computed once: its Parquet copy is written from the rows collected here (aggregates:
     # a few rows each), with the schema the table itself would be written with.
-    dfs = {name: _frame(spark, collected[name], _written_schema(df)) for name, df in dfs.items()}
+    dfs = {name: _frame(spark, rows, _written_schema(avail) if name == "availability"
+                        else rowtables.schema(rowtables.SCHEMAS[name])) for name, rows in collected.items()}
     collected.setdefault("regressions", [])
     dfs["first_failures"], collected["first_failures"] = trends.first_failures(spark, collected["version_trends"])
     lap("tables")

@@ -11,8 +11,8 @@ name in :mod:`reports.tables` / :mod:`reports.trends` gives: SQL's null logic in
 a group of its own and matches nothing in a join; sums and minima skip nulls and are null over nulls
 only; ascending orders put nulls first, descending ones last) and the same floating-point operations
 in the same order (:func:`reports.stats.wilson` is the formula of ``wilson_cols``). The Spark
-definitions stay the reference: they give the tables' schemas, and tests/reports/test_rowtables.py
-compares both on the fixture records. Strings sort alike: Spark compares UTF-8 bytes, which is code
+definitions stay the reference: :data:`SCHEMAS` are the schemas Spark writes them with (nullability
+included), and tests/reports/test_rowtables.py compares rows, types, order and schemas of both. Strings sort alike: Spark compares UTF-8 bytes, which is code
 point order.
 """
 
@@ -300,3 +300,64 @@ def regressions(runs: list[dict], dimension: str, baseline: str, candidate: str)
         row["regressed"] = False if reg is None else reg
         out.append(row)
     return _order(out, "regressed", *keys, desc=("regressed",))
+
+
+_TYPES = {"string": "StringType", "long": "LongType", "double": "DoubleType", "boolean": "BooleanType"}
+
+
+def _type(spec: str):
+    from pyspark.sql import types as T  # lazy: PySpark
+
+    if spec.startswith("array<"):
+        inner = spec[len("array<"):-1]
+        return T.ArrayType(_type(inner.rstrip("!")), containsNull=not inner.endswith("!"))
+    return getattr(T, _TYPES[spec])()
+
+
+def schema(spec: str):
+    """A StructType from ``"name type, name type!, name array<string!>"`` (``!``: not null)."""
+    from pyspark.sql import types as T  # lazy: PySpark
+
+    fields = []
+    for part in spec.split(","):
+        name, t = part.split()
+        fields.append(T.StructField(name, _type(t.removesuffix("!")), nullable=not t.endswith("!")))
+    return T.StructType(fields)
+
+
+# The Parquet schema of each table (nullability included): what Spark writes the Spark definition of the
+# table with (its optimized plan's schema; tests/reports/test_rowtables.py checks they agree).
+SCHEMAS = {
+    "pass_fail_matrix": ("suite string, scenario string, fault_kind string, broker string, kafka_version string, "
+        "broker_image string, runs long!, pass long, fail long, unknown long, pass_rate double, "
+        "fail_rate double, fail_ci_low double, fail_ci_high double, unknown_rate double"),
+    "durability": ("configuration string, acks string!, min_isr string, unclean string, runs long!, "
+        "acknowledged_writes long, lost_allowed long, lost long, runs_checked_lost long!, "
+        "runs_with_lost long!, duplicates long, runs_checked_duplicates long!, "
+        "runs_with_duplicates long!, inconsistent_offsets long, "
+        "runs_checked_inconsistent_offsets long!, runs_with_inconsistent_offsets long!, "
+        "lost_run_rate double, lost_ci_low double, lost_ci_high double, "
+        "duplicates_run_rate double, duplicates_ci_low double, duplicates_ci_high double, "
+        "inconsistent_offsets_run_rate double, inconsistent_offsets_ci_low double, "
+        "inconsistent_offsets_ci_high double, lost_per_acknowledged double"),
+    "conformance": ("rule string, broker string, profile string, divergences long!, runs_affected long!, "
+        "runs_checked long, run_rate double, run_ci_low double, run_ci_high double"),
+    "flakiness": ("scenario string, seed long, broker string, runs long!, pass long, fail long, "
+        "unknown long, verdicts array<string!>!, run_ids array<string!>!, flaky boolean"),
+    "trends": ("date string, runs long!, pass long, fail long, unknown long, lost long, "
+        "acknowledged_writes long, pass_rate double, fail_rate double, fail_ci_low double, "
+        "fail_ci_high double, unknown_rate double"),
+    "scenarios": ("scenario string, suites array<string!>!, runs long!, pass long, fail long, unknown long, "
+        "decided long, coverage_short long, unknown_causes array<string>!, undecided boolean"),
+    "unknown_causes": ("cause string!, runs long!, scenarios long!, scenario_names array<string!>!"),
+    "version_trends": ("scenario string, dimension string!, value string, runs long!, pass long, fail long, "
+        "unknown long, first_date string, last_date string, pass_rate double, fail_rate double, "
+        "fail_ci_low double, fail_ci_high double, unknown_rate double"),
+    "scenario_flakiness": ("scenario string, broker string, runs long!, decided long, pass long, fail long, "
+        "unknown long, fail_rate double, fail_ci_low double, fail_ci_high double, flaky boolean, "
+        "flaky_seeds long!"),
+    "regressions": ("dimension string!, baseline string!, candidate string!, suite string, scenario string, "
+        "fault_kind string, base_runs long, base_pass long, base_fail long, base_unknown long, "
+        "base_fail_rate double, base_lost long, cand_runs long, cand_pass long, cand_fail long, "
+        "cand_unknown long, cand_fail_rate double, cand_lost long, regressed boolean!"),
+}

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reports import rowtables, tables, trends
+from reports.job import _written_schema
 from reports.load import load
 
 pytestmark = pytest.mark.spark
@@ -34,24 +35,36 @@ def _same(expected: list[dict], got: list[dict]) -> None:
     assert _typed([dict(sorted(r.items())) for r in got]) == _typed([dict(sorted(r.items())) for r in expected])
 
 
+def _schema(name: str):
+    return rowtables.schema(rowtables.SCHEMAS[name])
+
+
 def _check(spark, runs_df) -> None:
     runs = _rows(runs_df.select(*rowtables.COLUMNS))
     for name, f in SPARK.items():
-        _same(_rows(f(runs_df)), getattr(rowtables, name)(runs))
+        df = f(runs_df)
+        assert _written_schema(df) == _schema(name), name
+        _same(_rows(df), getattr(rowtables, name)(runs))
     for suite in ("nightly", "smoke"):
-        _same(_rows(tables.trends(runs_df, suite)), rowtables.trends(runs, suite))
+        df = tables.trends(runs_df, suite)
+        assert _written_schema(df) == _schema("trends")
+        _same(_rows(df), rowtables.trends(runs, suite))
     for dim in ("broker", "harness_version", "kafka_version"):
         values = sorted({r[dim] for r in runs if r[dim]}, key=tables.version_key)
         for b, c in zip(values, values[1:]):
-            _same(_rows(tables.regressions(runs_df, dim, b, c)), rowtables.regressions(runs, dim, b, c))
+            df = tables.regressions(runs_df, dim, b, c)
+            assert _written_schema(df) == _schema("regressions")
+            _same(_rows(df), rowtables.regressions(runs, dim, b, c))
 
 
-def test_fixture_records(spark):
-    loaded = load(spark, str(FIXTURE_RUNS))
-    try:
-        _check(spark, loaded.runs)
-    finally:
-        loaded.unpersist()
+def test_fixture_records(spark, tmp_path):
+    # Summarized now, and read back from the compacted table (a Parquet read: every column nullable).
+    for summaries in (None, str(tmp_path / "_summaries")):
+        loaded = load(spark, str(FIXTURE_RUNS), summaries)
+        try:
+            _check(spark, loaded.runs)
+        finally:
+            loaded.unpersist()
 
 
 def test_generated_records_with_nulls(spark, tmp_path):
