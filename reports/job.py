@@ -35,7 +35,7 @@ TIMELINE_PARTITIONS = 8
 JUNIT_COLUMNS = ("run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr",
                  "unclean", "path", "verdict", "reason", "cause", "failed_checks", "lost", "duplicates",
                  "inconsistent_offsets", "last_t")
-RUN_ROW_COLUMNS = list(dict.fromkeys([*rowtables.COLUMNS, *JUNIT_COLUMNS]))
+RUN_ROW_COLUMNS = list(dict.fromkeys([*rowtables.COLUMNS, *JUNIT_COLUMNS, "run_dir", "acknowledged_writes"]))
 
 
 @dataclass
@@ -147,17 +147,21 @@ def _frame(spark, rows: list[dict], schema):
     return spark.createDataFrame([tuple(r[f] for f in schema.names) for r in rows], schema)
 
 
-def _timelines(spark, runs, limit: int) -> list[tuple[dict, dict]]:
-    """Timeline data for at most ``limit`` runs: FAIL first, then UNKNOWN, then PASS (newest first)."""
+TIMELINE_COLUMNS = ("run_dir", "run_id", "suite", "scenario", "broker", "verdict", "reason", "cause", "seed",
+                    "acknowledged_writes", "lost", "last_t")
+_PRIO = {"FAIL": 0, "UNKNOWN": 1}
+
+
+def _timelines(spark, run_rows: list[dict], limit: int) -> list[tuple[dict, dict]]:
+    """Timeline data for at most ``limit`` runs (of the collected per-run rows): FAIL first, then
+    UNKNOWN, then PASS (newest first: ``run_id`` descending, nulls last)."""
     from pyspark.sql import functions as F  # lazy: PySpark
     from pyspark.storagelevel import StorageLevel
 
     if limit <= 0:
         return []
-    prio = F.when(F.col("verdict") == "FAIL", 0).when(F.col("verdict") == "UNKNOWN", 1).otherwise(2)
-    chosen = _rows(runs.orderBy(prio, F.desc("run_id")).limit(limit)
-                   .select("run_dir", "run_id", "suite", "scenario", "broker", "verdict", "reason", "cause", "seed",
-                           "acknowledged_writes", "lost", "last_t"))
+    ordered = sorted(run_rows, key=lambda r: (_PRIO.get(r["verdict"], 2), rowtables.Desc(r["run_id"])))
+    chosen = [{c: r[c] for c in TIMELINE_COLUMNS} for r in ordered[:limit]]
     if not chosen:
         return []
     ids = [r["run_dir"] for r in chosen]
@@ -261,8 +265,6 @@ def reason_category(reason: str) -> str:
 
 def run_report(spark, opts: Options) -> dict:
     """Build every output for ``opts`` on ``spark``; return the summary (with ``exit_code``)."""
-    from pyspark.sql import functions as F  # lazy: PySpark
-
     t_start = time.time()
     timings: dict[str, float] = {}
     lap_t = [t_start]
@@ -291,23 +293,11 @@ def run_report(spark, opts: Options) -> dict:
     recovery = availability.fault_recovery(derived, runs).cache()
     windows = availability.unavailability_windows(derived, runs).cache()
     avail = tables.availability(recovery, windows)
-    # One job for the totals and the values of the two compared dimensions (pick_pair ignores nulls).
-    totals_row = runs.agg(
-        F.count(F.lit(1)).alias("runs"),
-        F.sum((F.col("verdict") == "PASS").cast("long")).alias("pass"),
-        F.sum((F.col("verdict") == "FAIL").cast("long")).alias("fail"),
-        F.sum((F.col("verdict") == "UNKNOWN").cast("long")).alias("unknown"),
-        F.sum(F.col("coverage_short").cast("long")).alias("coverage_short"),
-        F.sum("acknowledged_writes").alias("acknowledged_writes"),
-        F.sum("lost").alias("lost"), F.sum("lost_allowed").alias("lost_allowed"),
-        F.sum(F.col("lost") - F.coalesce("lost_allowed", F.lit(0))).alias("lost_not_allowed"),
-        F.sum("duplicates").alias("duplicates"),
-        F.sum("inconsistent_offsets").alias("inconsistent_offsets"),
-        F.sum(F.size("divergence_rules")).alias("conformance_divergences"),
-        F.sum(F.col("lost").isNull().cast("long")).alias("runs_without_durability_checks"),
-        F.sum("n_events").alias("events"),
-        F.collect_set("broker").alias("_broker"), F.collect_set("harness_version").alias("_harness_version"),
-    ).collect()[0].asDict()
+    # The per-run rows are collected once (one job); the totals and every table but availability are
+    # grouped from them on the driver (reports/rowtables.py: the same rows and schemas as the Spark
+    # definitions in reports/tables.py and reports/trends.py), instead of one or more Spark jobs per table.
+    run_rows = _rows(runs.select(*RUN_ROW_COLUMNS))
+    totals_row = rowtables.totals(run_rows)
     compared, pairs = [], []
     for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
                       ("harness_version", opts.baseline_harness, opts.candidate_harness)):
@@ -316,10 +306,6 @@ def run_report(spark, opts: Options) -> dict:
         if pair:
             compared.append({"dimension": dim, "baseline": pair[0], "candidate": pair[1]})
             pairs.append((dim, *pair))
-    # The per-run rows are collected once (one job); every table but availability is grouped from them
-    # on the driver (reports/rowtables.py: the same rows and schemas as the Spark definitions in
-    # reports/tables.py and reports/trends.py), instead of one or more Spark jobs per table.
-    run_rows = _rows(runs.select(*RUN_ROW_COLUMNS))
     collected = {
         "pass_fail_matrix": rowtables.pass_fail_matrix(run_rows),
         "durability": rowtables.durability(run_rows),
@@ -384,7 +370,7 @@ def run_report(spark, opts: Options) -> dict:
                           jobs))
         lap("parquet")
 
-    timelines = _timelines(spark, runs, opts.max_timelines)
+    timelines = _timelines(spark, run_rows, opts.max_timelines)
     (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped, out=out), encoding="utf-8")
     lap("html")
     junit.write(out / "junit.xml", [{c: r[c] for c in JUNIT_COLUMNS} for r in run_rows], loaded.skipped)

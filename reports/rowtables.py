@@ -27,10 +27,10 @@ from reports.stats import wilson
 COLUMNS = ("run_dir", "run_id", "suite", "scenario", "fault_kinds", "broker", "kafka_version", "broker_image",
            "profile", "seed", "acks", "min_isr", "unclean", "date", "harness_version", "verdict", "cause",
            "coverage_short", "acknowledged_writes", "lost", "lost_allowed", "duplicates", "inconsistent_offsets",
-           "conformance_checked", "divergence_rules")
+           "conformance_checked", "divergence_rules", "n_events")
 
 
-class _Asc:
+class Asc:
     """Sort key of an ascending column, nulls first."""
     __slots__ = ("v",)
 
@@ -46,7 +46,7 @@ class _Asc:
         return self.v == o.v
 
 
-class _Desc(_Asc):
+class Desc(Asc):
     """Sort key of a descending column, nulls last."""
 
     def __lt__(self, o):
@@ -57,7 +57,7 @@ class _Desc(_Asc):
 
 def _order(rows: list[dict], *cols: str, desc: Iterable[str] = ()) -> list[dict]:
     d = set(desc)
-    return sorted(rows, key=lambda r: tuple((_Desc if c in d else _Asc)(r[c]) for c in cols))
+    return sorted(rows, key=lambda r: tuple((Desc if c in d else Asc)(r[c]) for c in cols))
 
 
 def _sum(values: Iterable) -> int | None:
@@ -118,6 +118,27 @@ def _with_rates(row: dict) -> dict:
     row.update(pass_rate=_ratio(row["pass"], decided), fail_rate=_ratio(row["fail"], decided),
                fail_ci_low=low, fail_ci_high=high, unknown_rate=_ratio(row["unknown"], row["runs"]))
     return row
+
+
+def totals(runs: list[dict]) -> dict:
+    """The report's totals over every run (0 where SQL's SUM would be null), and the values of the
+    two compared dimensions (``_broker``, ``_harness_version``: SQL's collect_set, nulls left out)."""
+    def total(values: Iterable) -> int:
+        return _sum(values) or 0
+
+    return {
+        "runs": len(runs), **{k: v or 0 for k, v in _counts(runs).items() if k != "runs"},
+        "coverage_short": total(None if r["coverage_short"] is None else int(r["coverage_short"]) for r in runs),
+        **{c: total(r[c] for r in runs) for c in ("acknowledged_writes", "lost", "lost_allowed")},
+        "lost_not_allowed": total(None if r["lost"] is None else r["lost"] - (r["lost_allowed"] or 0) for r in runs),
+        **{c: total(r[c] for r in runs) for c in ("duplicates", "inconsistent_offsets")},
+        "conformance_divergences": total(None if r["divergence_rules"] is None else len(r["divergence_rules"])
+                                         for r in runs),
+        "runs_without_durability_checks": sum(r["lost"] is None for r in runs),
+        "events": total(r["n_events"] for r in runs),
+        "_broker": sorted({r["broker"] for r in runs if r["broker"] is not None}),
+        "_harness_version": sorted({r["harness_version"] for r in runs if r["harness_version"] is not None}),
+    }
 
 
 def _exploded(runs: list[dict]) -> list[tuple[str, dict]]:

@@ -39,8 +39,33 @@ def _schema(name: str):
     return rowtables.schema(rowtables.SCHEMAS[name])
 
 
+def _spark_totals(runs):
+    """The totals as one Spark aggregation (what the report job ran before reports/rowtables.py)."""
+    from pyspark.sql import functions as F
+
+    row = runs.agg(
+        F.count(F.lit(1)).alias("runs"),
+        F.sum((F.col("verdict") == "PASS").cast("long")).alias("pass"),
+        F.sum((F.col("verdict") == "FAIL").cast("long")).alias("fail"),
+        F.sum((F.col("verdict") == "UNKNOWN").cast("long")).alias("unknown"),
+        F.sum(F.col("coverage_short").cast("long")).alias("coverage_short"),
+        F.sum("acknowledged_writes").alias("acknowledged_writes"),
+        F.sum("lost").alias("lost"), F.sum("lost_allowed").alias("lost_allowed"),
+        F.sum(F.col("lost") - F.coalesce("lost_allowed", F.lit(0))).alias("lost_not_allowed"),
+        F.sum("duplicates").alias("duplicates"),
+        F.sum("inconsistent_offsets").alias("inconsistent_offsets"),
+        F.sum(F.size("divergence_rules")).alias("conformance_divergences"),
+        F.sum(F.col("lost").isNull().cast("long")).alias("runs_without_durability_checks"),
+        F.sum("n_events").alias("events"),
+        F.array_sort(F.collect_set("broker")).alias("_broker"),
+        F.array_sort(F.collect_set("harness_version")).alias("_harness_version"),
+    ).collect()[0].asDict()
+    return {k: v if k.startswith("_") else int(v or 0) for k, v in row.items()}
+
+
 def _check(spark, runs_df) -> None:
     runs = _rows(runs_df.select(*rowtables.COLUMNS))
+    assert list(rowtables.totals(runs).items()) == list(_spark_totals(runs_df).items())
     for name, f in SPARK.items():
         df = f(runs_df)
         assert _written_schema(df) == _schema(name), name
