@@ -18,6 +18,7 @@ point order.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Callable, Iterable
 
@@ -141,10 +142,22 @@ def totals(runs: list[dict]) -> dict:
     }
 
 
+def _table(name: str):
+    """Give the function's rows with exactly the columns of ``SCHEMAS[name]``, in its order."""
+    def wrap(f):
+        @functools.wraps(f)
+        def table(*args, **kwargs) -> list[dict]:
+            names = [part.split()[0] for part in SCHEMAS[name].split(",")]
+            return [{c: r[c] for c in names} for r in f(*args, **kwargs)]
+        return table
+    return wrap
+
+
 def _exploded(runs: list[dict]) -> list[tuple[str, dict]]:
     return [(k, r) for r in runs for k in (r["fault_kinds"] or [])]
 
 
+@_table("pass_fail_matrix")
 def pass_fail_matrix(runs: list[dict]) -> list[dict]:
     keys = ("suite", "scenario", "fault_kind", "broker", "kafka_version", "broker_image")
     g = _group(_exploded(runs), lambda kr: (kr[1]["suite"], kr[1]["scenario"], kr[0], kr[1]["broker"],
@@ -156,6 +169,7 @@ def pass_fail_matrix(runs: list[dict]) -> list[dict]:
 DURABILITY_CHECKS = ("lost", "duplicates", "inconsistent_offsets")
 
 
+@_table("durability")
 def durability(runs: list[dict]) -> list[dict]:
     keys = ("acks", "min_isr", "unclean")
     g = _group(runs, lambda r: ("unknown" if r["acks"] is None else r["acks"], r["min_isr"], r["unclean"]))
@@ -178,6 +192,7 @@ def durability(runs: list[dict]) -> list[dict]:
     return _order(out, *keys)
 
 
+@_table("conformance")
 def conformance(runs: list[dict]) -> list[dict]:
     checked = [r for r in runs if r["conformance_checked"]]
     totals = {k: len(rs) for k, rs in _group(checked, lambda r: (r["broker"], r["profile"])).items()}
@@ -194,6 +209,7 @@ def conformance(runs: list[dict]) -> list[dict]:
     return _order(out, "divergences", "rule", "broker", "profile", desc=("divergences",))
 
 
+@_table("flakiness")
 def flakiness(runs: list[dict]) -> list[dict]:
     keys = ("scenario", "seed", "broker")
     g = _group((r for r in runs if r["seed"] is not None), lambda r: (r["scenario"], r["seed"], r["broker"]))
@@ -222,6 +238,7 @@ def _and(a, b) -> bool | None:
     return True
 
 
+@_table("trends")
 def trends(runs: list[dict], suite: str = "nightly") -> list[dict]:
     g = _group((r for r in runs if r["suite"] == suite and r["date"] is not None), lambda r: (r["date"],))
     out = [_with_rates({"date": k[0], **_counts(rs), "lost": _sum(r["lost"] for r in rs),
@@ -233,6 +250,7 @@ def _cause(r: dict) -> str:
     return "unrecorded" if r["cause"] is None else r["cause"]
 
 
+@_table("scenarios")
 def scenarios(runs: list[dict]) -> list[dict]:
     per_cause: dict = defaultdict(list)
     for (scenario, cause), rs in _group((r for r in runs if r["verdict"] == "UNKNOWN"),
@@ -250,6 +268,7 @@ def scenarios(runs: list[dict]) -> list[dict]:
     return _order(out, "undecided", "scenario", desc=("undecided",))
 
 
+@_table("unknown_causes")
 def unknown_causes(runs: list[dict]) -> list[dict]:
     out = []
     for (cause,), rs in _group((r for r in runs if r["verdict"] == "UNKNOWN"),
@@ -259,6 +278,7 @@ def unknown_causes(runs: list[dict]) -> list[dict]:
     return _order(out, "runs", "cause", desc=("runs",))
 
 
+@_table("version_trends")
 def version_trends(runs: list[dict], dimensions: tuple[str, ...] = ("broker", "date")) -> list[dict]:
     out = []
     for dim in dimensions:
@@ -270,6 +290,7 @@ def version_trends(runs: list[dict], dimensions: tuple[str, ...] = ("broker", "d
     return _order(out, "scenario", "dimension", "value")
 
 
+@_table("scenario_flakiness")
 def scenario_flakiness(runs: list[dict]) -> list[dict]:
     seeds: dict = defaultdict(list)
     for (scenario, broker, _), rs in _group((r for r in runs if r["seed"] is not None),
@@ -291,6 +312,7 @@ def scenario_flakiness(runs: list[dict]) -> list[dict]:
 REGRESSION_SIDE = ("runs", "pass", "fail", "unknown", "fail_rate", "lost")
 
 
+@_table("regressions")
 def regressions(runs: list[dict], dimension: str, baseline: str, candidate: str) -> list[dict]:
     keys = ("suite", "scenario", "fault_kind")
 
