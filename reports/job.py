@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from harness.errors import HarnessError
-from reports import availability, gate, html, junit, s3a, tables, trends
+from reports import availability, gate, html, junit, rowtables, s3a, tables, trends
 from reports.gate import RULES, GateConfigError, load_config
 from reports.compact import is_local, local_path
 from reports.load import ReportInputError, load, timeline_events
@@ -32,6 +32,10 @@ from reports.spark import build_session, check_master, unreachable_master
 log = logging.getLogger("reports.job")
 
 TIMELINE_PARTITIONS = 8
+JUNIT_COLUMNS = ("run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr",
+                 "unclean", "path", "verdict", "reason", "cause", "failed_checks", "lost", "duplicates",
+                 "inconsistent_offsets", "last_t")
+RUN_ROW_COLUMNS = list(dict.fromkeys([*rowtables.COLUMNS, *JUNIT_COLUMNS, "run_dir", "acknowledged_writes"]))
 
 
 @dataclass
@@ -143,17 +147,21 @@ def _frame(spark, rows: list[dict], schema):
     return spark.createDataFrame([tuple(r[f] for f in schema.names) for r in rows], schema)
 
 
-def _timelines(spark, runs, limit: int) -> list[tuple[dict, dict]]:
-    """Timeline data for at most ``limit`` runs: FAIL first, then UNKNOWN, then PASS (newest first)."""
+TIMELINE_COLUMNS = ("run_dir", "run_id", "suite", "scenario", "broker", "verdict", "reason", "cause", "seed",
+                    "acknowledged_writes", "lost", "last_t")
+_PRIO = {"FAIL": 0, "UNKNOWN": 1}
+
+
+def _timelines(spark, run_rows: list[dict], limit: int) -> list[tuple[dict, dict]]:
+    """Timeline data for at most ``limit`` runs (of the collected per-run rows): FAIL first, then
+    UNKNOWN, then PASS (newest first: ``run_id`` descending, nulls last)."""
     from pyspark.sql import functions as F  # lazy: PySpark
     from pyspark.storagelevel import StorageLevel
 
     if limit <= 0:
         return []
-    prio = F.when(F.col("verdict") == "FAIL", 0).when(F.col("verdict") == "UNKNOWN", 1).otherwise(2)
-    chosen = _rows(runs.orderBy(prio, F.desc("run_id")).limit(limit)
-                   .select("run_dir", "run_id", "suite", "scenario", "broker", "verdict", "reason", "cause", "seed",
-                           "acknowledged_writes", "lost", "last_t"))
+    ordered = sorted(run_rows, key=lambda r: (_PRIO.get(r["verdict"], 2), rowtables.Desc(r["run_id"])))
+    chosen = [{c: r[c] for c in TIMELINE_COLUMNS} for r in ordered[:limit]]
     if not chosen:
         return []
     ids = [r["run_dir"] for r in chosen]
@@ -257,8 +265,6 @@ def reason_category(reason: str) -> str:
 
 def run_report(spark, opts: Options) -> dict:
     """Build every output for ``opts`` on ``spark``; return the summary (with ``exit_code``)."""
-    from pyspark.sql import functions as F  # lazy: PySpark
-
     t_start = time.time()
     timings: dict[str, float] = {}
     lap_t = [t_start]
@@ -286,55 +292,38 @@ def run_report(spark, opts: Options) -> dict:
     derived = loaded.derived
     recovery = availability.fault_recovery(derived, runs).cache()
     windows = availability.unavailability_windows(derived, runs).cache()
-    dfs = {
-        "pass_fail_matrix": tables.pass_fail_matrix(runs),
-        "durability": tables.durability(runs),
-        "availability": tables.availability(recovery, windows),
-        "conformance": tables.conformance(runs),
-        "flakiness": tables.flakiness(runs),
-        "trends": tables.trends(runs, opts.nightly_suite),
-        "scenarios": tables.scenarios(runs),
-        "unknown_causes": tables.unknown_causes(runs),
-        "version_trends": trends.version_trends(runs),
-        "scenario_flakiness": trends.scenario_flakiness(runs),
-    }
-    # One job for the totals and the values of the two compared dimensions (pick_pair ignores nulls).
-    totals_row = runs.agg(
-        F.count(F.lit(1)).alias("runs"),
-        F.sum((F.col("verdict") == "PASS").cast("long")).alias("pass"),
-        F.sum((F.col("verdict") == "FAIL").cast("long")).alias("fail"),
-        F.sum((F.col("verdict") == "UNKNOWN").cast("long")).alias("unknown"),
-        F.sum(F.col("coverage_short").cast("long")).alias("coverage_short"),
-        F.sum("acknowledged_writes").alias("acknowledged_writes"),
-        F.sum("lost").alias("lost"), F.sum("lost_allowed").alias("lost_allowed"),
-        F.sum(F.col("lost") - F.coalesce("lost_allowed", F.lit(0))).alias("lost_not_allowed"),
-        F.sum("duplicates").alias("duplicates"),
-        F.sum("inconsistent_offsets").alias("inconsistent_offsets"),
-        F.sum(F.size("divergence_rules")).alias("conformance_divergences"),
-        F.sum(F.col("lost").isNull().cast("long")).alias("runs_without_durability_checks"),
-        F.sum("n_events").alias("events"),
-        F.collect_set("broker").alias("_broker"), F.collect_set("harness_version").alias("_harness_version"),
-    ).collect()[0].asDict()
-    regs, compared = [], []
+    avail = tables.availability(recovery, windows)
+    # The per-run rows are collected once (one job); the totals and every table but availability are
+    # grouped from them on the driver (reports/rowtables.py: the same rows and schemas as the Spark
+    # definitions in reports/tables.py and reports/trends.py), instead of one or more Spark jobs per table.
+    run_rows = _rows(runs.select(*RUN_ROW_COLUMNS))
+    totals_row = rowtables.totals(run_rows)
+    compared, pairs = [], []
     for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
                       ("harness_version", opts.baseline_harness, opts.candidate_harness)):
         values = totals_row.pop("_" + dim)
         pair = tables.pick_pair(values, b, c)
         if pair:
             compared.append({"dimension": dim, "baseline": pair[0], "candidate": pair[1]})
-            regs.append(tables.regressions(runs, dim, *pair))
-    if regs:
-        reg = regs[0]
-        for r in regs[1:]:
-            reg = reg.unionByName(r, allowMissingColumns=True)
-        dfs["regressions"] = reg
-    # Independent small jobs: submit them concurrently (Spark schedules jobs from several threads).
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        collected = dict(zip(dfs, pool.map(_rows, dfs.values())))
+            pairs.append((dim, *pair))
+    collected = {
+        "pass_fail_matrix": rowtables.pass_fail_matrix(run_rows),
+        "durability": rowtables.durability(run_rows),
+        "availability": _rows(avail),
+        "conformance": rowtables.conformance(run_rows),
+        "flakiness": rowtables.flakiness(run_rows),
+        "trends": rowtables.trends(run_rows, opts.nightly_suite),
+        "scenarios": rowtables.scenarios(run_rows),
+        "unknown_causes": rowtables.unknown_causes(run_rows),
+        "version_trends": rowtables.version_trends(run_rows),
+        "scenario_flakiness": rowtables.scenario_flakiness(run_rows),
+    }
+    if pairs:
+        collected["regressions"] = [r for dim, b, c in pairs for r in rowtables.regressions(run_rows, dim, b, c)]
     # Each table is computed once: its Parquet copy is written from the rows collected here (aggregates:
-    # a few rows each), with the schema the table itself would be written with, instead of running its
-    # shuffle stages again.
-    dfs = {name: _frame(spark, collected[name], _written_schema(df)) for name, df in dfs.items()}
+    # a few rows each), with the schema the table itself would be written with.
+    dfs = {name: _frame(spark, rows, _written_schema(avail) if name == "availability"
+                        else rowtables.schema(rowtables.SCHEMAS[name])) for name, rows in collected.items()}
     collected.setdefault("regressions", [])
     dfs["first_failures"], collected["first_failures"] = trends.first_failures(spark, collected["version_trends"])
     lap("tables")
@@ -381,14 +370,10 @@ def run_report(spark, opts: Options) -> dict:
                           jobs))
         lap("parquet")
 
-    timelines = _timelines(spark, runs, opts.max_timelines)
+    timelines = _timelines(spark, run_rows, opts.max_timelines)
     (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped, out=out), encoding="utf-8")
     lap("html")
-    junit_runs = (r.asDict() for r in runs.select(
-        "run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr", "unclean",
-        "path", "verdict", "reason", "cause", "failed_checks", "lost", "duplicates", "inconsistent_offsets", "last_t")
-        .toLocalIterator())
-    junit.write(out / "junit.xml", list(junit_runs), loaded.skipped)
+    junit.write(out / "junit.xml", [{c: r[c] for c in JUNIT_COLUMNS} for r in run_rows], loaded.skipped)
     lap("junit")
     summary["seconds"] = round(time.time() - t_start, 3)
     summary["timings"] = timings
