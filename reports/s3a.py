@@ -26,13 +26,18 @@ from harness.storage import ENDPOINT_ENV, is_remote, open_store
 
 CACHE = Path(os.environ.get("KAFKA_CHAOS_SPARK_JARS") or Path.home() / ".cache" / "kafka-chaos" / "spark-jars")
 MAVEN = os.environ.get("KAFKA_CHAOS_MAVEN", "https://repo1.maven.org/maven2")
-# Hadoop version -> (group path, artifact, version) of the AWS SDK its hadoop-aws was built with
-# (hadoop-project-<V>.pom: aws-java-sdk-v2.version, or aws-java-sdk.version before 3.4).
+# Hadoop version -> the (group path, artifact, version) of each jar its hadoop-aws needs at run time
+# beside it: the AWS SDK it was built with (hadoop-project-<V>.pom: aws-java-sdk-v2.version, or
+# aws-java-sdk.version before 3.4) and, from 3.5, the S3 analytics accelerator (hadoop-aws-3.5.0.pom
+# has it at compile scope; amazon-s3-analyticsaccelerator-s3.version). pyspark 4.1+ carries Hadoop 3.4.x
+# or 3.5.0 (4.3.0: hadoop-client-api-3.5.0.jar).
 SDK_BUNDLES = {
-    "3.4.1": ("software/amazon/awssdk", "bundle", "2.24.6"),
-    "3.4.0": ("software/amazon/awssdk", "bundle", "2.23.19"),
-    "3.3.6": ("com/amazonaws", "aws-java-sdk-bundle", "1.12.367"),
-    "3.3.4": ("com/amazonaws", "aws-java-sdk-bundle", "1.12.262"),
+    "3.5.0": (("software/amazon/awssdk", "bundle", "2.35.4"),
+              ("software/amazon/s3/analyticsaccelerator", "analyticsaccelerator-s3", "1.3.1")),
+    "3.4.1": (("software/amazon/awssdk", "bundle", "2.24.6"),),
+    "3.4.0": (("software/amazon/awssdk", "bundle", "2.23.19"),),
+    "3.3.6": (("com/amazonaws", "aws-java-sdk-bundle", "1.12.367"),),
+    "3.3.4": (("com/amazonaws", "aws-java-sdk-bundle", "1.12.262"),),
 }
 
 
@@ -83,7 +88,7 @@ def ensure_jars(cache: Path = CACHE) -> list[Path]:
     if hv not in SDK_BUNDLES:
         raise S3aError(f"Hadoop {hv} (inside pyspark): no known AWS SDK bundle for its hadoop-aws; "
                        f"known: {', '.join(SDK_BUNDLES)}")
-    return [_fetch("org/apache/hadoop", "hadoop-aws", hv, cache), _fetch(*SDK_BUNDLES[hv], cache)]
+    return [_fetch("org/apache/hadoop", "hadoop-aws", hv, cache), *(_fetch(*j, cache) for j in SDK_BUNDLES[hv])]
 
 
 def to_s3a(url: str) -> str:
