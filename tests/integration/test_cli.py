@@ -13,6 +13,7 @@ import time
 import pytest
 
 from harness.cleanup import list_clusters, reap_orphans
+from tests.subproc import sigint_default
 
 pytestmark = pytest.mark.docker
 
@@ -157,7 +158,7 @@ def test_ctrl_c_during_cluster_up_removes_the_cluster(kc_image):
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name,
                              "--broker-image", kc_image.tag],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "KAFKA_CHAOS_QUIET": "0"})
+                            env={**os.environ, "KAFKA_CHAOS_QUIET": "0"}, preexec_fn=sigint_default)
     deadline = time.monotonic() + 60
     while name not in list_clusters() and time.monotonic() < deadline:
         time.sleep(0.2)

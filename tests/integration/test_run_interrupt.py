@@ -14,6 +14,7 @@ from harness import docker_util
 from harness.cleanup import list_clusters
 from harness.runner import run_cluster_name
 from harness.record import read_run
+from tests.subproc import sigint_default
 
 pytestmark = pytest.mark.docker
 
@@ -26,7 +27,7 @@ def _paused_nodes(cluster: str) -> list[str]:
 def test_ctrl_c_mid_fault_heals_removes_and_records_unknown(kc_image, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "isr.pause_follower", "--runs-dir",
                              str(tmp_path), "--broker-image", kc_image.tag],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 240
         cluster = None

@@ -21,6 +21,7 @@ import pytest
 
 from harness import lifecycle, owner
 from harness.docker_util import LABEL, LABEL_OWNER_PID
+from tests.subproc import sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -130,7 +131,7 @@ def _start_run_until_fault(runs: Path, image: str, scenario: str = "broker_failo
     """A real `kafka-chaos run` subprocess, returned once its first fault is applied (and its tmp dir)."""
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", scenario, "--runs-dir", str(runs),
                              "--broker-image", image], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=sigint_default)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         for tmp in runs.glob(".tmp-*"):
