@@ -19,7 +19,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .distribution_services import ServiceError, ServiceSpec, check_template, parse_services
+from .distribution_services import ServiceError, ServiceSpec, check_template, parse_command, parse_env
+from .distribution_services import parse_services
 from .distribution_services import render as render_template
 from .errors import HarnessError, NeverServes
 
@@ -69,14 +70,6 @@ def _err(path: Path, key: str, what: str) -> DistributionFileError:
     return DistributionFileError(f"distribution file {path}: {key}: {what}")
 
 
-def _check_template(path: Path, key: str, text, services: tuple[str, ...] = ()) -> str:
-    """A broker template: :data:`PLACEHOLDERS` and ``{service.<name>.<attr>}`` of the declared services."""
-    try:
-        return check_template(key, text, PLACEHOLDERS, services)
-    except ServiceError as e:
-        raise _err(path, e.key, e.what) from None
-
-
 def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> DistributionSpec:
     """Check a parsed TOML document (``capability_names``: the known capability ids, when checked)."""
     unknown = sorted(set(doc) - _KNOWN_KEYS)
@@ -121,22 +114,11 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
         raise _err(path, "node_ids" if "node_ids" in doc else "nodes",
                    f"layout single-node runs one container with one node id in this harness version, "
                    f"not {len(node_ids)}")
-    command = doc.get("command")
-    if command is not None:
-        if isinstance(command, str):
-            command = command.split()
-        if not isinstance(command, list) or not command:
-            raise _err(path, "command", "expected a non-empty list of strings (or one string)")
-        command = tuple(_check_template(path, f"command[{i}]", c, names) for i, c in enumerate(command))
-    env = doc.get("env", {})
-    if not isinstance(env, dict):
-        raise _err(path, "env", "expected a table of NAME = \"template\"")
-    for k, v in env.items():
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
-            raise _err(path, f"env.{k}", "not a valid environment variable name")
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            v = str(v)
-        env[k] = _check_template(path, f"env.{k}", v, names)
+    try:
+        command = parse_command("command", doc.get("command"), lambda k, t: check_template(k, t, PLACEHOLDERS, names))
+        env = parse_env("env", doc.get("env", {}), lambda k, t: check_template(k, t, PLACEHOLDERS, names))
+    except ServiceError as e:
+        raise _err(path, e.key, e.what) from None
     caps = doc.get("capabilities")
     if caps is not None:
         if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):

@@ -105,24 +105,27 @@ def check_template(key: str, text, plain: tuple[str, ...], services: tuple[str, 
     return text
 
 
-def _command(key: str, raw) -> list | None:
+def parse_command(key: str, raw, check) -> tuple[str, ...] | None:
+    """A ``command`` value (a list of templates, or one string split on blanks), each checked by
+    ``check(key, template)``; None when absent. Shared by the brokers' and the services' commands."""
     if raw is None:
         return None
     if isinstance(raw, str):
         raw = raw.split()
     if not isinstance(raw, list) or not raw:
         raise ServiceError(key, "expected a non-empty list of strings (or one string)")
-    return raw
+    return tuple(check(f"{key}[{i}]", c) for i, c in enumerate(raw))
 
 
-def _env(key: str, raw) -> dict:
+def parse_env(key: str, raw, check) -> dict[str, str]:
+    """An ``env`` table of NAME = template (numbers become strings), each checked by ``check(key, template)``."""
     if not isinstance(raw, dict):
         raise ServiceError(key, "expected a table of NAME = \"template\"")
     out = {}
     for k, v in raw.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
             raise ServiceError(f"{key}.{k}", "not a valid environment variable name")
-        out[k] = str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        out[k] = check(f"{key}.{k}", str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
     return out
 
 
@@ -168,12 +171,10 @@ def parse_services(raw) -> tuple[ServiceSpec, ...]:
         line = s.get("ready_log_line", "")
         if not isinstance(line, str):
             raise ServiceError(f"{key}.ready_log_line", "expected a string")
-        plain, svcs = SERVICE_PLACEHOLDERS, tuple(names)
-        command = _command(f"{key}.command", s.get("command"))
-        if command is not None:
-            command = tuple(check_template(f"{key}.command[{j}]", c, plain, svcs) for j, c in enumerate(command))
-        env = {k: check_template(f"{key}.env.{k}", v, plain, svcs)
-               for k, v in _env(f"{key}.env", s.get("env", {})).items()}
+        def check(k, text, svcs=tuple(names)):
+            return check_template(k, text, SERVICE_PLACEHOLDERS, svcs)
+        command = parse_command(f"{key}.command", s.get("command"), check)
+        env = parse_env(f"{key}.env", s.get("env", {}), check)
         out.append(ServiceSpec(name=s["name"], role=role, image=image.strip() if image else None, command=command,
                                env=env, ready_log_line=line, count=count, port=port,
                                description=str(s.get("description", ""))))
