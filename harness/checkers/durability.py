@@ -79,6 +79,7 @@ class _Judge:
         self._unclean_cfg: dict[str, bool] = {}
         self.has_drain = bool(scan.ends) or scan.n_drain > 0
         self.lossy_tps: set = set()  # partitions where the configuration permits loss / truncation
+        self._txn_sorted: dict = {}  # tp -> the txn log's (commit t, ISR size) in time order, sorted once
 
     # -- allowances ------------------------------------------------------------------------
     def unclean(self, tp) -> str | None:
@@ -337,11 +338,13 @@ class _Judge:
         of the ack's life (invoke to ok, widened by TXNLOG_MARGIN_S)? The watch sees only the latest state
         when it re-reads a znode, so it can miss a short expansion: then the window it drew is wrong there,
         and the broker may have acknowledged the write under the larger ISR."""
-        states = self.scan.txn_isr.get((v["topic"], v["partition"]))
+        tp = (v["topic"], v["partition"])
+        states = self._txn_sorted.get(tp)
+        if states is None:
+            states = self._txn_sorted[tp] = sorted(self.scan.txn_isr.get(tp, ()))
         if not states:
             return False
         lo, hi, need = v["invoke_t"] - TXNLOG_MARGIN_S, v["ok_t"] + TXNLOG_MARGIN_S, v["min_isr"]
-        states = sorted(states)
         i = bisect.bisect_right(states, (lo, math.inf))
         if i and states[i - 1][1] >= need:       # the state in effect when the write was sent
             return True
