@@ -11,7 +11,7 @@ stopped, died) and its idempotent producer id and epoch, read from librdkafka's 
 
 from __future__ import annotations
 
-from harness.clientlog import with_logger
+from harness.clientlog import client_logger, with_logger
 
 import json
 import sys
@@ -22,6 +22,7 @@ from typing import Callable
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from .config import WorkloadConfig
+from .implicit_ack import IMPLICIT_UNCONFIRMED, EosLog, ImplicitAcks
 from .outcomes import FAIL, INFO, classify_delivery_error, error_name, msg_leader_epoch, single_attempt
 
 Emit = Callable[..., object]
@@ -83,6 +84,7 @@ class ProducerProcess:
         self._fatal_recorded = False   # a client.life fatal event for the current instance
         self._instance = 0             # 0: the first Producer, n: its n-th re-creation
         self._pid: tuple | None = None  # (producer_id, producer_epoch, epoch_cnt) last recorded
+        self._acks: ImplicitAcks | None = None  # the current instance's implicit acks (idempotent only)
         self._halt = threading.Event()  # set by crash(): end abruptly
         self._last_completion = time.monotonic()
         self._busy_since = time.monotonic()
@@ -92,10 +94,12 @@ class ProducerProcess:
 
     # -- recording -----------------------------------------------------------------------------
     def _record(self, phase: str, op_id: int, value: str, partition: int | None = None,
-                offset: int | None = None, error: str | None = None, leader_epoch: int | None = None) -> None:
+                offset: int | None = None, error: str | None = None, leader_epoch: int | None = None,
+                **extra) -> None:
         self.counts[phase] += 1
         self.emit("client", process=self.name, f="send", phase=phase, op_id=op_id, topic=self.cfg.topic,
-                  partition=partition, offset=offset, value=value, error=error, leader_epoch=leader_epoch)
+                  partition=partition, offset=offset, value=value, error=error, leader_epoch=leader_epoch,
+                  **extra)
 
     def life(self, state: str, error: str | None = None, **extra) -> None:
         """Record a ``client.life`` event of this producer."""
@@ -137,6 +141,14 @@ class ProducerProcess:
             conf["stats_cb"] = self._on_stats
         self._fatal_recorded = False
         self._pid = None
+        self._acks = None
+        if conf.get("enable.idempotence") in (True, "true") and "logger" not in conf:
+            # librdkafka's eos debug lines tell its implicit acks from the broker's (implicit_ack.py)
+            instance = self._instance
+            self._acks = ImplicitAcks(self.cfg.topic, lambda **kw: self.emit(
+                "client.implicit_ack", process=self.name, topic=self.cfg.topic, instance=instance, **kw))
+            conf["logger"] = EosLog(client_logger(), self._acks)
+            conf.setdefault("debug", "eos")
         return Producer(with_logger(conf))
 
     def _check_stall(self, producer: Producer) -> None:
@@ -166,9 +178,17 @@ class ProducerProcess:
             self.life("started", None, after="stalled", instance=self._instance)
         if err is None:
             off = msg.offset()
-            self._record("ok", op_id, value, partition=msg.partition(),
-                         offset=off if off is not None and off >= 0 else None,
-                         leader_epoch=msg_leader_epoch(msg))
+            off = off if off is not None and off >= 0 else None
+            how = self._acks.classify(msg.partition(), off) if self._acks is not None else "broker"
+            if how == "unconfirmed":  # librdkafka's inference, no broker acknowledged it
+                self._record(INFO, op_id, value, partition=msg.partition(), error=IMPLICIT_UNCONFIRMED,
+                             client_said="delivered")
+            elif how == "implicit":
+                self._record("ok", op_id, value, partition=msg.partition(), offset=None,
+                             leader_epoch=msg_leader_epoch(msg), ack="implicit")
+            else:
+                self._record("ok", op_id, value, partition=msg.partition(), offset=off,
+                             leader_epoch=msg_leader_epoch(msg))
             return
         if err.fatal():
             self._fatal = True
