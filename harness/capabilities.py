@@ -42,7 +42,8 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("restart", "Broker restart", ("restart",)),
     Capability("reassignment", "Partition reassignment", ("reassignment",),
                needs_apis=(("AlterPartitionReassignments", 45), ("ListPartitionReassignments", 46),
-                           ("IncrementalAlterConfigs", 44))),     # 44: the throttle, set from the host
+                           ("IncrementalAlterConfigs", 44),       # 44: the throttle, set from the host
+                           ("DescribeLogDirs", 35))),             # 35: a removed replica is deleted
     Capability("preferred_election", "Preferred leader election and controlled shutdown", ("preferred_election",),
                needs_apis=(("ElectLeaders", 43),)),
     Capability("zookeeper", "ZooKeeper faults", ("zookeeper",), needs_role="zookeeper"),

@@ -1,8 +1,8 @@
 """A small blocking Kafka protocol client over one TCP connection to a broker on 127.0.0.1.
 
 It speaks only the requests in :mod:`harness.protocol.messages` (ApiVersions, Metadata v7+,
-DescribeQuorum, ListPartitionReassignments, AlterPartitionReassignments, DescribeTopicPartitions,
-FindCoordinator) and negotiates each version with ApiVersions. Every socket operation is bounded by
+DescribeQuorum, ListPartitionReassignments, AlterPartitionReassignments, DescribeLogDirs,
+DescribeTopicPartitions, FindCoordinator) and negotiates each version with ApiVersions. Every socket operation is bounded by
 ``timeout`` seconds; any failure (refused, reset, timed out, malformed answer) closes the connection
 and raises :class:`ProtocolError` naming the address and request, so a caller sampling a cluster
 under faults can record the error and try again later.
@@ -218,6 +218,15 @@ class ProtocolClient:
                               f"AlterPartitionReassignments v{v}")
         return self._decode(m.decode_alter_partition_reassignments_response, body, v,
                             "AlterPartitionReassignments")
+
+    def describe_log_dirs(self, topics: dict[str, list[int]] | None = None) -> m.LogDirsResult:
+        """DescribeLogDirs: the replicas this broker holds (all, or of ``{topic: [partitions]}``), per
+        log directory. Each broker answers for itself only."""
+        v = self._version(m.API_DESCRIBE_LOG_DIRS, m.DESCRIBE_LOG_DIRS_VERSIONS, "DescribeLogDirs")
+        body = self.roundtrip(m.API_DESCRIBE_LOG_DIRS, v,
+                              lambda cid: m.encode_describe_log_dirs_request(v, cid, self.client_id, topics),
+                              f"DescribeLogDirs v{v}")
+        return self._decode(m.decode_describe_log_dirs_response, body, v, "DescribeLogDirs")
 
     def find_coordinator(self, key: str, key_type: str | int = "group") -> m.CoordinatorInfo:
         """FindCoordinator: the broker coordinating group ``key`` (``key_type`` "group") or transactional

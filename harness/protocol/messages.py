@@ -9,12 +9,8 @@ decoded by hand from the message schemas in apache/kafka
 * **DescribeQuorum** (key 55, v0–v2, always flexible): the KRaft quorum leader, its epoch, the high
   watermark and each voter's log end offset. (In KRaft the Metadata ``ControllerId`` is a random
   live broker, controller-spec §9.8, and confluent-kafka's ``describe_cluster`` reports the same.)
-* **ListPartitionReassignments** (key 46, v0, flexible): ongoing reassignments with their adding and
-  removing replicas (spec §7.9, §9.6); confluent-kafka 2.16 has no such Admin call.
-* **AlterPartitionReassignments** (key 45, v0, flexible): start, replace or cancel (null replicas)
-  reassignments and read the controller's own validation per partition (spec §7.3, §9.6); the
-  reassignment tool checks broker ids against DescribeCluster first, so a refusal by the controller
-  itself is seen only through this request.
+* **ListPartitionReassignments**, **AlterPartitionReassignments**, **DescribeLogDirs**: the
+  administrative requests, in :mod:`.admin_messages` (re-exported here).
 * **FindCoordinator** (key 10, v1–v6; v3+ flexible, v4+ batched ``CoordinatorKeys``): the broker that
   coordinates a consumer group (key type 0) or a ``transactional.id`` (key type 1), i.e. the leader of
   its ``__consumer_offsets`` / ``__transaction_state`` partition (read at the apache/kafka mirror's HEAD,
@@ -37,16 +33,12 @@ from .wire import DecodeError, Reader, Writer
 API_METADATA = 3
 API_FIND_COORDINATOR = 10
 API_API_VERSIONS = 18
-API_ALTER_PARTITION_REASSIGNMENTS = 45
-API_LIST_PARTITION_REASSIGNMENTS = 46
 API_DESCRIBE_QUORUM = 55
 API_DESCRIBE_TOPIC_PARTITIONS = 75
 
 METADATA_VERSIONS = (7, 12)          # v7 is the first with LeaderEpoch
 API_VERSIONS_VERSIONS = (0, 3)
 DESCRIBE_QUORUM_VERSIONS = (0, 2)
-LIST_PARTITION_REASSIGNMENTS_VERSIONS = (0, 0)
-ALTER_PARTITION_REASSIGNMENTS_VERSIONS = (0, 0)
 DESCRIBE_TOPIC_PARTITIONS_VERSIONS = (0, 0)
 FIND_COORDINATOR_VERSIONS = (1, 6)       # v0 (deprecated) has no key type
 COORDINATOR_KEY_TYPES = {"group": 0, "transaction": 1}
@@ -104,7 +96,7 @@ def response_header_flexible(api_key: int, api_version: int) -> bool:
 def request_flexible(api_key: int, api_version: int) -> bool:
     return {API_METADATA: api_version >= 9, API_API_VERSIONS: api_version >= 3,
             API_DESCRIBE_QUORUM: True, API_LIST_PARTITION_REASSIGNMENTS: True,
-            API_ALTER_PARTITION_REASSIGNMENTS: True,
+            API_ALTER_PARTITION_REASSIGNMENTS: True, API_DESCRIBE_LOG_DIRS: api_version >= 2,
             API_DESCRIBE_TOPIC_PARTITIONS: True, API_FIND_COORDINATOR: api_version >= 3}[api_key]
 
 
@@ -368,126 +360,6 @@ def decode_describe_quorum_response(body: bytes, version: int) -> QuorumInfo:
                       p["hw"], p["voters"], p["observers"])
 
 
-# -- ListPartitionReassignments ------------------------------------------------------------------
-@dataclass
-class OngoingReassignment:
-    topic: str
-    partition: int
-    replicas: list[int]
-    adding_replicas: list[int]
-    removing_replicas: list[int]
-
-
-@dataclass
-class ReassignmentsResult:
-    error: str | None
-    error_message: str | None
-    partitions: list[OngoingReassignment]
-    throttle_time_ms: int = 0
-
-
-def encode_list_partition_reassignments_request(version: int, correlation_id: int, client_id: str | None,
-                                                topics: dict[str, list[int]] | None = None,
-                                                timeout_ms: int = 10000) -> bytes:
-    """``topics=None`` lists every ongoing reassignment; else only those of {topic: [partitions]}."""
-    _check_version("ListPartitionReassignments", version, LIST_PARTITION_REASSIGNMENTS_VERSIONS)
-    w = Writer()
-    encode_request_header(w, API_LIST_PARTITION_REASSIGNMENTS, version, correlation_id, client_id, flexible=True)
-
-    def topic(ww: Writer, item: tuple[str, list[int]]) -> None:
-        ww.string(item[0], compact=True).array(list(item[1]), lambda x, p: x.int32(p), compact=True)
-        ww.empty_tagged_fields()
-
-    w.int32(timeout_ms)
-    w.array(None if topics is None else sorted(topics.items()), topic, compact=True)
-    w.empty_tagged_fields()
-    return w.bytes()
-
-
-def decode_list_partition_reassignments_response(body: bytes, version: int) -> ReassignmentsResult:
-    _check_version("ListPartitionReassignments", version, LIST_PARTITION_REASSIGNMENTS_VERSIONS)
-    r = Reader(body)
-    throttle, err, msg = r.int32(), r.int16(), r.string(True)
-
-    def int32s(rr: Reader) -> list[int]:
-        return rr.array(lambda x: x.int32(), True) or []
-
-    def topic(rr: Reader) -> list[OngoingReassignment]:
-        name = rr.string(True) or ""
-
-        def part(pr: Reader) -> OngoingReassignment:
-            o = OngoingReassignment(name, pr.int32(), int32s(pr), int32s(pr), int32s(pr))
-            pr.tagged_fields()
-            return o
-
-        parts = rr.array(part, True) or []
-        rr.tagged_fields()
-        return parts
-
-    topics = r.array(topic, True) or []
-    r.tagged_fields()
-    r.expect_end(f"ListPartitionReassignments v{version} response")
-    return ReassignmentsResult(error_name(err), msg, [o for t in topics for o in t], throttle)
-
-
-# -- AlterPartitionReassignments -----------------------------------------------------------------
-@dataclass
-class AlterReassignmentsResult:
-    error: str | None                        # the request's own error (e.g. NOT_CONTROLLER)
-    error_message: str | None
-    partitions: dict[tuple[str, int], tuple[str | None, str | None]]   # (topic, p) → (error, message)
-    throttle_time_ms: int = 0
-
-
-def encode_alter_partition_reassignments_request(version: int, correlation_id: int, client_id: str | None,
-                                                 targets: dict[tuple[str, int], list[int] | None],
-                                                 timeout_ms: int = 60000) -> bytes:
-    """``targets``: ``{(topic, partition): replicas}``; ``None`` replicas cancel that partition's
-    reassignment. Topics and partitions in sorted order."""
-    _check_version("AlterPartitionReassignments", version, ALTER_PARTITION_REASSIGNMENTS_VERSIONS)
-    w = Writer()
-    encode_request_header(w, API_ALTER_PARTITION_REASSIGNMENTS, version, correlation_id, client_id, flexible=True)
-    by_topic: dict[str, list[tuple[int, list[int] | None]]] = {}
-    for (t, p), reps in sorted(targets.items()):
-        by_topic.setdefault(t, []).append((int(p), None if reps is None else [int(r) for r in reps]))
-
-    def part(ww: Writer, item: tuple[int, list[int] | None]) -> None:
-        ww.int32(item[0]).array(item[1], lambda x, r: x.int32(r), compact=True)
-        ww.empty_tagged_fields()
-
-    def topic(ww: Writer, item: tuple[str, list]) -> None:
-        ww.string(item[0], compact=True).array(item[1], part, compact=True)
-        ww.empty_tagged_fields()
-
-    w.int32(timeout_ms)
-    w.array(sorted(by_topic.items()), topic, compact=True)
-    w.empty_tagged_fields()
-    return w.bytes()
-
-
-def decode_alter_partition_reassignments_response(body: bytes, version: int) -> AlterReassignmentsResult:
-    _check_version("AlterPartitionReassignments", version, ALTER_PARTITION_REASSIGNMENTS_VERSIONS)
-    r = Reader(body)
-    throttle, err, msg = r.int32(), r.int16(), r.string(True)
-
-    def topic(rr: Reader) -> list[tuple[tuple[str, int], tuple[str | None, str | None]]]:
-        name = rr.string(True) or ""
-
-        def part(pr: Reader):
-            idx, code, pmsg = pr.int32(), pr.int16(), pr.string(True)
-            pr.tagged_fields()
-            return (name, idx), (error_name(code), pmsg)
-
-        parts = rr.array(part, True) or []
-        rr.tagged_fields()
-        return parts
-
-    topics = r.array(topic, True) or []
-    r.tagged_fields()
-    r.expect_end(f"AlterPartitionReassignments v{version} response")
-    return AlterReassignmentsResult(error_name(err), msg, dict(x for t in topics for x in t), throttle)
-
-
 # -- DescribeTopicPartitions ---------------------------------------------------------------------
 @dataclass
 class TopicPartitionsResult:
@@ -609,3 +481,15 @@ def decode_find_coordinator_response(body: bytes, version: int, key: str = "", k
     if not coords:
         raise DecodeError("FindCoordinator response names no coordinator")
     return next((c for c in coords if c.key == key), coords[0])
+
+
+# The administrative requests live in their own module; re-exported so ``messages`` stays the one
+# place callers import request codecs from (imported last: it uses the header helpers above).
+from .admin_messages import (ALTER_PARTITION_REASSIGNMENTS_VERSIONS, API_ALTER_PARTITION_REASSIGNMENTS,  # noqa: E402
+                             API_DESCRIBE_LOG_DIRS, API_LIST_PARTITION_REASSIGNMENTS, DESCRIBE_LOG_DIRS_VERSIONS,
+                             LIST_PARTITION_REASSIGNMENTS_VERSIONS, AlterReassignmentsResult, LogDir, LogDirsResult,
+                             OngoingReassignment, ReassignmentsResult,
+                             decode_alter_partition_reassignments_response, decode_describe_log_dirs_response,
+                             decode_list_partition_reassignments_response,
+                             encode_alter_partition_reassignments_request, encode_describe_log_dirs_request,
+                             encode_list_partition_reassignments_request)

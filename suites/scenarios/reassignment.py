@@ -59,6 +59,8 @@ from confluent_kafka import Producer
 from harness import admin_ops as ao
 from harness import admin_tool
 from harness.control_history import of_partition
+from harness.errors import HarnessError
+from harness.protocol import ProtocolClient, ProtocolError, UnsupportedApi
 from harness.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, state
@@ -208,19 +210,31 @@ def via_znode(ctx: RunContext) -> None:
 
 
 def _expect_replica_deleted(ctx: RunContext, broker: int, tp: str, why: str, timeout_s: float = 60.0) -> None:
-    """Expect broker ``broker`` to remove the log directory of ``tp`` (renamed ``<tp>.<id>-delete``, then
-    deleted) within ``timeout_s``; on failure the detail holds the directory listing and the broker's
-    log lines about ``tp``."""
-    node = ctx.cluster.brokers[broker]
+    """Expect broker ``broker`` to stop holding a replica of ``tp`` within ``timeout_s``, as the broker
+    itself says through DescribeLogDirs (its log manager drops the log when it renames the directory
+    ``<tp>.<id>-delete``; harness/protocol/admin_messages.py). On failure the detail holds the broker's
+    answer and its log lines about ``tp``; a broker that never answers is a harness problem (UNKNOWN)."""
+    topic, part = tp.rsplit("-", 1)
+    port = ctx.cluster.brokers[broker].host_port
     deadline = time.monotonic() + timeout_s
+    hosted, last_err = None, None
     while True:
-        names = node.exec(["ls", "/var/lib/kafka/data"])[1].split()
-        if tp not in names or time.monotonic() >= deadline:
+        try:
+            with ProtocolClient(port=port, timeout=5.0) as c:
+                hosted = c.describe_log_dirs({topic: [int(part)]}).hosted()
+        except UnsupportedApi:
+            raise
+        except ProtocolError as e:
+            last_err = str(e)
+        gone = hosted is not None and (topic, int(part)) not in hosted
+        if gone or time.monotonic() >= deadline:
             break
         ctx.sleep(1.0)
-    gone = tp not in names
-    detail = None if gone else {"ls": names, "log": [ln for ln in node.logs(tail=3000).splitlines()
-                                                     if tp in ln][-25:]}
+    if hosted is None:
+        raise HarnessError(f"broker {broker} never answered DescribeLogDirs in {timeout_s:.0f} s: {last_err}")
+    detail = None if gone else {"describe_log_dirs": sorted(f"{t}-{p}" for t, p in hosted),
+                                "log": [ln for ln in ctx.cluster.brokers[broker].logs(tail=3000).splitlines()
+                                        if tp in ln][-25:]}
     ctx.expect(f"broker {broker} deleted its {tp} replica ({why})", gone, detail)
 
 

@@ -175,6 +175,13 @@ def test_rf3_topic_produces_and_consumes(kraft):
     for p in t.partitions:
         assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isr) == [1, 2, 3] and p.leader_epoch == 0
     assert_round_trip(kraft.bootstrap_servers, topic, 200, 60)
+    # each broker says it holds a replica of every partition (DescribeLogDirs), with the data written
+    from harness.protocol import ProtocolClient
+    for b, node in kraft.brokers.items():
+        with ProtocolClient(port=node.host_port, timeout=5) as c:
+            dirs = c.describe_log_dirs({topic: [0, 1, 2]})
+        assert dirs.hosted() == {(topic, 0), (topic, 1), (topic, 2)}, (b, dirs)
+        assert sum(size for d in dirs.dirs for size in d.partitions.values()) > 0, (b, dirs)  # 200 records
 
 
 def test_sampler_sees_the_leader_epoch_rise_when_the_leader_is_killed(kraft):

@@ -321,3 +321,34 @@ def test_describe_topic_partitions_last_page():
     body = h("00000000", "01", "ff", "00")                     # no topics, null cursor
     res = m.decode_describe_topic_partitions_response(body, 0)
     assert res.topics == [] and res.next_cursor is None
+
+
+# -- DescribeLogDirs (DescribeLogDirsRequest.json / DescribeLogDirsResponse.json) -------------------
+def test_describe_log_dirs_requests():
+    # v1: int16 strings / int32 arrays; null topics = every replica
+    assert m.encode_describe_log_dirs_request(1, 7, CLIENT, None) == h(
+        "0023 0001 00000007 0002 6b63", "ffffffff")
+    # v4: flexible header (client id stays int16-prefixed, then an empty tag section), compact arrays
+    assert m.encode_describe_log_dirs_request(4, 7, CLIENT, {"t": [0, 2]}) == h(
+        "0023 0004 00000007 0002 6b63 00", "02", "02 74", "03 00000000 00000002", "00", "00")
+
+
+def test_describe_log_dirs_response_v4_keeps_current_logs_apart_from_future_ones():
+    part = lambda idx, size, future: h(f"{idx:08x}", f"{size:016x}", "0000000000000000", "01" if future else "00", "00")
+    body = h("00000000", "0000",                                # throttle, top-level error
+             "02",                                              # one result
+             "0000", "05 2f642f6c",                             # no error, "/d/l"
+             "02", "02 74", "03") + part(0, 512, False) + part(2, 0, True) + h("00",   # topic t: 0 current, 2 future
+             "ffffffffffffffff", "0000000000001000", "00",      # total, usable bytes, result tags
+             "00")                                              # response tags
+    res = m.decode_describe_log_dirs_response(body, 4)
+    assert res.error is None and res.dirs[0].path == "/d/l" and res.dirs[0].error is None
+    assert res.dirs[0].partitions == {("t", 0): 512} and res.dirs[0].future == {("t", 2)}
+    assert res.hosted() == {("t", 0)}
+
+
+def test_describe_log_dirs_response_v1_reports_a_log_dir_error():
+    body = h("00000000", "00000001", "0009", "0002 2f64", "00000000")   # one dir "/d", error 9, no topics
+    res = m.decode_describe_log_dirs_response(body, 1)
+    assert res.error is None
+    assert res.dirs[0].error == "REPLICA_NOT_AVAILABLE" and res.hosted() == set()
