@@ -263,6 +263,7 @@ class FileDistribution(Distribution):
         self.services = self.spec.services
         if self.spec.zookeeper is not None:
             self.roles, self.controller_model, self.observation = ("broker", "zookeeper"), "zk", "zookeeper"
+            self.zk_txn_log_dir = f"{self.spec.zookeeper.txn_log_dir}/version-2"
         self._zookeepers = 1     # the ensemble size the cluster asked for (node_groups)
 
     def control_plane(self, cluster):

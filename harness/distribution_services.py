@@ -10,7 +10,8 @@ Roles (``role``):
 
 ``zookeeper``
     Apache Kafka's ZooKeeper: the brokers register under ``/brokers/ids``, the controller is
-    ``/controller``, the transaction log is under ``/var/lib/zookeeper/version-2``. Its nodes are the
+    ``/controller``, the transaction log is under ``<txn_log_dir>/version-2`` (key ``txn_log_dir``,
+    default ``/var/lib/zookeeper``: ZooKeeper's ``dataLogDir``, or its ``dataDir``). Its nodes are the
     cluster's ZooKeeper servers (``Cluster.zookeepers``): the run is observed through ZooKeeper, the
     ZooKeeper faults and targets (``zk_kill``, ``zookeeper-leader``, ``zk:<id>``) apply, and the file
     is judged by the ZooKeeper-mode controller model. At most one service has this role.
@@ -31,7 +32,9 @@ import string
 from dataclasses import dataclass, field
 
 ROLES = ("zookeeper", "store")
-SERVICE_KEYS = {"name", "role", "image", "command", "env", "ready_log_line", "count", "port", "description"}
+SERVICE_KEYS = {"name", "role", "image", "command", "env", "ready_log_line", "count", "port", "description",
+                "txn_log_dir"}
+ZOOKEEPER_TXN_LOG_DIR = "/var/lib/zookeeper"   # the Apache image's dataDir (harness/node_settings.py)
 # what a service's own command / env may use besides {service.<name>.<attr>}
 SERVICE_PLACEHOLDERS = ("id", "ids", "count", "alias", "port", "name", "node_ids", "broker_hosts", "internal_port",
                         "cluster_id")
@@ -65,6 +68,9 @@ class ServiceSpec:
     count: int | None = None            # None: zookeeper: the ensemble size the scenario asks; store: 1
     port: int = ZOOKEEPER_PORT          # the port inside the container published on 127.0.0.1
     description: str = ""
+    # zookeeper: where the server writes its transaction log (its dataLogDir, or dataDir when that is
+    # unset); the harness reads <txn_log_dir>/version-2/log.* after the run (harness/observer/zk_history.py)
+    txn_log_dir: str = ZOOKEEPER_TXN_LOG_DIR
 
     @property
     def node_role(self) -> str:
@@ -171,13 +177,20 @@ def parse_services(raw) -> tuple[ServiceSpec, ...]:
         line = s.get("ready_log_line", "")
         if not isinstance(line, str):
             raise ServiceError(f"{key}.ready_log_line", "expected a string")
+        txn_dir = s.get("txn_log_dir", ZOOKEEPER_TXN_LOG_DIR)
+        if "txn_log_dir" in s and role != "zookeeper":
+            raise ServiceError(f"{key}.txn_log_dir", "only a service of role zookeeper has a transaction log "
+                                                     "the harness reads")
+        if not isinstance(txn_dir, str) or not txn_dir.startswith("/") or txn_dir.rstrip("/") == "":
+            raise ServiceError(f"{key}.txn_log_dir", f"{txn_dir!r}: expected an absolute directory inside the "
+                                                     "container (ZooKeeper's dataLogDir, or its dataDir)")
         def check(k, text, svcs=tuple(names)):
             return check_template(k, text, SERVICE_PLACEHOLDERS, svcs)
         command = parse_command(f"{key}.command", s.get("command"), check)
         env = parse_env(f"{key}.env", s.get("env", {}), check)
         out.append(ServiceSpec(name=s["name"], role=role, image=image.strip() if image else None, command=command,
                                env=env, ready_log_line=line, count=count, port=port,
-                               description=str(s.get("description", ""))))
+                               description=str(s.get("description", "")), txn_log_dir=txn_dir.rstrip("/")))
     zk = [s.name for s in out if s.role == "zookeeper"]
     if len(zk) > 1:
         raise ServiceError(f"service.{zk[1]}.role", f"zookeeper: service {zk[0]!r} has this role already; "

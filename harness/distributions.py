@@ -138,6 +138,8 @@ class Distribution:
     # one first port, e.g. Kroxylicious's portIdentifiesNode; distribution file key ``ports``)
     contiguous_ports = False
     declared_capabilities: tuple[str, ...] | None = None    # None: every capability may apply
+    # where a ZooKeeper node keeps its transaction log files (log.<zxid>): read after the run
+    zk_txn_log_dir = "/var/lib/zookeeper/version-2"
 
     def broker_ids(self, requested: int) -> list[int]:
         """The node ids of the broker containers a cluster asking for ``requested`` brokers runs."""

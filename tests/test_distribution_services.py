@@ -82,6 +82,14 @@ def test_a_zookeeper_service_makes_a_zookeeper_mode_distribution():
     broker = d.plan({"zookeeper.session.timeout.ms": "6000"}, nodes("broker", (1,))[0], nodes("broker", (1, 2, 3)))
     assert "zookeeper.connect=zookeeper1:2181,zookeeper2:2181,zookeeper3:2181" in broker.command[-1]
     assert broker.env == {"KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": "6000"}
+    # the example keeps ZooKeeper's transaction log in a dataLogDir of its own: the observer reads it there
+    assert "dataLogDir=/var/lib/zookeeper/txn" in script
+    assert d.zk_txn_log_dir == "/var/lib/zookeeper/txn/version-2"
+
+
+def test_the_transaction_log_directory_defaults_to_apaches_data_dir(tmp_path):
+    text = ZK_EXAMPLE.read_text().replace('txn_log_dir = "/var/lib/zookeeper/txn"\n', "")
+    assert FileDistribution(write(tmp_path, text)).zk_txn_log_dir == "/var/lib/zookeeper/version-2"
 
 
 def test_without_a_zookeeper_service_readiness_stays_the_protocol(tmp_path):
@@ -115,6 +123,8 @@ BASE = "name = 'v'\nimage = 'x'\n"
     ("[[service]]\nname = 's'\nport = 1\ncount = true", "service.s.count", "between 1 and 5"),
     ("[[service]]\nname = 's'\nport = 1\nimage = ''", "service.s.image", "non-empty"),
     ("[[service]]\nname = 's'\nport = 1\nready_log_line = 3", "service.s.ready_log_line", "a string"),
+    ("[[service]]\nname = 's'\nport = 1\ntxn_log_dir = '/d'", "service.s.txn_log_dir", "only a service of role zookeeper"),
+    ("[[service]]\nname = 'zk'\nrole = 'zookeeper'\ntxn_log_dir = 'data'", "service.zk.txn_log_dir", "absolute directory"),
     ("[[service]]\nname = 's'\nport = 1\ncommand = []", "service.s.command", "non-empty list"),
     ("[[service]]\nname = 's'\nport = 1\ncommand = ['{node_id}']", "service.s.command[0]", "unknown placeholder {node_id}"),
     ("[[service]]\nname = 's'\nport = 1\n[service.env]\nA = '{id'", "service.s.env.A", "not a valid template"),

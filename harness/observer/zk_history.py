@@ -8,7 +8,7 @@ import sys
 from .txn_events import history_from_txnlog
 from .txnlog import read_txnlog_blobs
 
-ZK_LOG_DIR = "/var/lib/zookeeper/version-2"
+ZK_LOG_DIR = "/var/lib/zookeeper/version-2"   # Apache's image; a distribution file may say otherwise
 
 
 def _say(msg: str) -> None:
@@ -18,12 +18,13 @@ def _say(msg: str) -> None:
 def read_zk_history(cluster):
     """The most complete transaction-log history among the ZooKeeper nodes (None if unreadable)."""
     best = None
+    log_dir = cluster.distribution.zk_txn_log_dir
     for zk in cluster.zookeepers:
         try:
-            names = [n for n in zk.list_dir(ZK_LOG_DIR) if n.startswith("log.")]
+            names = [n for n in zk.list_dir(log_dir) if n.startswith("log.")]
             if not names:
                 continue
-            hist = history_from_txnlog(read_txnlog_blobs({n: zk.read_file(f"{ZK_LOG_DIR}/{n}") for n in names}))
+            hist = history_from_txnlog(read_txnlog_blobs({n: zk.read_file(f"{log_dir}/{n}") for n in names}))
         except Exception as e:  # a node's log may be unreadable after a fault; try the others
             _say(f"  (txn log of {zk.name} unreadable: {e})")
             continue
