@@ -112,7 +112,7 @@ def check_netem():
 
 
 def check_ports():
-    from .cluster import PORT_RANGE
+    from .host_ports import PORT_RANGE
     try:
         lo, hi = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
     except (OSError, ValueError):
