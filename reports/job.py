@@ -134,14 +134,6 @@ def _rows(df) -> list[dict]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
-def _written_schema(df):
-    """The schema Spark writes ``df`` with: its optimized plan's, whose nullability can be tighter than
-    ``df.schema`` (e.g. a fillna over an outer join)."""
-    from pyspark.sql.types import _parse_datatype_json_string  # lazy: PySpark
-
-    return _parse_datatype_json_string(df._jdf.queryExecution().optimizedPlan().schema().json())
-
-
 def _frame(spark, rows: list[dict], schema):
     """A DataFrame of collected ``rows`` (in their order) with ``schema`` (nullability included)."""
     return spark.createDataFrame([tuple(r[f] for f in schema.names) for r in rows], schema)
@@ -322,8 +314,7 @@ def run_report(spark, opts: Options) -> dict:
         collected["regressions"] = [r for dim, b, c in pairs for r in rowtables.regressions(run_rows, dim, b, c)]
     # Each table is computed once: its Parquet copy is written from the rows collected here (aggregates:
     # a few rows each), with the schema the table itself would be written with.
-    dfs = {name: _frame(spark, rows, _written_schema(avail) if name == "availability"
-                        else rowtables.schema(rowtables.SCHEMAS[name])) for name, rows in collected.items()}
+    dfs = {name: _frame(spark, rows, rowtables.schema(rowtables.SCHEMAS[name])) for name, rows in collected.items()}
     collected.setdefault("regressions", [])
     dfs["first_failures"], collected["first_failures"] = trends.first_failures(spark, collected["version_trends"])
     lap("tables")

@@ -371,6 +371,13 @@ def schema(spec: str):
 # The Parquet schema of each table (nullability included): what Spark writes the Spark definition of the
 # table with (its optimized plan's schema; tests/reports/test_rowtables.py checks they agree).
 SCHEMAS = {
+    # availability is computed by Spark (reports/availability.py); this is the schema its optimized plan
+    # writes it with (the fillna over the outer join makes the counts non-null)
+    "availability": ("fault string, broker string, faults long!, new_leader_s_n long!, new_leader_s_p50 double, "
+        "new_leader_s_p95 double, new_leader_s_max double, leader_unrecovered long, isr_restored_s_n long!, "
+        "isr_restored_s_p50 double, isr_restored_s_p95 double, isr_restored_s_max double, "
+        "isr_unrestored_faults long, unavailable_windows long!, unavailable_total_s double, "
+        "unavailable_s_p50 double, unavailable_s_p95 double, unavailable_s_max double, unavailable_open long"),
     "pass_fail_matrix": ("suite string, scenario string, fault_kind string, broker string, kafka_version string, "
         "broker_image string, runs long!, pass long, fail long, unknown long, pass_rate double, "
         "fail_rate double, fail_ci_low double, fail_ci_high double, unknown_rate double"),

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import rowtables, tables, trends
-from reports.job import _written_schema
+from reports import availability, rowtables, tables, trends
 from reports.load import load
 
 pytestmark = pytest.mark.spark
@@ -33,6 +32,14 @@ def _typed(rows: list[dict]) -> list[list]:
 def _same(expected: list[dict], got: list[dict]) -> None:
     assert [sorted(r) for r in got] == [sorted(r) for r in expected]
     assert _typed([dict(sorted(r.items())) for r in got]) == _typed([dict(sorted(r.items())) for r in expected])
+
+
+def _written_schema(df):
+    """The schema Spark writes ``df`` with: its optimized plan's, whose nullability can be tighter than
+    ``df.schema`` (e.g. a fillna over an outer join). Test-only: it reads PySpark internals."""
+    from pyspark.sql.types import _parse_datatype_json_string
+
+    return _parse_datatype_json_string(df._jdf.queryExecution().optimizedPlan().schema().json())
 
 
 def _schema(name: str):
@@ -88,6 +95,10 @@ def test_fixture_records(spark, tmp_path):
         loaded = load(spark, str(FIXTURE_RUNS), summaries)
         try:
             _check(spark, loaded.runs)
+            # availability stays a Spark table; its Parquet copy is written with the declared schema
+            avail = tables.availability(availability.fault_recovery(loaded.derived, loaded.runs),
+                                        availability.unavailability_windows(loaded.derived, loaded.runs))
+            assert _written_schema(avail) == _schema("availability")
         finally:
             loaded.unpersist()
 
