@@ -90,6 +90,10 @@ class Scenario:
     # the script's faults are client-side only (or it has none): a broker serving several node ids from
     # one process (Distribution.one_process) cannot take such a fault, so the scenario does not apply there
     faults_one_node: bool = True
+    # the script reads the controller's decided writes (ctx.history_marker / ctx.writes_since): from the
+    # ZooKeeper txn log or a KRaft metadata log; a distribution that keeps neither (a distribution file
+    # without ZooKeeper and without ``metadata_log``) cannot run it
+    reads_controller_log: bool = False
 
     def __post_init__(self) -> None:
         if self.needs_roles is None:
@@ -159,6 +163,9 @@ class Scenario:
             if self.faults_one_node and getattr(distribution, "one_process", False) and len(ids) > 1:
                 return (f"node ids {','.join(map(str, sorted(ids)))} share one process: the scenario faults "
                         f"one node alone")
+            if self.reads_controller_log and "zookeeper" not in roles and not getattr(distribution, "metadata_log", True):
+                return ("reads the controller's decided writes; the broker keeps no controller log the harness can "
+                        "read (no ZooKeeper, no KRaft metadata log)")
         return None
 
     def with_length(self, seconds: float) -> "Scenario":

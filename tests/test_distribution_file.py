@@ -155,7 +155,7 @@ def test_scenarios_needing_more_brokers_than_declared_are_not_applicable(tmp_pat
                                            "(layout single-node)")
     assert s.not_applicable(None, three) == ("needs 4 brokers (replication factor 3); the distribution runs 3 "
                                              "(layout replicated)")
-    s3 = next(s for s in SCENARIOS if s.family == "topics" and s.brokers == 3)
+    s3 = next(s for s in SCENARIOS if s.name == "broker_failover.kill_leader")
     assert s3.not_applicable(None, three) is None
     # the Apache adapters run as many brokers as a scenario asks: unchanged
     assert s.not_applicable("4.1.2", distributions.get("apache-kraft")) is None
@@ -189,9 +189,10 @@ def test_scenarios_that_fault_one_node_do_not_apply_when_node_ids_share_a_proces
                  "isr.pause_follower", "network.client_only", "controller_failover.kill_controller",
                  "preferred_election.manual", "restart.rolling", "transactions.coordinator_kill"):
         assert by[name].not_applicable(None, three) == why, name
-    # no fault, or client-side faults only: they apply
-    for name in ("topics.create_delete", "groups.member_kill"):
+    # no fault, or client-side faults only: they apply (topics.create_delete would, but reads the controller log)
+    for name in ("groups.member_kill",):
         assert by[name].not_applicable(None, three) is None, name
+    assert not by["topics.create_delete"].faults_one_node
     # too few node ids stays the reason when it is one
     assert by["acks.aall_minisr2"].not_applicable(None, three) == (
         "needs 4 brokers (replication factor 3); the distribution runs 3 (layout single-node)")
@@ -206,8 +207,26 @@ def test_scenarios_that_fault_one_node_do_not_apply_when_node_ids_share_a_proces
 def test_the_kfake_3_plan_names_the_shared_process():
     subject = Subject("kafka-chaos/kfake:latest", None, None, f"file:{EXAMPLE3}")
     by = {cp.capability.name: cp for cp in plan(SCENARIOS, subject)}
-    assert [s.name for s in by["topics"].applicable] == ["topics.create_delete"]
+    assert not by["topics"].applicable
     assert [s.name for s in by["consumer-groups"].applicable] == ["groups.member_kill"]
     for cap in ("broker_failover", "isr", "restart", "network", "preferred_election"):
         assert by[cap].na_reason == ("no applicable scenario: node ids 1,2,3 share one process: the scenario "
                                      "faults one node alone"), cap
+
+
+def test_scenarios_reading_the_controller_log_need_a_broker_that_keeps_one(tmp_path):
+    by = {s.name: s for s in SCENARIOS}
+    s = by["topics.create_delete"]              # no per-node fault, but it reads the controller's writes
+    why = ("reads the controller's decided writes; the broker keeps no controller log the harness can read "
+           "(no ZooKeeper, no KRaft metadata log)")
+    assert s.not_applicable(None, FileDistribution(EXAMPLE3)) == why
+    assert s.not_applicable(None, FileDistribution(write(tmp_path, GOOD))) == why
+    # a file whose nodes keep a KRaft metadata log (Kroxylicious in front of Apache Kafka): it applies
+    kept = write(tmp_path, GOOD + '[config]\n"log.dirs" = "/var/lib/kafka"\n').read_text().replace(
+        'layout = "replicated"', 'layout = "replicated"\nmetadata_log = true')
+    (tmp_path / "kept.toml").write_text(kept)
+    assert s.not_applicable(None, FileDistribution(tmp_path / "kept.toml")) is None
+    # the Apache adapters (and the generic image, which may keep one) are never told so
+    for name in ("apache-zk", "apache-kraft", "apache-kraft-dedicated", "generic"):
+        d = distributions.get(name)
+        assert not any("controller log" in (x.not_applicable(None, d) or "") for x in SCENARIOS), name
