@@ -260,12 +260,7 @@ class Cluster:
         ids = self.distribution.broker_ids(self.spec.brokers)     # 1..N unless the distribution declares its own
         b_ports = _pick_ports(len(ids), self.spec.port_base + 1 if self.spec.port_base else None, "broker",
                              contiguous=self.distribution.contiguous_ports)
-        # a one-process broker (distribution file layout single-node) serving several node ids: one
-        # container, named after the first id, whose nodes all name it (each with its own port)
-        home = {b: (ids[0] if self.distribution.one_process else b) for b in ids}
-        self.brokers = {b: Node(self.name, "broker", b, f"kc-{self.name}-b{home[b]}", f"broker{home[b]}",
-                                b_ports[i], self.distribution.started_line(b))
-                        for i, b in enumerate(ids)}
+        self.brokers = self._broker_nodes(ids, b_ports)
         self.cluster_id = self.control.new_cluster_id() or self.cluster_id
         try:
             net = Network(docker_network_kw={"labels": self._labels(), "driver": "bridge"})
@@ -297,6 +292,14 @@ class Cluster:
         return " + ".join([f"{len(self.zookeepers)} ZooKeeper", f"{len(self.brokers)} brokers"] + [
             f"{len(ns)} {key}{'' if ns[0].service else 's'}" for key, ns in self.aux_nodes.items()
             if ns and ns[0].role != "zookeeper"])
+
+    def _broker_nodes(self, ids: list[int], ports: list[int]) -> dict[int, Node]:
+        """The broker nodes, node id -> Node, ``ports[i]`` for ``ids[i]``. A one-process broker (a
+        distribution file's layout single-node) serving several node ids runs one container, named
+        after the first id, which all its nodes name (each with its own port)."""
+        home = {b: (ids[0] if self.distribution.one_process else b) for b in ids}
+        return {b: Node(self.name, "broker", b, f"kc-{self.name}-b{home[b]}", f"broker{home[b]}",
+                        ports[i], self.distribution.started_line(b)) for i, b in enumerate(ids)}
 
     def broker_containers(self) -> list[Node]:
         """One broker node per container, in node id order: every broker, except that the node ids a

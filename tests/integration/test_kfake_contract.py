@@ -18,6 +18,8 @@ import pytest
 from harness.capabilities import Subject, plan
 from harness import docker_util
 from harness.cluster import Cluster, ClusterSpec
+from harness.nemesis.fault_base import FaultError
+from harness.nemesis.nemesis import Nemesis
 from harness.foreign_images import KFAKE_TAG, build_kfake
 from harness.preflight import EXIT_INCOMPATIBLE, preflight
 from suites.catalog import SCENARIOS
@@ -152,7 +154,7 @@ def test_one_process_serving_three_node_ids_passes_the_preflight(kfake_image):
     assert no_kfake_left()
 
 
-def test_three_node_ids_run_in_one_container_with_three_loopback_ports(kfake_image):
+def test_three_node_ids_run_in_one_container_with_three_loopback_ports_and_take_no_one_node_fault(kfake_image):
     with Cluster(ClusterSpec(distribution=f"file:{EXAMPLE3}", startup_timeout_s=60)) as cl:
         assert cl.broker_ids == [1, 2, 3]
         containers = {cl.brokers[b].name for b in cl.broker_ids}
@@ -161,6 +163,10 @@ def test_three_node_ids_run_in_one_container_with_three_loopback_ports(kfake_ima
         bound = {int(v[0]["HostPort"]): v[0]["HostIp"] for v in c.attrs["HostConfig"]["PortBindings"].values()}
         assert bound == {cl.brokers[b].host_port: "127.0.0.1" for b in cl.broker_ids}
         assert [n.name for n in cl.broker_containers()] == [f"kc-{cl.name}-b1"] and cl.sharing(cl.brokers[2]) == [1, 2, 3]
+        # a fault on one of the ids is refused, not applied to the whole process
+        with pytest.raises(FaultError, match="node ids 1,2,3 share one process"):
+            Nemesis(cl, view=object()).apply("kill", "broker:2")
+        assert c.reload() is None and c.status == "running"
         # found again from Docker alone (`cluster status`, other processes)
         again = Cluster.attach(cl.name)
         assert {b: again.brokers[b].host_port for b in again.broker_ids} == {
