@@ -34,8 +34,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from . import distributions, docker_util, images, node_groups
 from .cleanup import labelled_containers, reap_orphans, remove_cluster
 from .clientlog import with_logger
-from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_OWNER_HOST, LABEL_OWNER_PID,
-                          LABEL_OWNER_START, LABEL_PERSISTENT, LABEL_ROLE, LABEL_SERVICE)
+from .docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_NODE_PORTS, LABEL_OWNER_HOST,
+                          LABEL_OWNER_PID, LABEL_OWNER_START, LABEL_PERSISTENT, LABEL_ROLE, LABEL_SERVICE)
 from .errors import ClusterError, HarnessError
 from .lifecycle import Shield
 from .node import Node
@@ -201,9 +201,7 @@ class Cluster:
         ids = self.distribution.broker_ids(self.spec.brokers)     # 1..N unless the distribution declares its own
         b_ports = _pick_ports(len(ids), self.spec.port_base + 1 if self.spec.port_base else None, "broker",
                              contiguous=self.distribution.contiguous_ports)
-        self.brokers = {b: Node(self.name, "broker", b, f"kc-{self.name}-b{b}", f"broker{b}",
-                                b_ports[i], self.distribution.started_line(b))
-                        for i, b in enumerate(ids)}
+        self.brokers = self._broker_nodes(ids, b_ports)
         self.cluster_id = self.control.new_cluster_id() or self.cluster_id
         try:
             net = Network(docker_network_kw={"labels": self._labels(), "driver": "bridge"})
@@ -219,8 +217,7 @@ class Cluster:
                     self._container(DockerContainer, net, node, plan, g.image).start()
             # a distribution file's services with a ready line serve before the brokers start
             node_groups.wait_services(self, groups, t0 + self.spec.startup_timeout_s)
-            for b in self.broker_ids:
-                node = self.brokers[b]
+            for node in self.broker_containers():
                 self._container(DockerContainer, net, node, self._node_plan(node)).start()
             self.started = True
             self.wait_ready(self.spec.startup_timeout_s)
@@ -237,16 +234,44 @@ class Cluster:
             f"{len(ns)} {key}{'' if ns[0].service else 's'}" for key, ns in self.aux_nodes.items()
             if ns and ns[0].role != "zookeeper"])
 
+    def _broker_nodes(self, ids: list[int], ports: list[int]) -> dict[int, Node]:
+        """The broker nodes, node id -> Node, ``ports[i]`` for ``ids[i]``. A one-process broker (a
+        distribution file's layout single-node) serving several node ids runs one container, named
+        after the first id, which all its nodes name (each with its own port)."""
+        home = {b: (ids[0] if self.distribution.one_process else b) for b in ids}
+        return {b: Node(self.name, "broker", b, f"kc-{self.name}-b{home[b]}", f"broker{home[b]}",
+                        ports[i], self.distribution.started_line(b)) for i, b in enumerate(ids)}
+
+    def broker_containers(self) -> list[Node]:
+        """One broker node per container, in node id order: every broker, except that the node ids a
+        one-process broker serves share its container (:meth:`sharing`), given by the first of them."""
+        out: list[Node] = []
+        for b in self.broker_ids:
+            if all(n.name != self.brokers[b].name for n in out):
+                out.append(self.brokers[b])
+        return out
+
+    def sharing(self, node: Node) -> list[int]:
+        """The broker node ids served by ``node``'s container (one process), in order; [] when that
+        container serves only ``node``."""
+        ids = [b for b in self.broker_ids if self.brokers[b].name == node.name]
+        return ids if len(ids) > 1 else []
+
     def _container(self, cls, net, node: Node, plan: distributions.NodePlan, image: str | None = None):
         """The container of one node (harness/node_groups.py); ``plan``: the distribution's command,
-        environment and configuration for it; ``image``: a service's own (None: the cluster's)."""
+        environment and configuration for it; ``image``: a service's own (None: the cluster's). A
+        one-process broker's container publishes the ports of every node id it serves."""
         labels = self._labels(node.role, node.node_id)
         if node.role != "zookeeper" or node.service:
             labels[distributions.LABEL_DISTRIBUTION] = self.distribution.name
         if node.service:
             labels[LABEL_SERVICE] = node.service
+        shared = self.sharing(node) if node.role == "broker" else []
+        if shared:
+            labels[LABEL_NODE_PORTS] = ",".join(f"{b}:{self.brokers[b].host_port}" for b in shared)
+        more = tuple(self.brokers[b].client_port for b in shared if b != node.node_id)
         return node_groups.container(cls, image or self.image.tag, net, node, plan, labels,
-                                     generic=self.distribution.foreign)
+                                     generic=self.distribution.foreign, more_ports=more)
 
     def _broker_config_common(self) -> dict[str, str]:
         return self.distribution.common_config(DEFAULT_BROKER_CONFIG, len(self.brokers), self.spec.broker_config)
@@ -474,8 +499,11 @@ class Cluster:
                 cl.aux_nodes.setdefault(key, []).append(node_groups.attached_node(
                     name, groups[key], nid, c.name, host_port, cl.distribution.started_line))
             elif role == "broker":
-                cl.brokers[nid] = Node(name, role, nid, c.name, f"broker{nid}", host_port,
-                                       cl.distribution.started_line(nid))
+                # a one-process broker: every node id its container serves, each on its own port
+                shared = [x.split(":") for x in c.labels.get(LABEL_NODE_PORTS, "").split(",") if x]
+                for sid, sport in shared or [(nid, host_port)]:
+                    cl.brokers[int(sid)] = Node(name, role, int(sid), c.name, f"broker{nid}", int(sport),
+                                                cl.distribution.started_line(int(sid)))
                 env = dict(e.split("=", 1) for e in c.attrs["Config"].get("Env", []) if "=" in e)
                 cl.broker_config = dict(l.split("=", 1) for l in env.get("KC_CONFIG", "").splitlines() if "=" in l)
                 cl.cluster_id = env.get("KC_CLUSTER_ID") or env.get("CLUSTER_ID") or cl.cluster_id

@@ -28,7 +28,7 @@ PREFIX = "file:"
 LAYOUTS = ("single-node", "replicated")
 PORTS = ("any", "contiguous")     # how the harness picks the nodes' published ports
 # the placeholders a template may use (docs/broker-contract.md "Templates")
-PLACEHOLDERS = ("node_id", "node_ids", "advertised_host", "port", "cluster_id", "alias", "internal_port")
+PLACEHOLDERS = ("node_id", "node_ids", "advertised_host", "port", "ports", "cluster_id", "alias", "internal_port")
 ADVERTISED_HOST = "127.0.0.1"     # what every node advertises to clients: its port is published there
 INTERNAL_PORT = 9093
 SERVE_AFTER_READY_S = 30.0       # a node that logged its ready line must answer on its published port within this
@@ -48,7 +48,8 @@ class DistributionSpec:
     name: str
     image: str
     layout: str
-    node_ids: tuple[int, ...]          # the ids the broker is declared to report, one container each
+    node_ids: tuple[int, ...]          # the ids the broker reports: one container each (replicated), or all
+                                       # in the one container of layout single-node
     command: tuple[str, ...] | None    # None: the image's own command
     env: dict[str, str] = field(default_factory=dict)
     ready_log_line: str = ""
@@ -110,15 +111,15 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
         node_ids = tuple(range(1, n + 1))
     if not 1 <= len(node_ids) <= 9:
         raise _err(path, "node_ids", "between 1 and 9 nodes")
-    if layout == "single-node" and len(node_ids) != 1:
-        raise _err(path, "node_ids" if "node_ids" in doc else "nodes",
-                   f"layout single-node runs one container with one node id in this harness version, "
-                   f"not {len(node_ids)}")
     try:
         command = parse_command("command", doc.get("command"), lambda k, t: check_template(k, t, PLACEHOLDERS, names))
         env = parse_env("env", doc.get("env", {}), lambda k, t: check_template(k, t, PLACEHOLDERS, names))
     except ServiceError as e:
         raise _err(path, e.key, e.what) from None
+    if layout == "single-node" and len(node_ids) > 1 and not any("{ports}" in t for t in (*(command or ()), *env.values())):
+        raise _err(path, "env", f"layout single-node with {len(node_ids)} node ids: the one process listens on one "
+                                f"port per node id; pass them with {{ports}} (comma separated, in the order of {{node_ids}}) "
+                                f"in env or command")
     caps = doc.get("capabilities")
     if caps is not None:
         if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
@@ -257,6 +258,8 @@ class FileDistribution(Distribution):
         self.layout = self.spec.layout
         self.declared_capabilities = self.spec.capabilities
         self.contiguous_ports = self.spec.ports == "contiguous"
+        # layout single-node: every declared node id is served by the one process of one container
+        self.one_process = self.spec.layout == "single-node"
         # an Apache Kafka behind the broker (e.g. a proxy) keeps the KRaft metadata log the harness reads for
         # the controller's writes (harness/observer/kraft_history.py); unreadable: NotSupported
         self.metadata_log = self.spec.metadata_log
@@ -309,6 +312,7 @@ class FileDistribution(Distribution):
     def values(self, node, nodes, cluster_id: str | None) -> dict[str, str]:
         return {"node_id": str(node.node_id), "node_ids": ",".join(str(n.node_id) for n in nodes),
                 "advertised_host": ADVERTISED_HOST, "port": str(node.host_port),
+                "ports": ",".join(str(n.host_port) for n in nodes),     # in the order of {node_ids}
                 "cluster_id": cluster_id or "", "alias": node.alias, "internal_port": str(INTERNAL_PORT),
                 **services_mod.service_values(self.services, self._zookeepers)}
 

@@ -137,6 +137,9 @@ class Distribution:
     # the brokers' host ports are consecutive in node id order (a proxy that maps node ids to ports from
     # one first port, e.g. Kroxylicious's portIdentifiesNode; distribution file key ``ports``)
     contiguous_ports = False
+    # every broker node id is served by one process in one container (a distribution file's layout
+    # single-node): a fault cannot reach one node id alone (Scenario.not_applicable, Nemesis.apply)
+    one_process = False
     declared_capabilities: tuple[str, ...] | None = None    # None: every capability may apply
     # where a ZooKeeper node keeps its transaction log files (log.<zxid>): read after the run
     zk_txn_log_dir = "/var/lib/zookeeper/version-2"

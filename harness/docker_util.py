@@ -12,6 +12,7 @@ LABEL_CLUSTER = "kafka-chaos.cluster"  # the cluster name
 LABEL_ROLE = "kafka-chaos.role"        # broker | zookeeper | controller | service
 LABEL_NODE_ID = "kafka-chaos.node-id"  # broker id or ZooKeeper myid
 LABEL_SERVICE = "kafka-chaos.service"  # a distribution file's service container: the service's name
+LABEL_NODE_PORTS = "kafka-chaos.node-ports"  # one process serving several node ids: "id:host port,..."
 LABEL_OWNER_PID = "kafka-chaos.owner-pid"
 LABEL_OWNER_HOST = "kafka-chaos.owner-host"
 LABEL_OWNER_START = "kafka-chaos.owner-start"  # the owner's start time (/proc/PID/stat): tells a reused pid apart

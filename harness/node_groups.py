@@ -40,9 +40,10 @@ def attached_node(cluster_name: str, group: distributions.NodeGroup, node_id: in
 
 
 def container(cls, image_tag: str, net, node: Node, plan: distributions.NodePlan, labels: dict[str, str],
-              generic: bool):
+              generic: bool, more_ports: tuple[int, ...] = ()):
     """The (not yet started) container of ``node``: the plan's command and environment, the cluster's
-    labels, the hardening limits of its role, its client port published on 127.0.0.1:<host port>."""
+    labels, the hardening limits of its role, its client port published on 127.0.0.1:<host port>
+    (and ``more_ports``, each on the same host port: the other node ids of a one-process broker)."""
     c = cls(image_tag).with_name(node.name)
     if plan.command is not None:
         c = c.with_command(plan.command)
@@ -52,6 +53,8 @@ def container(cls, image_tag: str, net, node: Node, plan: distributions.NodePlan
                       **container_limits(node.role, generic=generic)))
     # published on loopback only (docker-py accepts (host_ip, port); testcontainers' helper does not)
     c.ports[f"{node.client_port}/tcp"] = ("127.0.0.1", node.host_port)
+    for p in more_ports:
+        c.ports[f"{p}/tcp"] = ("127.0.0.1", p)
     for k, v in plan.env.items():
         c.with_env(k, v)
     if JVM_OPTS_ENV in os.environ and not generic:

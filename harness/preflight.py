@@ -88,7 +88,7 @@ def check_identity(dist, published: dict[int, int], listed: dict[int, list]) -> 
     declared = sorted(published)
     reported = sorted({b.node_id for bs in listed.values() for b in bs})
     if reported != declared:
-        if len(declared) > 1 and len(reported) < len(declared):
+        if len(declared) > 1 and len(reported) < len(declared) and getattr(dist, "layout", "") != "single-node":
             hint = "set node ids in the distribution file or use layout single-node"
         else:
             hint = f"set node_ids = {reported} in the distribution file"

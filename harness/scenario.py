@@ -85,6 +85,15 @@ class Scenario:
     # The script stays the same and the run keeps the scenario's name; metadata.json ``variant`` names it
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)
     variant: str | None = None                  # the variant this scenario object is (set by with_variant)
+    # the script faults one broker (or controller) node while the other nodes keep running: kill, stop,
+    # pause or a network fault on broker:N, the controller, a partition's leader, a coordinator. True unless
+    # the script's faults are client-side only (or it has none): a broker serving several node ids from
+    # one process (Distribution.one_process) cannot take such a fault, so the scenario does not apply there
+    faults_one_node: bool = True
+    # the script reads the controller's decided writes (ctx.history_marker / ctx.writes_since): from the
+    # ZooKeeper txn log or a KRaft metadata log; a distribution that keeps neither (a distribution file
+    # without ZooKeeper and without ``metadata_log``) cannot run it
+    reads_controller_log: bool = False
 
     def __post_init__(self) -> None:
         if self.needs_roles is None:
@@ -150,6 +159,13 @@ class Scenario:
             if have < need:
                 return (f"needs {need} brokers (replication factor {rf}); the distribution runs {have} "
                         f"(layout {getattr(distribution, 'layout', 'replicated')})")
+            ids = distribution.broker_ids(self.brokers)
+            if self.faults_one_node and getattr(distribution, "one_process", False) and len(ids) > 1:
+                return (f"node ids {','.join(map(str, sorted(ids)))} share one process: the scenario faults "
+                        f"one node alone")
+            if self.reads_controller_log and "zookeeper" not in roles and not getattr(distribution, "metadata_log", True):
+                return ("reads the controller's decided writes; the broker keeps no controller log the harness can "
+                        "read (no ZooKeeper, no KRaft metadata log)")
         return None
 
     def with_length(self, seconds: float) -> "Scenario":

@@ -62,7 +62,8 @@ def test_templates_are_filled_per_node(tmp_path):
     ("name = 'v'\nimage = 'x'\nnode_ids = [1, 1]", "node_ids", "listed twice"),
     ("name = 'v'\nimage = 'x'\nnode_ids = ['a']", "node_ids", "list of integers"),
     ("name = 'v'\nimage = 'x'\nnodes = 3\nnode_ids = [1, 2]", "nodes", "3 nodes but node_ids lists 2"),
-    ("name = 'v'\nimage = 'x'\nlayout = 'single-node'\nnode_ids = [1, 2]", "node_ids", "one node id"),
+    ("name = 'v'\nimage = 'x'\nlayout = 'single-node'\nnode_ids = [1, 2]\n[env]\nP = '{port}'", "env",
+     "pass them with {ports}"),
     ("name = 'v'\nimage = 'x'\nnodes = 12", "nodes", "between 1 and 9"),
     ("name = 'v'\nimage = 'x'\n[env]\nA = '{nodeid}'", "env.A", "unknown placeholder {nodeid}"),
     ("name = 'v'\nimage = 'x'\ncommand = ['run', '{port']", "command[1]", "not a valid template"),
@@ -154,7 +155,78 @@ def test_scenarios_needing_more_brokers_than_declared_are_not_applicable(tmp_pat
                                            "(layout single-node)")
     assert s.not_applicable(None, three) == ("needs 4 brokers (replication factor 3); the distribution runs 3 "
                                              "(layout replicated)")
-    s3 = next(s for s in SCENARIOS if s.family == "topics" and s.brokers == 3)
+    s3 = next(s for s in SCENARIOS if s.name == "broker_failover.kill_leader")
     assert s3.not_applicable(None, three) is None
     # the Apache adapters run as many brokers as a scenario asks: unchanged
     assert s.not_applicable("4.1.2", distributions.get("apache-kraft")) is None
+
+
+EXAMPLE3 = EXAMPLE.with_name("kfake-3.toml")
+
+
+class _N:
+    def __init__(self, i, port, role="broker"):
+        self.node_id, self.alias, self.host_port, self.role = i, f"broker{i}", port, role
+
+
+def test_a_single_node_process_may_serve_several_node_ids():
+    spec = load(EXAMPLE3, tuple(capability_names()))
+    assert (spec.layout, spec.node_ids) == ("single-node", (1, 2, 3))
+    d = FileDistribution(EXAMPLE3)
+    assert d.one_process and d.broker_ids(3) == [1, 2, 3]
+    nodes = [_N(1, 20001), _N(2, 20002), _N(3, 20003)]
+    env = d.plan({}, nodes[0], nodes, cluster_id="CID").env
+    assert (env["KFAKE_NODE_IDS"], env["KFAKE_PORTS"]) == ("1,2,3", "20001,20002,20003")
+    # one node id: one process as before, and a replicated file is not one process
+    assert FileDistribution(EXAMPLE).one_process and not distributions.get("apache-kraft").one_process
+
+
+def test_scenarios_that_fault_one_node_do_not_apply_when_node_ids_share_a_process(tmp_path):
+    three = FileDistribution(EXAMPLE3)
+    by = {s.name: s for s in SCENARIOS}
+    why = "node ids 1,2,3 share one process: the scenario faults one node alone"
+    for name in ("broker_failover.kill_leader", "topics.delete_with_broker_down", "topics.recreate",
+                 "isr.pause_follower", "network.client_only", "controller_failover.kill_controller",
+                 "preferred_election.manual", "restart.rolling", "transactions.coordinator_kill"):
+        assert by[name].not_applicable(None, three) == why, name
+    # no fault, or client-side faults only: they apply (topics.create_delete would, but reads the controller log)
+    for name in ("groups.member_kill",):
+        assert by[name].not_applicable(None, three) is None, name
+    assert not by["topics.create_delete"].faults_one_node
+    # too few node ids stays the reason when it is one
+    assert by["acks.aall_minisr2"].not_applicable(None, three) == (
+        "needs 4 brokers (replication factor 3); the distribution runs 3 (layout single-node)")
+    # one node id in one process: a fault on it is a whole-process fault, so the count decides as before
+    one = FileDistribution(EXAMPLE)
+    assert by["broker_failover.kill_leader"].not_applicable(None, one).startswith("needs 3 brokers")
+    # the same node ids in separate containers (replicated): per-node faults apply
+    rep = FileDistribution(write(tmp_path, GOOD))
+    assert by["broker_failover.kill_leader"].not_applicable(None, rep) is None
+
+
+def test_the_kfake_3_plan_names_the_shared_process():
+    subject = Subject("kafka-chaos/kfake:latest", None, None, f"file:{EXAMPLE3}")
+    by = {cp.capability.name: cp for cp in plan(SCENARIOS, subject)}
+    assert not by["topics"].applicable
+    assert [s.name for s in by["consumer-groups"].applicable] == ["groups.member_kill"]
+    for cap in ("broker_failover", "isr", "restart", "network", "preferred_election"):
+        assert by[cap].na_reason == ("no applicable scenario: node ids 1,2,3 share one process: the scenario "
+                                     "faults one node alone"), cap
+
+
+def test_scenarios_reading_the_controller_log_need_a_broker_that_keeps_one(tmp_path):
+    by = {s.name: s for s in SCENARIOS}
+    s = by["topics.create_delete"]              # no per-node fault, but it reads the controller's writes
+    why = ("reads the controller's decided writes; the broker keeps no controller log the harness can read "
+           "(no ZooKeeper, no KRaft metadata log)")
+    assert s.not_applicable(None, FileDistribution(EXAMPLE3)) == why
+    assert s.not_applicable(None, FileDistribution(write(tmp_path, GOOD))) == why
+    # a file whose nodes keep a KRaft metadata log (Kroxylicious in front of Apache Kafka): it applies
+    kept = write(tmp_path, GOOD + '[config]\n"log.dirs" = "/var/lib/kafka"\n').read_text().replace(
+        'layout = "replicated"', 'layout = "replicated"\nmetadata_log = true')
+    (tmp_path / "kept.toml").write_text(kept)
+    assert s.not_applicable(None, FileDistribution(tmp_path / "kept.toml")) is None
+    # the Apache adapters (and the generic image, which may keep one) are never told so
+    for name in ("apache-zk", "apache-kraft", "apache-kraft-dedicated", "generic"):
+        d = distributions.get(name)
+        assert not any("controller log" in (x.not_applicable(None, d) or "") for x in SCENARIOS), name

@@ -123,6 +123,17 @@ class Nemesis:
         if bad:
             raise FaultSpecError(f"{name}: target {target!r} resolved to {bad}, but {name} acts on "
                                  f"{' or '.join(info.roles)} nodes only")
+        # node ids served by one process (a distribution file's layout single-node): a fault on one of
+        # them would hit them all; never pretend it reached one node alone (Scenario.not_applicable keeps
+        # such scenarios out of a certificate's plan; this is the guard for everything else)
+        sharing = getattr(self.cluster, "sharing", None)
+        shared = sorted({b for n in nodes if n.role == "broker" for b in (sharing(n) if sharing else [])})
+        if shared:
+            self._emit_start(fid, name, target, [n.name for n in nodes], [], params)
+            msg = (f"{name} on {target}: node ids {','.join(map(str, shared))} share one process, so a fault "
+                   f"cannot reach one node alone; this harness does not apply it")
+            self.recorder.emit("fault.end", fault_id=fid, fault=name, nodes=[], ok=False, error=msg)
+            raise FaultError(msg)
         fault = FAULT_CLASSES[name](self.ctx, fid, target, nodes, params)
         fault.on_restore = self._emit_heal
         fault.workload = self.workload
@@ -207,7 +218,7 @@ class Nemesis:
             for f in active:
                 if not self.heal(f):
                     errors.append(f"{f!r} did not heal cleanly")
-            nodes = list(self.cluster.nodes())
+            nodes = _containers(self.cluster.nodes())
             # every running node is swept at once (docker exec round trips dominate); stopped nodes are
             # started afterwards one by one, ZooKeeper first
             swept = _each(nodes, self._sweep)
@@ -242,7 +253,7 @@ class Nemesis:
 
     def residue(self, include_stopped: bool = True) -> list[str]:
         """What is still applied: paused nodes, KAFKA_CHAOS_* rules, netem/tbf qdiscs, stopped nodes."""
-        nodes = list(self.cluster.nodes())
+        nodes = _containers(self.cluster.nodes())
         out: list[str] = []
         for n, (found, err) in zip(nodes, _each(nodes, lambda n: _node_residue(n, include_stopped))):
             out += [f"{n.name}: cannot inspect ({err})"] if err else found
@@ -253,6 +264,15 @@ class Nemesis:
 
     def __exit__(self, *exc) -> None:
         self.heal_all()
+
+
+def _containers(nodes) -> list:
+    """One node per container (the node ids of a one-process broker share one), in order."""
+    out: list = []
+    for n in nodes:
+        if all(m.name != n.name for m in out):
+            out.append(n)
+    return out
 
 
 def _each(nodes: list, fn) -> list[tuple[Any, str | None]]:

@@ -96,14 +96,14 @@ def _scenario(name: str, description: str, script, workload=None, tags=("chaos",
 
 SCENARIOS: list[Scenario] = [
     _scenario("groups.member_kill", "three members of a group; one killed abruptly once the group formed",
-              member_kill, tags=("conformance", "chaos")),
+              member_kill, tags=("conformance", "chaos"), faults_one_node=False),
     _scenario("groups.member_pause", "three members of a group; one stops polling for 20 s (past "
-              "max.poll.interval.ms), leaves and rejoins", member_pause),
+              "max.poll.interval.ms), leaves and rejoins", member_pause, faults_one_node=False),
     _scenario("groups.coordinator_kill", "three members of a group; the group coordinator (FindCoordinator's "
               "answer) killed until another broker coordinates the group, then restarted",
               _coordinator_fault("kill")),
     _scenario("groups.coordinator_pause", "three members of a group; the group coordinator paused until "
               "another broker coordinates the group, then unpaused", _coordinator_fault("pause")),
     _scenario("groups.static_member_kill", "three static members (group.instance.id); one killed abruptly",
-              member_kill, workload={**_WORKLOAD, "static": True}),
+              member_kill, workload={**_WORKLOAD, "static": True}, faults_one_node=False),
 ]

@@ -197,12 +197,12 @@ _WL = {"topic": T, "partitions": 3}
 SCENARIOS: list[Scenario] = [
     Scenario("preferred_election.manual", "leadership moved away by a kill; ElectLeaders(PREFERRED) brings "
              "it back (refused while RS[0] is down)", manual, tags=("conformance", "chaos"), topics=TOPICS,
-             workload=_WL, min_version="2.4", kraft=True),
+             workload=_WL, min_version="2.4", kraft=True, reads_controller_log=True),
     Scenario("preferred_election.auto_rebalance", "auto.leader.rebalance.enable with a 5 s check: "
              "leadership returns to RS[0] by itself", auto_rebalance, tags=("conformance", "chaos"), topics=TOPICS,
              workload=_WL, broker_config={"auto.leader.rebalance.enable": "true",
-                                          "leader.imbalance.check.interval.seconds": "5"}, kraft=True),
+                                          "leader.imbalance.check.interval.seconds": "5"}, kraft=True, reads_controller_log=True),
     Scenario("preferred_election.controlled_shutdown", "clean stop of a partition leader: leadership and "
              "ISR move before it deregisters; controller epoch unchanged", controlled_shutdown,
-             tags=("conformance", "chaos"), topics=TOPICS, workload=_WL, kraft=True),
+             tags=("conformance", "chaos"), topics=TOPICS, workload=_WL, kraft=True, reads_controller_log=True),
 ]

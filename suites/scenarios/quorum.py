@@ -342,7 +342,7 @@ def _fence_paused_broker(ctx: RunContext) -> None:
 
 def _scenario(name: str, description: str, script, brokers: int, assignment, max_s: float = 300) -> Scenario:
     return Scenario(f"quorum.{name}", description, script, tags=("conformance", "chaos"), brokers=brokers,
-                    topics=_topic(assignment), kraft=True, needs_roles=("controller",), max_duration_s=max_s)
+                    topics=_topic(assignment), kraft=True, needs_roles=("controller",), max_duration_s=max_s, reads_controller_log=True)
 
 
 SCENARIOS: list[Scenario] = [

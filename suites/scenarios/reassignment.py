@@ -456,19 +456,19 @@ _WL = {"topic": T, "partitions": 3}
 SCENARIOS: list[Scenario] = [
     Scenario("reassignment.move_replicas", "seed 003 flow: --generate over brokers 1-4, --execute, --verify",
              move_replicas, tags=("conformance", "chaos"), brokers=4, topics=TOPICS, workload=_WL,
-             min_version="2.6", max_duration_s=240, kraft=True),
+             min_version="2.6", max_duration_s=240, kraft=True, reads_controller_log=True),
     Scenario("reassignment.znode", "legacy /admin/reassign_partitions: chaos-1 [2,3,1] → [3,4,2]",
              via_znode, tags=("conformance", "chaos"), brokers=4, topics=TOPICS, workload=_WL,
-             min_version="2.4", max_duration_s=180),
+             min_version="2.4", max_duration_s=180, reads_controller_log=True),
     Scenario("reassignment.kill_broker_mid", "throttled bulk-0 → [1,3,4]; leader 1 killed mid-way; "
              "completes after restart", kill_broker_mid, tags=("conformance", "chaos"), brokers=4,
              topics=BULK_TOPICS, workload=_WL, broker_config=SLOW, min_version="2.6", max_duration_s=300,
-             kraft=True),
+             kraft=True, reads_controller_log=True),
     Scenario("reassignment.cancel", "throttled bulk-0 [1,2,3] → [4,2,3] cancelled: replicas [2,3,1]",
              cancel, tags=("conformance", "chaos"), brokers=4, topics=BULK_TOPICS, workload=_WL, broker_config=SLOW,
-             min_version="2.6", max_duration_s=240, kraft=True),
+             min_version="2.6", max_duration_s=240, kraft=True, reads_controller_log=True),
     Scenario("reassignment.target_down", "target broker 4 down: the tool refuses; AlterPartitionReassignments "
              "refused (ZK: not live) or accepted (KRaft: registered, fenced); the znode path (ZooKeeper only) "
              "starts it anyway; it waits and completes after restart", target_down, tags=("conformance", "chaos"),
-             brokers=4, topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240, kraft=True),
+             brokers=4, topics=TOPICS, workload=_WL, min_version="2.6", max_duration_s=240, kraft=True, reads_controller_log=True),
 ]

@@ -192,10 +192,10 @@ def _bump_epoch(ctx: RunContext, name: str) -> None:
 SCENARIOS: list[Scenario] = [
     Scenario("topics.create_delete", f"create topic {DOOMED} with the Admin API, then delete it: marker, "
              "replicas offline (leader -1), znodes removed (§6.1-6.3); KRaft: atomic removal (§9.7)", _create_delete,
-             tags=("conformance", "chaos"), kraft=True),
+             tags=("conformance", "chaos"), kraft=True, faults_one_node=False, reads_controller_log=True),
     Scenario("topics.delete_with_broker_down", f"delete {DOOMED} while a broker holding a replica is down: "
              "halted, completes after the broker returns (§6.2, P4); KRaft: not halted (§9.7)", _delete_with_broker_down,
-             tags=("conformance", "chaos"), max_duration_s=240, kraft=True),
+             tags=("conformance", "chaos"), max_duration_s=240, kraft=True, reads_controller_log=True),
     Scenario("topics.recreate", f"delete {DOOMED} and create it again: a new topic id, epochs restart at 0 (§6.3)",
-             _recreate, tags=("conformance", "chaos"), max_duration_s=240, kraft=True),
+             _recreate, tags=("conformance", "chaos"), max_duration_s=240, kraft=True, reads_controller_log=True),
 ]

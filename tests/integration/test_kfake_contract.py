@@ -17,6 +17,9 @@ import pytest
 
 from harness.capabilities import Subject, plan
 from harness import docker_util
+from harness.cluster import Cluster, ClusterSpec
+from harness.nemesis.fault_base import FaultError
+from harness.nemesis.nemesis import Nemesis
 from harness.foreign_images import KFAKE_TAG, build_kfake
 from harness.preflight import EXIT_INCOMPATIBLE, preflight
 from suites.catalog import SCENARIOS
@@ -25,6 +28,7 @@ pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "kfake.toml"
+EXAMPLE3 = ROOT / "docs" / "examples" / "kfake-3.toml"      # node ids 1, 2, 3 in one process
 WRONG_IDS_LINE = ("Metadata lists node ids [111], the distribution declares 3 nodes: set node ids in the "
                   "distribution file or use layout single-node")
 
@@ -138,3 +142,61 @@ def test_a_missing_admin_api_makes_its_capabilities_not_applicable(kfake_image, 
                                             "ListPartitionReassignments (46) in ApiVersions")
     assert by["quorum"].na_reason == "the broker does not advertise DescribeQuorum (55) in ApiVersions"
     assert "advertise" not in by["acks"].na_reason      # Produce and Fetch are there (one node: too few brokers)
+
+
+def test_one_process_serving_three_node_ids_passes_the_preflight(kfake_image):
+    r = preflight(f"file:{EXAMPLE3}")
+    assert r.ok, r.line
+    assert r.node_ids == [1, 2, 3] and r.seconds <= 30, r
+    ports = {nid: int(addr.rsplit(":", 1)[1]) for nid, addr in r.advertised.items()}
+    assert set(ports) == {"1", "2", "3"} and len(set(ports.values())) == 3, r.advertised
+    assert all(a.startswith("127.0.0.1:") for a in r.advertised.values()), r.advertised
+    assert no_kfake_left()
+
+
+def test_three_node_ids_run_in_one_container_with_three_loopback_ports_and_take_no_one_node_fault(kfake_image):
+    with Cluster(ClusterSpec(distribution=f"file:{EXAMPLE3}", startup_timeout_s=60)) as cl:
+        assert cl.broker_ids == [1, 2, 3]
+        containers = {cl.brokers[b].name for b in cl.broker_ids}
+        assert containers == {f"kc-{cl.name}-b1"}
+        c = docker_util.client().containers.get(f"kc-{cl.name}-b1")
+        bound = {int(v[0]["HostPort"]): v[0]["HostIp"] for v in c.attrs["HostConfig"]["PortBindings"].values()}
+        assert bound == {cl.brokers[b].host_port: "127.0.0.1" for b in cl.broker_ids}
+        assert [n.name for n in cl.broker_containers()] == [f"kc-{cl.name}-b1"] and cl.sharing(cl.brokers[2]) == [1, 2, 3]
+        # a fault on one of the ids is refused, not applied to the whole process
+        with pytest.raises(FaultError, match="node ids 1,2,3 share one process"):
+            Nemesis(cl, view=object()).apply("kill", "broker:2")
+        assert c.reload() is None and c.status == "running"
+        # found again from Docker alone (`cluster status`, other processes)
+        again = Cluster.attach(cl.name)
+        assert {b: again.brokers[b].host_port for b in again.broker_ids} == {
+            b: cl.brokers[b].host_port for b in cl.broker_ids}
+    assert no_kfake_left()
+
+
+def test_declared_ids_the_one_process_does_not_report_are_incompatible_within_a_minute(kfake_image, tmp_path):
+    # declared 1, 2, 3; the process serves 7, 8, 9 on the published ports
+    f = kfake_file(tmp_path, ids="node_ids = [1, 2, 3]", node_ids_env="7,8,9", ports="{ports}")
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "harness.cli", "certify", "--distribution-file", str(f),
+                          "--profile", "compatible", "--out", str(tmp_path / "cert")],
+                         cwd=ROOT, capture_output=True, text=True)
+    took = time.monotonic() - t0
+    assert res.returncode == EXIT_INCOMPATIBLE, res.stderr[-2000:]
+    assert res.stdout.strip() == ("INCOMPATIBLE Metadata lists node ids [7, 8, 9], the distribution declares 3 "
+                                  "nodes: set node_ids = [7, 8, 9] in the distribution file"), res.stdout
+    assert took < 60, took
+    assert no_kfake_left()
+
+
+def test_node_ids_on_each_others_ports_are_incompatible(kfake_image, tmp_path):
+    # the right ids, but the process serves node 3 on the port published for node 1 (and 1 on 3's)
+    f = kfake_file(tmp_path, ids="node_ids = [1, 2, 3]", node_ids_env="3,2,1", ports="{ports}")
+    r = preflight(f"file:{f}")
+    assert not r.ok
+    m = re.fullmatch(r"Metadata \(asked on node 1\) advertises node 1 at 127\.0\.0\.1:(\d+), but the harness "
+                     r"publishes it at 127\.0\.0\.1:(\d+): advertise \{advertised_host\}:\{port\} in the "
+                     r"distribution file", r.line)
+    assert m and m.group(1) != m.group(2), r.line
+    assert r.seconds < 60, r.seconds
+    assert no_kfake_left()
