@@ -209,7 +209,9 @@ def test_the_kfake_3_plan_names_the_shared_process():
     by = {cp.capability.name: cp for cp in plan(SCENARIOS, subject)}
     assert not by["topics"].applicable
     assert [s.name for s in by["consumer-groups"].applicable] == ["groups.member_kill"]
-    for cap in ("broker_failover", "isr", "restart", "network", "preferred_election"):
+    # restart.kill_all kills the whole process (every node id): it applies; the other restarts do not
+    assert [s.name for s in by["restart"].applicable] == ["restart.kill_all"]
+    for cap in ("broker_failover", "isr", "network", "preferred_election"):
         assert by[cap].na_reason == ("no applicable scenario: node ids 1,2,3 share one process: the scenario "
                                      "faults one node alone"), cap
 

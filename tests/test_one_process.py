@@ -68,3 +68,25 @@ def test_the_nemesis_refuses_a_fault_on_one_node_id_of_a_shared_process(fault, t
     kinds = [k for k, _ in ev.items]
     assert kinds == ["fault.start", "fault.end"] and ev.items[1][1]["ok"] is False
     assert not nem.active
+
+
+
+
+def test_a_process_fault_on_every_node_id_reaches_the_process_once_and_names_every_id(monkeypatch):
+    cl = cluster(f"file:{KFAKE3}")
+    kills = []
+    for b in cl.broker_ids:
+        monkeypatch.setattr(cl.brokers[b], "kill", lambda n=cl.brokers[b]: kills.append(n.node_id))
+    ev = Events()
+    nem = Nemesis(cl, recorder=ev, view=object())
+    nem.apply("kill", "all-brokers", {"heal": "none"})
+    assert kills == [1]                                  # one SIGKILL for the one process
+    start = next(f for k, f in ev.items if k == "fault.start")
+    assert start["broker_ids"] == [1, 2, 3] and start["nodes"] == ["kc-onep-b1"]
+
+
+def test_a_network_fault_on_every_node_id_of_one_process_is_still_refused():
+    cl = cluster(f"file:{KFAKE3}")
+    nem = Nemesis(cl, recorder=Events(), view=object())
+    with pytest.raises(FaultError, match="share one process"):
+        nem.apply("isolate", "all-brokers")

@@ -100,13 +100,24 @@ class Fault:
 
     @property
     def broker_ids(self) -> list[int]:
-        return [n.node_id for n in self.nodes if n.role == "broker"]
+        """Node ids of the brokers it acts on (every node id a one-process broker's container serves)."""
+        return self._ids(("broker",))
 
     @property
     def kafka_node_ids(self) -> list[int]:
         """Node ids of the Kafka nodes it acts on: brokers and dedicated KRaft controllers (not
         ZooKeeper servers, whose ids are another numbering)."""
-        return [n.node_id for n in self.nodes if n.role in ("broker", "controller")]
+        return self._ids(("broker", "controller"))
+
+    def _ids(self, roles: tuple[str, ...]) -> list[int]:
+        sharing = getattr(getattr(self.ctx, "cluster", None), "sharing", None)
+        out: list[int] = []
+        for n in self.nodes:
+            if n.role in roles:
+                for b in ((sharing(n) if sharing and n.role == "broker" else None) or [n.node_id]):
+                    if b not in out:
+                        out.append(b)
+        return out
 
     def apply(self) -> None:
         raise NotImplementedError

@@ -128,6 +128,10 @@ class Nemesis:
         # such scenarios out of a certificate's plan; this is the guard for everything else)
         sharing = getattr(self.cluster, "sharing", None)
         shared = sorted({b for n in nodes if n.role == "broker" for b in (sharing(n) if sharing else [])})
+        if shared and info.kind == "process" and set(shared) <= {n.node_id for n in nodes if n.role == "broker"}:
+            # every node id of each such process is targeted (e.g. all-brokers): the process fault reaches
+            # them all, as asked; it acts once per container (the record names every node id)
+            nodes, shared = _containers(nodes), []
         if shared:
             self._emit_start(fid, name, target, [n.name for n in nodes], [], params)
             msg = (f"{name} on {target}: node ids {','.join(map(str, shared))} share one process, so a fault "

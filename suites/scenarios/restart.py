@@ -3,6 +3,15 @@
 A returning broker is not put back into any ISR by the controller: its replicas come online
 (LeaderAndIsr with the current state, no ZooKeeper write), it fetches until caught up, and each
 leader adds it back through AlterPartition (same leader epoch, partition epoch + 1).
+
+``restart.kill_all`` kills every broker at once (Jepsen's "kill all nodes"): no replica is left to
+serve, so what comes back is only what each broker kept in its log. Apache Kafka appends to its log
+files before it acknowledges (acks=all: every ISR member has the write in its log); a SIGKILL leaves
+those writes in the files (the host's page cache is not lost with the process), and log recovery at
+start keeps every intact record (``UnifiedLog`` recovery from the recovery point), so every
+acknowledged write must be read back by the final drain. It faults no node alone, so it also applies
+where all node ids are served by one process (a broker that keeps its data only in memory loses it
+here: the durability checker names every lost write).
 """
 
 from __future__ import annotations
@@ -90,10 +99,29 @@ def _rolling(ctx: RunContext) -> None:
                [state(ctx, p) for p in range(PARTS)])
 
 
+def _kill_all(ctx: RunContext) -> None:
+    ids = sorted(ctx.cluster.broker_ids)
+    ctx.wait_until("the workload has writes acknowledged before the kill", lambda: _acked(ctx, 0.0) >= 300, 60,
+                   interval_s=0.5)
+    h = ctx.fault("kill", "all-brokers", wait=False)
+    ctx.sleep(2.0)
+    ctx.heal(h)                                  # start every broker again (without waiting for each)
+    t_back = ctx.recorder.now()
+    ctx.wait_until(f"every broker ({', '.join(map(str, ids))}) serves again after the kill", 
+                   lambda: sorted(ctx.live_brokers()) == ids, 120, interval_s=0.5)
+    ctx.wait_until(f"every partition of {T} has a live leader after all brokers were killed and started",
+                   lambda: all(ctx.leader(T, p) in ctx.live_brokers() for p in range(PARTS)), 120, interval_s=0.5)
+    ctx.wait_until("the workload writes again after the restart", lambda: _acked(ctx, t_back) >= 300, 90,
+                   interval_s=1.0)
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("restart.catch_up", "clean-stop a follower while the workload writes, start it again: it catches up, "
              "rejoins the ISR, its replicas come back online (§5.3, §5.5, §5.8)", _catch_up,
              tags=("conformance", "chaos"), max_duration_s=240, kraft=True),
     Scenario("restart.rolling", "rolling clean restart of every broker, one at a time, waiting for full ISR "
              "in between (§5.3-§5.5)", _rolling, tags=("conformance", "chaos"), max_duration_s=480, kraft=True),
+    Scenario("restart.kill_all", "SIGKILL every broker at once while the workload writes, start them all again: "
+             "every acknowledged write is still there (what a broker keeps in its log survives the process)",
+             _kill_all, tags=("conformance", "chaos"), max_duration_s=300, kraft=True, faults_one_node=False),
 ]
