@@ -63,6 +63,14 @@ KFAKE_HIDE_APIS = "{hide}"
     return p
 
 
+def certify(f, out) -> tuple[subprocess.CompletedProcess, float]:
+    """``kafka-chaos certify`` of distribution file ``f`` (profile compatible): its result and seconds."""
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "harness.cli", "certify", "--distribution-file", str(f),
+                          "--profile", "compatible", "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    return res, time.monotonic() - t0
+
+
 def test_the_kfake_example_passes_the_preflight(kfake_image):
     r = preflight(f"file:{EXAMPLE}")
     assert r.ok, r.line
@@ -75,11 +83,7 @@ def test_the_kfake_example_passes_the_preflight(kfake_image):
 def test_wrong_node_ids_are_incompatible_within_a_minute_with_the_precise_line(kfake_image, tmp_path):
     # three containers, each a kfake reporting node id 111, declared as nodes 1..3
     f = kfake_file(tmp_path, layout="replicated", ids="nodes = 3", node_ids_env="111")
-    t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "harness.cli", "certify", "--distribution-file", str(f),
-                          "--profile", "compatible", "--out", str(tmp_path / "cert")],
-                         cwd=ROOT, capture_output=True, text=True)
-    took = time.monotonic() - t0
+    res, took = certify(f, tmp_path / "cert")
     assert res.returncode == EXIT_INCOMPATIBLE, res.stderr[-2000:]
     assert res.stdout.strip() == f"INCOMPATIBLE {WRONG_IDS_LINE}", res.stdout
     assert took < 60, took
@@ -177,11 +181,7 @@ def test_three_node_ids_run_in_one_container_with_three_loopback_ports_and_take_
 def test_declared_ids_the_one_process_does_not_report_are_incompatible_within_a_minute(kfake_image, tmp_path):
     # declared 1, 2, 3; the process serves 7, 8, 9 on the published ports
     f = kfake_file(tmp_path, ids="node_ids = [1, 2, 3]", node_ids_env="7,8,9", ports="{ports}")
-    t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "harness.cli", "certify", "--distribution-file", str(f),
-                          "--profile", "compatible", "--out", str(tmp_path / "cert")],
-                         cwd=ROOT, capture_output=True, text=True)
-    took = time.monotonic() - t0
+    res, took = certify(f, tmp_path / "cert")
     assert res.returncode == EXIT_INCOMPATIBLE, res.stderr[-2000:]
     assert res.stdout.strip() == ("INCOMPATIBLE Metadata lists node ids [7, 8, 9], the distribution declares 3 "
                                   "nodes: set node_ids = [7, 8, 9] in the distribution file"), res.stdout
