@@ -107,10 +107,10 @@ def _kill_all(ctx: RunContext) -> None:
     ctx.sleep(2.0)
     ctx.heal(h)                                  # start every broker again (without waiting for each)
     t_back = ctx.recorder.now()
-    ctx.wait_until(f"every broker ({', '.join(map(str, ids))}) serves again after the kill", 
+    ctx.wait_until(f"every broker ({', '.join(map(str, ids))}) serves again after the kill",
                    lambda: sorted(ctx.live_brokers()) == ids, 120, interval_s=0.5)
     ctx.wait_until(f"every partition of {T} has a live leader after all brokers were killed and started",
-                   lambda: all(ctx.leader(T, p) in ctx.live_brokers() for p in range(PARTS)), 120, interval_s=0.5)
+                   lambda: all(ctx.leader(T, p) in ctx.live_brokers() for p in range(PARTS)), 60, interval_s=0.5)
     ctx.wait_until("the workload writes again after the restart", lambda: _acked(ctx, t_back) >= 300, 90,
                    interval_s=1.0)
 
