@@ -82,7 +82,7 @@ class Checker(WriteJudge, TopicJudge):
                                       "leader_isr_changes": 0, "creations": 0, "gaps": 0, "elections": 0,
                                       "views_scanned": 0}
         # the counters bumped per write, kept out of the dict on the hot path (folded in by run)
-        self.n_states = self.n_cwrites = self.n_lic = self.n_elections = 0
+        self.n_states = self.n_cwrites = self.n_lic = self.n_elections = self.n_views = 0
         # controller
         self.epoch: int | None = None
         self.epoch_version: int | None = None
@@ -165,6 +165,7 @@ class Checker(WriteJudge, TopicJudge):
         st["controller_writes"] += self.n_cwrites
         st["leader_isr_changes"] += self.n_lic
         st["elections"] += self.n_elections
+        st["views_scanned"] += self.n_views
         self._end_txn(final=True)
         self.stats.update(prog.finish())
         self.stats["transitions"] = self.stats["state_writes"]

@@ -394,9 +394,9 @@ class WriteJudge:
                 explains = self._explains
                 for k in range(lo, hi + 1):
                     if explains(prev, c, snaps[k], _EMPTY, nl, nisr, nrec, any_rec):
-                        self.stats["views_scanned"] += k - lo + 1
+                        self.n_views += k - lo + 1
                         return k
-                self.stats["views_scanned"] += max(0, hi - lo + 1)
+                self.n_views += max(0, hi - lo + 1)
                 return None
         outcomes = self._outcomes
         explains = self._explains
@@ -416,7 +416,7 @@ class WriteJudge:
             return None
         finally:
             if seen is None:
-                self.stats["views_scanned"] += scanned
+                self.n_views += scanned
 
     def _attribute(self, prev: Obs, new: Obs, c: _WriteCtx, ce: int) -> tuple[str, str]:
         """Name the Apache rule an unexpected controller write breaks, with a one-line reason."""
