@@ -33,19 +33,21 @@ How observed writes are judged
 from __future__ import annotations
 
 import itertools
+from operator import itemgetter
 from typing import Any
 
 from reference.events import ZK_TYPES, normalize, parse_gap_path
 from reference.invariants import state_violations, transition_violations
 from reference.liveness import Progress
 from reference.actions import UNCLEAN_KEY, partitions_of, record_unclean_permission
-from reference.profiles import GATE_FENCING, GATE_RECOVERY, Profile, progress_bounds
+from reference.profiles import GATE_FENCING, GATE_KIP841, GATE_RECOVERY, Profile, progress_bounds
 from reference.result import MAX_REPORTED, ConformanceResult, Divergence
 from reference.state import NO_LEADER, RECOVERING
 from reference.topics import TopicJudge, _Topic
 from reference.writes import Obs, WriteJudge
 
 _new_obs = tuple.__new__
+_TYPE = itemgetter("type")
 _ZK_TYPES = frozenset(ZK_TYPES)
 _NUM = (float, int)     # the types of an event time (``zk_time`` / ``wall``)
 
@@ -73,13 +75,14 @@ class Checker(WriteJudge, TopicJudge):
         self.apache = profile.determinism
         self.rec_supported = profile.at_least(GATE_RECOVERY)
         self.fencing = profile.at_least(GATE_FENCING)
+        self.kip841 = profile.at_least(GATE_KIP841)
         self.divs: list[Divergence] = []
         self.viols: list[Divergence] = []
         self.stats: dict[str, int] = {"events": 0, "zk_events": 0, "state_writes": 0, "controller_writes": 0,
                                       "leader_isr_changes": 0, "creations": 0, "gaps": 0, "elections": 0,
                                       "views_scanned": 0}
         # the counters bumped per write, kept out of the dict on the hot path (folded in by run)
-        self.n_states = self.n_cwrites = self.n_lic = self.n_elections = 0
+        self.n_states = self.n_cwrites = self.n_lic = self.n_elections = self.n_views = 0
         # controller
         self.epoch: int | None = None
         self.epoch_version: int | None = None
@@ -93,14 +96,17 @@ class Checker(WriteJudge, TopicJudge):
         self.registered: dict[int, Any] = {}
         self.seen_brokers: set[int] = set()
         self.snaps: list[frozenset] = [frozenset()]
+        self._snap_ids: dict[frozenset, frozenset] = {}
         self.last_registered: dict[int, int] = {}     # broker -> newest snapshot index with it registered
         self.broker_gap_at: int | None = None        # last snapshot before a /brokers/ids gap
         self.maybe_shutting: set[int] = set()
         self._no_sd: list[frozenset] = [frozenset()]
         self._sd_cache: dict[frozenset, list[frozenset]] = {}
+        self._sd_by_reps: dict[tuple, list[frozenset]] = {}     # (RS, ISR) -> _sd_options of their brokers
         # topics / partitions
         self.topics: dict[str, _Topic] = {}
         self.parts: dict[tuple, _Part] = {}
+        self._isr_sets: dict[tuple, frozenset] = {}
         self.deleting: set[str] = set()
         self.zk_reassign: dict[tuple, tuple] = {}
         self.pending_reassign: set = set()
@@ -132,10 +138,8 @@ class Checker(WriteJudge, TopicJudge):
                     "zk.delete_topics": self._on_delete_topics, "zk.gap": self._on_gap,
                     "fault.start": self._on_fault, "fault.end": self.progress.on_fault_end,
                     "action": self._on_action, "admin.metadata": self._on_metadata}
-        prev_zxid = None
         prog = self.progress
         evs = normalize(events)
-        n_zk = 0
         now = None                  # prog.now, which only this loop moves
         for ev in evs:
             self._ev = ev
@@ -145,23 +149,23 @@ class Checker(WriteJudge, TopicJudge):
                 tm = ev.get("wall")
             if tm.__class__ in _NUM and (now is None or tm > now):
                 now = prog.now = tm
-            if prog.due is not None and now > prog.due:
-                prog.tick()
+                if prog.due is not None and now > prog.due:
+                    prog.tick()
             t = ev["type"]
-            if t in _ZK_TYPES:          # (normalize keeps only known types: the zk.* ones are these)
-                n_zk += 1
-                z = ev["zxid"]
-                if z != prev_zxid and self.unpaired is not None:
-                    self._end_txn()
-                prev_zxid = z
+            # A /controller creation waits for its epoch until the next zxid (a zk.* event of another
+            # transaction; zk.* events are in zxid order and the creation's zxid is u[1]): _end_txn.
+            u = self.unpaired
+            if u is not None and t in _ZK_TYPES and ev["zxid"] != u[1]:
+                self._end_txn()
             handlers[t](ev)
         st = self.stats
         st["events"] += len(evs)
-        st["zk_events"] += n_zk
+        st["zk_events"] += sum(map(_ZK_TYPES.__contains__, map(_TYPE, evs)))
         st["state_writes"] += self.n_states
         st["controller_writes"] += self.n_cwrites
         st["leader_isr_changes"] += self.n_lic
         st["elections"] += self.n_elections
+        st["views_scanned"] += self.n_views
         self._end_txn(final=True)
         self.stats.update(prog.finish())
         self.stats["transitions"] = self.stats["state_writes"]
@@ -249,11 +253,12 @@ class Checker(WriteJudge, TopicJudge):
                 self._recompute_sd()
         else:
             self.registered.pop(b, None)
-        self.snaps.append(frozenset(self.registered))
+        snap = frozenset(self.registered)
+        self.snaps.append(self._snap_ids.setdefault(snap, snap))     # equal snapshots share one frozenset
         self.progress.on_broker(b, ev["registered"])
 
     def _recompute_sd(self):
-        self._sd_cache.clear()
+        self._sd_by_reps.clear()        # (_sd_cache, keyed by the brokers that may be stopping, holds)
 
     def _sd_options(self, relevant) -> list[frozenset]:
         """Possible shutting-down sets, restricted to the brokers that matter for one partition
@@ -349,7 +354,10 @@ class Checker(WriteJudge, TopicJudge):
         rec = ev.get("leader_recovery_state") or 0
         L, le, ver = ev["leader"], ev["leader_epoch"], ev["version"]
         # Obs(...) without the NamedTuple's Python-level __new__ (this runs per state write; locals likewise)
-        new = _new_obs(Obs, (L, le, isr, frozenset(isr), ev["controller_epoch"], rec, ver))
+        isr_set = self._isr_sets.get(isr)   # one frozenset per distinct ISR tuple, shared
+        if isr_set is None:
+            isr_set = self._isr_sets[isr] = frozenset(isr)
+        new = _new_obs(Obs, (L, le, isr, isr_set, ev["controller_epoch"], rec, ver))
         if part is None:
             part = self.parts[tp] = _Part()
             part.subject = f"{tp[0]}-{tp[1]}"
@@ -363,7 +371,6 @@ class Checker(WriteJudge, TopicJudge):
             rs_ok = t.rs_ok.get(tp[1])
             if rs_ok is None:   # replicas a leader may legitimately be/ISR may contain (RS ∪ AR ∪ pre-U1 RS)
                 rs_ok = t.rs_ok[tp[1]] = frozenset(rs) | frozenset(t.window.get(tp[1], ())) | frozenset(a[1])
-        isr_set = new.isr_set
         if not (rec != RECOVERING and (L == NO_LEADER or L in isr_set)
                 and (rs_ok is None or rs_ok.issuperset(isr_set))):
             # (otherwise state_violations has nothing to say: a test checks it exhaustively)

@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import re
-from operator import itemgetter
+from itertools import compress
+from operator import eq, itemgetter
 from typing import Iterable
 
 ZK_TYPES = ("zk.controller", "zk.controller_epoch", "zk.broker", "zk.topic", "zk.partition_state",
@@ -36,7 +37,7 @@ _KNOWN = frozenset(ZK_TYPES) | frozenset(OTHER_TYPES)
 _ZK = frozenset(ZK_TYPES)
 # the fields each zk.* type needs, zxid included but for a gap (placed later): KeyError if one is missing
 _NEED = {t: itemgetter(*(f if t == "zk.gap" else f + ("zxid",))) for t, f in _REQUIRED.items()}
-_SEQ, _ZXID = itemgetter("seq"), itemgetter("zxid")
+_SEQ, _ZXID, _TYPE = itemgetter("seq"), itemgetter("zxid"), itemgetter("type")
 
 _STATE_PATH = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
 _TOPIC_PATH = re.compile(r"^/brokers/topics/([^/]+)$")
@@ -97,34 +98,20 @@ def normalize(events: Iterable[dict]) -> list[dict]:
         evs.sort(key=_SEQ)
     except (KeyError, TypeError):       # an event without (or with a malformed) seq: sorted as seq 0
         evs.sort(key=lambda e: e.get("seq", 0))
-    gaps = False
-    for e in evs:
-        if e["type"] == "zk.gap":
-            gaps = True
-            if e.get("zxid") is None:
-                evs = _place_gaps(evs)
-                break
-    slots: list[int] = []
-    zk: list[dict] = []
-    out: list[dict | None] = []
-    for e in evs:
-        need = _NEED.get(e["type"])
-        if need is None:                # fault / action / admin sample: nothing the checker requires
-            out.append(e)
-            continue
-        try:
-            need(e)
-            ok = e.get("zxid").__class__ is int
-        except KeyError:
-            ok = False
-        if not ok:
-            validate(e)                 # raises with the seq and the missing field (bools pass, as before)
-        slots.append(len(out))
-        zk.append(e)
-        out.append(None)
+    # (C-level passes where they can be: this sees every event of the record)
+    types = list(map(_TYPE, evs))
+    gaps = "zk.gap" in types
+    if gaps and any(e["type"] == "zk.gap" and e.get("zxid") is None for e in evs):
+        evs = _place_gaps(evs)
+        types = list(map(_TYPE, evs))
+    slots = list(compress(range(len(types)), map(_ZK.__contains__, types)))
+    zk = list(map(evs.__getitem__, slots))
+    zx = _checked_zxids(zk, list(map(types.__getitem__, slots)))
+    out: list[dict | None] = list(evs)
+    for i in slots:
+        out[i] = None
     # zk is in seq order: a stable sort by zxid keeps it within one zxid ((zxid, seq) order); the
     # positions are sorted, so that a repeated write (the same dict twice included) is told apart
-    zx = list(map(_ZXID, zk))
     if gaps:                            # a gap precedes its write
         keys = [(z, e["type"] != "zk.gap") for z, e in zip(zx, zk)]
         order = sorted(range(len(zk)), key=keys.__getitem__)
@@ -137,13 +124,38 @@ def normalize(events: Iterable[dict]) -> list[dict]:
         slots = [i for i, e in enumerate(out) if e is None]
         zk = [zk[i] for i in order if i not in dupes]
     else:
-        zk = [zk[i] for i in order]
-    others = [e for e in out if e is not None]
-    if _time_mergeable(zk, others):
-        return _time_merge(zk, others, _script_marks(events))
+        zk = list(map(zk.__getitem__, order))
+    if _zk_from_txnlog(zk):
+        others = [e for e in out if e is not None]
+        if all(_num(e.get("wall")) for e in others):
+            return _time_merge(zk, others, _script_marks(events))
     for i, e in zip(slots, zk):
         out[i] = e
     return out  # type: ignore[return-value]
+
+
+def _checked_zxids(zk: list[dict], types: list[str]) -> list[int]:
+    """The zxids of the zk.* events ``zk`` (their ``types``), once each has every field its type needs
+    and an integer zxid; else :func:`validate` raises for the first one that does not, in order (a
+    bool zxid passes, as it always did)."""
+    try:
+        zx = list(map(_ZXID, zk))
+        if set(map(type, zx)) <= {int}:
+            need = _NEED
+            for e, t in zip(zk, types):     # KeyError if a field is missing
+                need[t](e)
+            return zx
+    except KeyError:
+        pass
+    for e in zk:
+        try:
+            _NEED[e["type"]](e)
+            ok = e.get("zxid").__class__ is int
+        except KeyError:
+            ok = False
+        if not ok:
+            validate(e)                 # raises with the seq and the missing field (bools pass)
+    return list(map(_ZXID, zk))
 
 
 def _duplicates(zk: list[dict], zx: list[int], order: list[int]) -> set[int]:
@@ -153,10 +165,9 @@ def _duplicates(zk: list[dict], zx: list[int], order: list[int]) -> set[int]:
     dupes: set[int] = set()
     seen: set = set()
     last = None
-    for n in range(1, len(order)):
+    zs = list(map(zx.__getitem__, order))
+    for n in compress(range(1, len(zs)), map(eq, zs[1:], zs)):     # where the zxid repeats
         i, p = order[n], order[n - 1]
-        if zx[i] != zx[p]:
-            continue
         if zx[i] != last:               # a new run of one zxid: it starts at the previous event
             last, seen = zx[i], {(zk[p]["type"], _key(zk[p]))}
         k = (zk[i]["type"], _key(zk[i]))
@@ -205,10 +216,10 @@ def _num(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _time_mergeable(zk: list[dict], others: list[dict]) -> bool:
-    """Every zk.* event is a txn-log copy with ZooKeeper's time, every other event has a wall time."""
-    return bool(zk) and all(e.get("source") == "txnlog" and _num(e.get("zk_time")) for e in zk) \
-        and all(_num(e.get("wall")) for e in others)
+def _zk_from_txnlog(zk: list[dict]) -> bool:
+    """Every zk.* event is a txn-log copy with ZooKeeper's time (and then, if every other event has
+    a wall time, :func:`normalize` merges them by time)."""
+    return bool(zk) and all(e.get("source") == "txnlog" and _num(e.get("zk_time")) for e in zk)
 
 
 SCRIPT_TYPES = ("fault.start", "fault.end", "action", "expect")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from reference.elections import (clean_offline, controlled_shutdown_election, init_new_partition,
                                  preferred_election, reassign_election, remove_from_isr, unclean_offline)
-from reference.profiles import GATE_FENCING, GATE_KIP841
+from reference.profiles import GATE_FENCING
 from reference.rules import RULES, rule_id
 from reference.state import NO_LEADER, RECOVERED, RECOVERING, list_minus
 
@@ -63,20 +63,23 @@ class WriteJudge:
     """Mixin of :class:`reference.checker.Checker`: the rules on one partition-state write."""
 
     def _write_ctx(self, tp, t: _Topic | None, prev: Obs, ce: int) -> _WriteCtx:
-        topic = tp[0]
-        rs, ar, rr = (t.assign.get(tp[1]) if t else None) or _NO_ASSIGN
+        topic, p = tp
+        rs, ar, rr = (t.assign.get(p) if t else None) or _NO_ASSIGN
         trs, need, removable = None, False, _EMPTY
         if ar or rr:
             trs, need = tuple([r for r in rs if r not in rr]), True     # list_minus(rs, rr), inlined
             removable = frozenset(rr)
-        zk = self.zk_reassign.get(tp)
-        if zk is not None and not (ar or rr):
-            trs, need = zk, True
-            removable = frozenset(r for r in rs if r not in zk)
-        if t is not None and tp[1] in t.window:
-            removable = removable.union(r for r in t.window[tp[1]] if r not in rs)
-            if trs is None:
-                trs = rs
+        elif self.zk_reassign:
+            zk = self.zk_reassign.get(tp)
+            if zk is not None:
+                trs, need = zk, True
+                removable = frozenset(r for r in rs if r not in zk)
+        if t is not None:
+            w = t.window.get(p)
+            if w is not None:
+                removable = removable.union(r for r in w if r not in rs)
+                if trs is None:
+                    trs = rs
         pend = self.pending_reassign
         if trs is None and pend and (tp in pend or (topic, None) in pend):
             trs = rs
@@ -84,12 +87,14 @@ class WriteJudge:
         unclean = (self.unclean_topic.get(topic, self.unclean_default)
                    or bool(grants and (tp in grants or (topic, None) in grants)))
         fb = False
-        if self.apache and prev.leader != NO_LEADER and ce in self.epoch_start:
-            # D12: the leader was already dead when this controller initialized, and has not come back
-            # since (had it, the controller would have seen it live and failover would not apply).
-            L, start = prev.leader, self.epoch_start[ce]
-            fb = (L in self.seen_brokers and L not in self.snaps[start]
-                  and self.last_registered.get(L, -1) < start)
+        if self.apache and prev.leader != NO_LEADER:
+            start = self.epoch_start.get(ce)
+            if start is not None:
+                # D12: the leader was already dead when this controller initialized, and has not come
+                # back since (had it, the controller would have seen it live and failover would not apply).
+                L = prev.leader
+                fb = (L in self.seen_brokers and L not in self.snaps[start]
+                      and self.last_registered.get(L, -1) < start)
         # tuple.__new__: the NamedTuple constructor is a Python function, and this runs per controller write
         return _new_ctx(_WriteCtx, (rs, trs, need, removable, topic in self.deleting, unclean, fb))
 
@@ -249,9 +254,10 @@ class WriteJudge:
     def _check_leader_isr_change(self, subject, prev: Obs, new: Obs, rs):
         """Same LE: AlterPartition / legacy leader write (§5.9, §5.10): H10, H13, H19 (3.3+), D7, D9."""
         self.n_lic += 1
-        added = [r for r in new.isr if r not in prev.isr_set]
-        removed = [r for r in prev.isr if r not in new.isr_set]
-        if added and self.p.at_least(GATE_KIP841):
+        ns, ps = new.isr_set, prev.isr_set
+        added = [r for r in new.isr if r not in ps] if not ns <= ps else []
+        removed = [r for r in prev.isr if r not in ns] if not ps <= ns else []
+        if added and self.kip841:
             ce = self.epoch if self.epoch is not None else new.controller_epoch
             dead = [r for r in added if self._live_in_some_view(r, ce) is None]
             if dead:
@@ -306,8 +312,8 @@ class WriteJudge:
                 self._report("H14", subject, f"leader moved to {x} while topic {tp[0]} is being deleted",
                              prev.to_dict(), new.to_dict())
                 return
-        added = [r for r in new.isr if r not in prev.isr_set]
-        if added and not (x != L and x not in prev.isr_set and new.isr == (x,)):
+        if not new.isr_set <= prev.isr_set and not (x != L and x not in prev.isr_set and new.isr == (x,)):
+            added = [r for r in new.isr if r not in prev.isr_set]
             self._report("H13", subject, f"controller write added {added} to the ISR (only the leader expands "
                          "the ISR)", prev.to_dict(), new.to_dict())
             return
@@ -332,7 +338,11 @@ class WriteJudge:
             self._report("D7", subject, f"leader epoch went {prev.leader_epoch} -> {new.leader_epoch} in one "
                          "write; every Apache controller write bumps it by exactly 1", prev.to_dict(),
                          new.to_dict(), [f"leader_epoch={prev.leader_epoch + 1}"])
-        self._match_outcomes(subject, prev, new, ctxs, ce)
+        k = self._explaining_view(prev, new, ctxs, ce)          # (_match_outcomes, inlined)
+        if k is not None:
+            self.lo[ce] = k
+        else:
+            self._report_unexplained(subject, prev, new, ctxs, ce)
 
     def _match_outcomes(self, subject, prev: Obs, new: Obs, ctxs: tuple, ce: int, report: bool = True):
         """Find a view (and shutting-down set) under which one of the write contexts ``ctxs``
@@ -341,8 +351,12 @@ class WriteJudge:
         if k is not None:
             self.lo[ce] = k
             return
-        if not report:
-            return
+        if report:
+            self._report_unexplained(subject, prev, new, ctxs, ce)
+
+    def _report_unexplained(self, subject, prev: Obs, new: Obs, ctxs: tuple, ce: int) -> None:
+        """No admissible view explains the controller write ``new``: report it with the writes
+        that were allowed (attributed with ``ctxs[0]``)."""
         seen: set = set()           # the writes that were allowed: scanned again, only for the report
         self._explaining_view(prev, new, ctxs, ce, seen)
         allowed = sorted({_summ(o) for o in seen})[:10]
@@ -362,20 +376,28 @@ class WriteJudge:
         ms = self.maybe_shutting
         nl, nisr, nrec = new.leader, new.isr_set, new.recovery
         any_rec = not self.rec_supported
-        if not ms or (ms.isdisjoint(c.rs) and ms.isdisjoint(prev.isr_set)):
+        if ms:
+            # _sd_options of the replicas, cached per (RS, ISR) until the maybe-shutting set changes
+            # (Checker._recompute_sd); ``_no_sd`` itself when none of them may be stopping
+            key = (c.rs, prev.isr)
+            sd_opts = self._sd_by_reps.get(key)
+            if sd_opts is None:
+                sd_opts = self._sd_by_reps[key] = (
+                    self._no_sd if ms.isdisjoint(c.rs) and ms.isdisjoint(prev.isr_set)
+                    else self._sd_options(itertools.chain(c.rs, prev.isr)))
+        else:
+            sd_opts = self._no_sd
+        if sd_opts is self._no_sd:
             # what _sd_options gives when none of the replicas may be stopping: the empty set only
             if seen is None and extra is None and len(ctxs) == 1:
                 # the usual write (every replica seen, one context): the loop below with sd = {}
                 explains = self._explains
                 for k in range(lo, hi + 1):
                     if explains(prev, c, snaps[k], _EMPTY, nl, nisr, nrec, any_rec):
-                        self.stats["views_scanned"] += k - lo + 1
+                        self.n_views += k - lo + 1
                         return k
-                self.stats["views_scanned"] += max(0, hi - lo + 1)
+                self.n_views += max(0, hi - lo + 1)
                 return None
-            sd_opts = self._no_sd
-        else:
-            sd_opts = self._sd_options(itertools.chain(c.rs, prev.isr))
         outcomes = self._outcomes
         explains = self._explains
         scanned = 0
@@ -394,7 +416,7 @@ class WriteJudge:
             return None
         finally:
             if seen is None:
-                self.stats["views_scanned"] += scanned
+                self.n_views += scanned
 
     def _attribute(self, prev: Obs, new: Obs, c: _WriteCtx, ce: int) -> tuple[str, str]:
         """Name the Apache rule an unexpected controller write breaks, with a one-line reason."""
