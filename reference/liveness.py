@@ -291,6 +291,7 @@ class Progress(ReassignmentProgress):
                 part = parts.get(tp)
                 if part is not None and b in part.st.isr_set:
                     tps.add(tp)
+        tps = sorted(tps)               # a set: findings due at the same event come out in one order
         for tp in tps:
             self._p1_update(tp)
         if not (self.p1 or self.p3):
