@@ -10,9 +10,16 @@ Keys: ``tp`` is ``(topic, partition)``; positions are ``(tp, offset)``.
 from __future__ import annotations
 
 import math
+from itertools import compress
+from operator import itemgetter, not_
 
 from .common import PositionLog, malformed
 from .config import ACKS_ALL, ProducerFacts, RunFacts, producer_facts
+
+# the sender of a value no send invoked (a value record's first field); None is a process name a record may hold
+UNSENT = object()
+_ack = itemgetter(1)
+_drained = itemgetter(4)
 
 
 class IsrWindows:
@@ -82,9 +89,11 @@ class Scan(PositionLog):
         self.producer_cfg: dict[str, dict] = {}
         self.consumer_mode: dict[str, str] = {}
         self._facts_cache: dict[str, ProducerFacts] = {}
+        # value -> its record [sender, ack, ack order, first read, drained] (see ``run``): one table for
+        # every per-value fact, so that a value's invoke, ack and reads reach one hash slot, not four
+        self.vals: dict = {}
+        self.unsent_reads: list = []  # values first read while no send had invoked them, in read order
         # sends
-        self.sent_by: dict = {}  # value -> process (every invoked value)
-        self.acked: dict = {}  # value -> (tp, offset, t_inv, t_ok, process)
         self.failed: dict = {}  # value -> (error, process)
         self.n_invoke = self.n_ok = self.n_fail = self.n_info = 0
         self.n_not_enough_replicas = 0
@@ -105,9 +114,7 @@ class Scan(PositionLog):
         self.n_poll = self.n_drain = 0
         self.pos: dict[tuple, dict] = {}  # tp -> {offset: first value seen there}
         self.conflicts: dict[tuple, list] = {}  # (tp, offset) -> [values ...]
-        self.read_at: dict = {}  # value -> (tp, offset) first read position
         self.dups: dict = {}  # value -> [(tp, offset), ...] all distinct read positions
-        self.drained: set = set()
         self.ends: dict[tuple, int] = {}  # tp -> end offset from partition.end
         self.poll_last: dict[tuple, int] = {}
         self.poll_back: list[tuple] = []  # (process, tp, prev, cur)
@@ -146,11 +153,13 @@ class Scan(PositionLog):
     # -- the pass ------------------------------------------------------------------------
     def run(self, events) -> "Scan":
         inv: dict = {}
-        sent_by = self.sent_by
-        acked = self.acked
+        # a value's record: [process of its last invoke (UNSENT if none), its last ack (tp, offset, t_inv, t_ok,
+        # process) or None, the n_ok of its first ack (the order the acks came in), its first read position
+        # (tp, offset) or None, whether the final drain read it]
+        vals = self.vals
+        unsent_reads = self.unsent_reads
+        unsent = UNSENT
         pos = self.pos
-        read_at = self.read_at
-        drained = self.drained
         latencies = self.latencies
         send_order = self.send_order
         poll_last = self.poll_last
@@ -190,7 +199,11 @@ class Scan(PositionLog):
                             if ip is None:
                                 ip = inv[proc] = {}
                             ip[ev["op_id"]] = (t, value)
-                            sent_by[value] = proc
+                            r = vals.get(value)
+                            if r is None:
+                                vals[value] = [proc, None, None, None, False]
+                            else:
+                                r[0] = proc
                             if first_invoke_t is None:
                                 first_invoke_t = t
                             last_invoke_t = t
@@ -213,7 +226,13 @@ class Scan(PositionLog):
                                 tp = intern_tp(topic, part)
                             if off is not None and off < 0:
                                 off = None
-                            acked[value] = (tp, off, t_inv, t, proc)
+                            r = vals.get(value)     # hot: the invoke made it a few events ago
+                            if r is None:
+                                vals[value] = [unsent, (tp, off, t_inv, t, proc), n_ok, None, False]
+                            else:
+                                if r[1] is None:
+                                    r[2] = n_ok
+                                r[1] = (tp, off, t_inv, t, proc)
                             if t_inv is not None:
                                 latencies.append(t - t_inv)
                             if off is not None:
@@ -281,22 +300,28 @@ class Scan(PositionLog):
                         tp = tps.get(part) if tps is not None else None
                         if tp is None:
                             tp = intern_tp(topic, part)
-                        at = (tp, off)
-                        prev = read_at.setdefault(value, at)    # one lookup: the value's first read position
-                        if prev is at or prev[1] != off or prev[0] != tp:
-                            # a new position for the value (a read again where the value was first read
-                            # finds pos[tp][off] set, and a conflict there already filed: nothing to do)
+                        r = vals.get(value)
+                        if r is None:
+                            r = vals[value] = [unsent, None, None, None, False]
+                        prev = r[3]
+                        # a read again where the value was first read finds pos[tp][off] set, and a conflict
+                        # there already filed: nothing to do; otherwise a new position for the value
+                        if prev is None or prev[1] != off or prev[0] != tp:
                             d = pos.get(tp)
                             if d is None:
                                 d = pos[tp] = {}
                             old = d.setdefault(off, value)
                             if old != value:
                                 self._conflict(tp, off, old, value)
-                            if prev is not at:
-                                self._dup(value, prev, at)
+                            if prev is None:
+                                r[3] = (tp, off)
+                                if r[0] is unsent:
+                                    unsent_reads.append(value)
+                            else:
+                                self._dup(value, prev, (tp, off))
                         if f == "drain":
                             n_drain += 1
-                            drained.add(value)
+                            r[4] = True
                         else:
                             n_poll += 1
                             k = (ev["process"], topic, part)
@@ -339,6 +364,37 @@ class Scan(PositionLog):
         self.zk_isr.finish()
         self.admin_isr.finish()
         return self
+
+    # -- the value records, read by the judge ----------------------------------------------
+    def sender(self, value):
+        """The process of the value's last invoke, or None."""
+        r = self.vals.get(value)
+        return None if r is None or r[0] is UNSENT else r[0]
+
+    def ack_of(self, value) -> tuple | None:
+        """The value's last ack ``(tp, offset, t_inv, t_ok, process)``, or None."""
+        r = self.vals.get(value)
+        return None if r is None else r[1]
+
+    def read_of(self, value) -> tuple | None:
+        """The value's first read position ``(tp, offset)``, or None."""
+        r = self.vals.get(value)
+        return None if r is None else r[3]
+
+    def acks(self):
+        """Every acked value's last ack (an iterator)."""
+        return filter(None, map(_ack, self.vals.values()))
+
+    def acked_undrained(self) -> list:
+        """The acked values the final drain did not read, in the order of their first acks."""
+        vals = self.vals
+        return sorted((v for v in compress(vals, map(not_, map(_drained, vals.values()))) if vals[v][1] is not None),
+                      key=lambda v: vals[v][2])
+
+    def unexpected(self) -> list:
+        """The values read that no send invoked, in the order of their first reads."""
+        vals = self.vals
+        return [v for v in self.unsent_reads if vals[v][0] is UNSENT]
 
     # -- rarer events, kept out of the hot loop --------------------------------------------
     def _err(self, proc, t, err) -> None:
