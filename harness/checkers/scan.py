@@ -106,7 +106,8 @@ class Scan(PositionLog):
         self.errors: dict[str, int] = {}
         self.latencies: list[float] = []
         # (process, topic, partition) -> [op ids, offsets, in order]: two columns in send-ok order (no pair
-        # per ack), and whether each op id and offset was above the one before (checked while both are hot)
+        # per ack), and whether each op id and offset was above the one before (checked while both are hot);
+        # like pos and last_ok, kept per partition during the pass and gathered here at its end
         self.send_order: dict[tuple, list] = {}
         self.first_invoke_t: float | None = None
         self.last_invoke_t: float | None = None
@@ -116,7 +117,6 @@ class Scan(PositionLog):
         self.conflicts: dict[tuple, list] = {}  # (tp, offset) -> [values ...]
         self.dups: dict = {}  # value -> [(tp, offset), ...] all distinct read positions
         self.ends: dict[tuple, int] = {}  # tp -> end offset from partition.end
-        self.poll_last: dict[tuple, int] = {}
         self.poll_back: list[tuple] = []  # (process, tp, prev, cur)
         self.poll_gap: list[tuple] = []  # (process, tp, prev, cur) candidates for poll skip
         self.phases: list[tuple[str, float]] = []
@@ -155,16 +155,12 @@ class Scan(PositionLog):
         inv: dict = {}
         # a value's record: [process of its last invoke (UNSENT if none), its last ack (tp, offset, t_inv, t_ok,
         # process) or None, the n_ok of its first ack (the order the acks came in), its first read position
-        # (tp, offset) or None, whether the final drain read it]
+        # (tp, offset) or None, whether the final drain read it, the value]
         vals = self.vals
         unsent_reads = self.unsent_reads
         unsent = UNSENT
-        pos = self.pos
         latencies = self.latencies
-        send_order = self.send_order
-        poll_last = self.poll_last
         first_ok = self.first_ok
-        last_ok = self.last_ok
         gaps = self.gaps
         gap_s = self.gap_s
         zk_below = self.zk_isr.below
@@ -172,14 +168,20 @@ class Scan(PositionLog):
         open_faults = self._open_faults
         producer = self.producer
         n_invoke = n_ok = n_poll = n_drain = 0
-        tp_of: dict = {}
+        # topic -> partition -> the partition's state, reached without hashing a (topic, partition) tuple:
+        # [tp, {offset: first value seen there}, {offset: record of a value acked there}, last ack t or None,
+        #  {process: its send-order columns}, {process: the offset it last polled}]
+        part_of: dict = {}
+        parts: list = []
+        send_keys: list = []    # ((process, topic, partition), columns) in the order the keys first came
 
-        def intern_tp(topic, part):
-            tps = tp_of.get(topic)
-            if tps is None:
-                tps = tp_of[topic] = {}
-            tp = tps[part] = (topic, part)
-            return tp
+        def intern_part(topic, part):
+            ps = part_of.get(topic)
+            if ps is None:
+                ps = part_of[topic] = {}
+            st = ps[part] = [(topic, part), {}, {}, None, {}, {}]
+            parts.append(st)
+            return st
         first_invoke_t = last_invoke_t = None
 
         ev: dict = {}
@@ -201,7 +203,7 @@ class Scan(PositionLog):
                             ip[ev["op_id"]] = (t, value)
                             r = vals.get(value)
                             if r is None:
-                                vals[value] = [proc, None, None, None, False]
+                                vals[value] = [proc, None, None, None, False, value]
                             else:
                                 r[0] = proc
                             if first_invoke_t is None:
@@ -220,15 +222,16 @@ class Scan(PositionLog):
                             topic = ev["topic"]
                             part = ev["partition"]
                             off = ev["offset"]
-                            tps = tp_of.get(topic)      # one (topic, partition) tuple per partition, shared
-                            tp = tps.get(part) if tps is not None else None     # by every ack and read
-                            if tp is None:
-                                tp = intern_tp(topic, part)
+                            ps = part_of.get(topic)
+                            st = ps.get(part) if ps is not None else None
+                            if st is None:
+                                st = intern_part(topic, part)
+                            tp = st[0]      # one (topic, partition) tuple per partition, shared by every ack and read
                             if off is not None and off < 0:
                                 off = None
                             r = vals.get(value)     # hot: the invoke made it a few events ago
                             if r is None:
-                                vals[value] = [unsent, (tp, off, t_inv, t, proc), n_ok, None, False]
+                                r = vals[value] = [unsent, (tp, off, t_inv, t, proc), n_ok, None, False, value]
                             else:
                                 if r[1] is None:
                                     r[2] = n_ok
@@ -236,16 +239,15 @@ class Scan(PositionLog):
                             if t_inv is not None:
                                 latencies.append(t - t_inv)
                             if off is not None:
-                                d = pos.get(tp)
-                                if d is None:
-                                    d = pos[tp] = {}
-                                old = d.setdefault(off, value)
+                                old = st[1].setdefault(off, value)
                                 if old != value:
                                     self._conflict(tp, off, old, value)
-                                k = (proc, topic, part)
-                                cols = send_order.get(k)
+                                st[2][off] = r
+                                so = st[4]
+                                cols = so.get(proc)
                                 if cols is None:
-                                    send_order[k] = [[op_id], [off], True]
+                                    cols = so[proc] = [[op_id], [off], True]
+                                    send_keys.append(((proc, topic, part), cols))
                                 else:
                                     ops_, offs_, ordered = cols
                                     if ordered:     # still in order: op ids and offsets both increasing
@@ -256,12 +258,12 @@ class Scan(PositionLog):
                                             cols[2] = False
                                     ops_.append(op_id)
                                     offs_.append(off)
-                            last = last_ok.get(tp)
+                            last = st[3]
                             if last is None:
                                 first_ok[tp] = t
                             elif t - last > gap_s:
                                 gaps.append((tp, last, t))
-                            last_ok[tp] = t
+                            st[3] = t
                             if open_faults:
                                 self._fault_progress(tp, t)
                             if (zk_below and tp in zk_below) or (admin_below and tp in admin_below):
@@ -296,21 +298,23 @@ class Scan(PositionLog):
                         topic = ev["topic"]
                         part = ev["partition"]
                         off = ev["offset"]
-                        tps = tp_of.get(topic)
-                        tp = tps.get(part) if tps is not None else None
-                        if tp is None:
-                            tp = intern_tp(topic, part)
-                        r = vals.get(value)
-                        if r is None:
-                            r = vals[value] = [unsent, None, None, None, False]
+                        ps = part_of.get(topic)
+                        st = ps.get(part) if ps is not None else None
+                        if st is None:
+                            st = intern_part(topic, part)
+                        tp = st[0]
+                        # the value's record, found by position when the value was acked at this offset (no hash
+                        # of the value: the final drain reads long after the sends, where a hash slot is cold)
+                        r = st[2].get(off)
+                        if r is None or (r[5] is not value and r[5] != value):
+                            r = vals.get(value)
+                            if r is None:
+                                r = vals[value] = [unsent, None, None, None, False, value]
                         prev = r[3]
                         # a read again where the value was first read finds pos[tp][off] set, and a conflict
                         # there already filed: nothing to do; otherwise a new position for the value
                         if prev is None or prev[1] != off or prev[0] != tp:
-                            d = pos.get(tp)
-                            if d is None:
-                                d = pos[tp] = {}
-                            old = d.setdefault(off, value)
+                            old = st[1].setdefault(off, value)
                             if old != value:
                                 self._conflict(tp, off, old, value)
                             if prev is None:
@@ -324,14 +328,15 @@ class Scan(PositionLog):
                             r[4] = True
                         else:
                             n_poll += 1
-                            k = (ev["process"], topic, part)
-                            last = poll_last.get(k)
+                            pl = st[5]
+                            proc = ev["process"]
+                            last = pl.get(proc)
                             if last is not None:
                                 if off <= last:
-                                    self.poll_back.append((k[0], tp, last, off))
+                                    self.poll_back.append((proc, tp, last, off))
                                 elif off > last + 1:
-                                    self.poll_gap.append((k[0], tp, last, off))
-                            poll_last[k] = off
+                                    self.poll_gap.append((proc, tp, last, off))
+                            pl[proc] = off
                     else:
                         raise ValueError(f"event seq {ev.get('seq')}: client f {f!r} is not send/poll/drain")
                 elif typ == "zk.partition_state":
@@ -361,6 +366,9 @@ class Scan(PositionLog):
         self.n_invoke, self.n_ok, self.n_poll, self.n_drain = n_invoke, n_ok, n_poll, n_drain
         self.first_invoke_t, self.last_invoke_t = first_invoke_t, last_invoke_t
         self.unfinished = sum(map(len, inv.values()))
+        self.pos = {st[0]: st[1] for st in parts if st[1]}
+        self.last_ok = {st[0]: st[3] for st in parts if st[3] is not None}
+        self.send_order = dict(send_keys)
         self.zk_isr.finish()
         self.admin_isr.finish()
         return self
@@ -449,7 +457,7 @@ class Scan(PositionLog):
         rec = {"fault_id": ev.get("fault_id"), "fault": ev.get("fault"), "target": ev.get("target"),
                "t": ev["t"], "first_ok_s": None, "all_partitions_ok_s": None}
         self.faults.append(rec)
-        self._open_faults.append([rec, set(self.last_ok)])
+        self._open_faults.append([rec, set(self.first_ok)])     # the partitions with an ack so far
 
     def _fault_progress(self, tp, t: float) -> None:
         still = []
