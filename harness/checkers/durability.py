@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from operator import itemgetter
 from typing import Iterable
 
 from .common import ALLOWED, CHECK_VERDICTS, FAIL, PASS, UNKNOWN, check_result, gc_paused, merge_options
@@ -31,8 +30,6 @@ __all__ = ["ALLOWED", "CHECK_VERDICTS", "DEFAULT_OPTIONS", "FAIL", "PASS", "UNKN
 # ZooKeeper's txn-log times are milliseconds of the host's clock, placed on the record's clock through the
 # watch's own wall/t pair: an ack this close to a state change may have been decided under either state
 TXNLOG_MARGIN_S = 0.05
-
-_proc_of = itemgetter(4)   # the process of an acked record (tp, offset, t_invoke, t_ok, process)
 
 DEFAULT_OPTIONS = {
     "max_examples": 20,  # examples kept per check
@@ -104,7 +101,8 @@ class _Judge:
     def lost_and_unseen(self) -> tuple[dict, dict]:
         s = self.scan
         ends = s.ends
-        cache: dict[str, ProducerFacts] = {p: s.producer(p) for p in set(map(_proc_of, s.acks()))}
+        # every acked value's producer (and perhaps a few more, whose acks a later ack of the value replaced)
+        cache: dict[str, ProducerFacts] = {p: s.producer(p) for p in s.ack_procs}
         lost, unseen = [], []
         lossy = self.lossy_tps
         lossy_procs = {p for p, pf in cache.items() if pf.may_lose}

@@ -93,6 +93,8 @@ class Scan(PositionLog):
         # every per-value fact, so that a value's invoke, ack and reads reach one hash slot, not four
         self.vals: dict = {}
         self.unsent_reads: list = []  # values first read while no send had invoked them, in read order
+        self.ack_procs: set = set()  # the process of every ack (a superset of the acked values' last ones)
+        self.all_acked_drained = False  # no acked value left unread by the final drain (counted during the pass)
         # sends
         self.failed: dict = {}  # value -> (error, process)
         self.n_invoke = self.n_ok = self.n_fail = self.n_info = 0
@@ -167,7 +169,8 @@ class Scan(PositionLog):
         admin_below = self.admin_isr.below
         open_faults = self._open_faults
         producer = self.producer
-        n_invoke = n_ok = n_poll = n_drain = 0
+        n_invoke = n_ok = n_poll = n_drain = n_acked = n_acked_drained = 0
+        ack_procs = self.ack_procs
         # topic -> partition -> the partition's state, reached without hashing a (topic, partition) tuple:
         # [tp, {offset: first value seen there}, {offset: record of a value acked there}, last ack t or None,
         #  {process: its send-order columns}, {process: the offset it last polled}]
@@ -198,16 +201,16 @@ class Scan(PositionLog):
                             n_invoke += 1
                             value = ev["value"]
                             ip = inv.get(proc)          # process -> {op id: (t, value)}: no pair key per send
-                            if ip is None:
+                            if ip is None:      # a process's first invoke (the history's first among them)
                                 ip = inv[proc] = {}
+                                if first_invoke_t is None:
+                                    first_invoke_t = t
                             ip[ev["op_id"]] = (t, value)
                             r = vals.get(value)
                             if r is None:
                                 vals[value] = [proc, None, None, None, False, value]
                             else:
                                 r[0] = proc
-                            if first_invoke_t is None:
-                                first_invoke_t = t
                             last_invoke_t = t
                             continue
                         op_id = ev["op_id"]
@@ -232,9 +235,13 @@ class Scan(PositionLog):
                             r = vals.get(value)     # hot: the invoke made it a few events ago
                             if r is None:
                                 r = vals[value] = [unsent, (tp, off, t_inv, t, proc), n_ok, None, False, value]
+                                n_acked += 1
                             else:
-                                if r[1] is None:
+                                if r[1] is None:    # its first ack
                                     r[2] = n_ok
+                                    n_acked += 1
+                                    if r[4]:
+                                        n_acked_drained += 1
                                 r[1] = (tp, off, t_inv, t, proc)
                             if t_inv is not None:
                                 latencies.append(t - t_inv)
@@ -248,6 +255,7 @@ class Scan(PositionLog):
                                 if cols is None:
                                     cols = so[proc] = [[op_id], [off], True]
                                     send_keys.append(((proc, topic, part), cols))
+                                    ack_procs.add(proc)
                                 else:
                                     ops_, offs_, ordered = cols
                                     if ordered:     # still in order: op ids and offsets both increasing
@@ -258,6 +266,8 @@ class Scan(PositionLog):
                                             cols[2] = False
                                     ops_.append(op_id)
                                     offs_.append(off)
+                            else:
+                                ack_procs.add(proc)
                             last = st[3]
                             if last is None:
                                 first_ok[tp] = t
@@ -325,7 +335,10 @@ class Scan(PositionLog):
                                 self._dup(value, prev, (tp, off))
                         if f == "drain":
                             n_drain += 1
-                            r[4] = True
+                            if not r[4]:
+                                r[4] = True
+                                if r[1] is not None:
+                                    n_acked_drained += 1
                         else:
                             n_poll += 1
                             pl = st[5]
@@ -364,6 +377,7 @@ class Scan(PositionLog):
             raise malformed(ev, e) from None
 
         self.n_invoke, self.n_ok, self.n_poll, self.n_drain = n_invoke, n_ok, n_poll, n_drain
+        self.all_acked_drained = n_acked_drained == n_acked
         self.first_invoke_t, self.last_invoke_t = first_invoke_t, last_invoke_t
         self.unfinished = sum(map(len, inv.values()))
         self.pos = {st[0]: st[1] for st in parts if st[1]}
@@ -395,6 +409,8 @@ class Scan(PositionLog):
 
     def acked_undrained(self) -> list:
         """The acked values the final drain did not read, in the order of their first acks."""
+        if self.all_acked_drained:
+            return []
         vals = self.vals
         return sorted((v for v in compress(vals, map(not_, map(_drained, vals.values()))) if vals[v][1] is not None),
                       key=lambda v: vals[v][2])
