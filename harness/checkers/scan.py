@@ -200,8 +200,11 @@ class Scan(PositionLog):
                         if phase == "invoke":
                             n_invoke += 1
                             value = ev["value"]
-                            ip = inv.get(proc)          # process -> {op id: (t, value)}: no pair key per send
-                            if ip is None:      # a process's first invoke (the history's first among them)
+                            # (the lookups that find their key but for a first time subscript the dict, which
+                            # costs less than a call of its get method; the KeyError handlers run once per key)
+                            try:
+                                ip = inv[proc]          # process -> {op id: (t, value)}: no pair key per send
+                            except KeyError:    # a process's first invoke (the history's first among them)
                                 ip = inv[proc] = {}
                                 if first_invoke_t is None:
                                     first_invoke_t = t
@@ -214,8 +217,10 @@ class Scan(PositionLog):
                             last_invoke_t = t
                             continue
                         op_id = ev["op_id"]
-                        ip = inv.get(proc)
-                        rec = ip.pop(op_id, None) if ip is not None else None
+                        try:
+                            rec = inv[proc].pop(op_id, None)
+                        except KeyError:
+                            rec = None
                         value = ev["value"]
                         if value is None and rec is not None:
                             value = rec[1]
@@ -225,24 +230,23 @@ class Scan(PositionLog):
                             topic = ev["topic"]
                             part = ev["partition"]
                             off = ev["offset"]
-                            ps = part_of.get(topic)
-                            st = ps.get(part) if ps is not None else None
-                            if st is None:
+                            try:
+                                st = part_of[topic][part]
+                            except KeyError:
                                 st = intern_part(topic, part)
                             tp = st[0]      # one (topic, partition) tuple per partition, shared by every ack and read
                             if off is not None and off < 0:
                                 off = None
-                            r = vals.get(value)     # hot: the invoke made it a few events ago
-                            if r is None:
-                                r = vals[value] = [unsent, (tp, off, t_inv, t, proc), n_ok, None, False, value]
+                            try:
+                                r = vals[value]     # hot: the invoke made it a few events ago
+                            except KeyError:
+                                r = vals[value] = [unsent, None, None, None, False, value]
+                            if r[1] is None:    # its first ack
+                                r[2] = n_ok
                                 n_acked += 1
-                            else:
-                                if r[1] is None:    # its first ack
-                                    r[2] = n_ok
-                                    n_acked += 1
-                                    if r[4]:
-                                        n_acked_drained += 1
-                                r[1] = (tp, off, t_inv, t, proc)
+                                if r[4]:
+                                    n_acked_drained += 1
+                            r[1] = (tp, off, t_inv, t, proc)
                             if t_inv is not None:
                                 latencies.append(t - t_inv)
                             if off is not None:
@@ -251,8 +255,9 @@ class Scan(PositionLog):
                                     self._conflict(tp, off, old, value)
                                 st[2][off] = r
                                 so = st[4]
-                                cols = so.get(proc)
-                                if cols is None:
+                                try:
+                                    cols = so[proc]
+                                except KeyError:
                                     cols = so[proc] = [[op_id], [off], True]
                                     send_keys.append(((proc, topic, part), cols))
                                     ack_procs.add(proc)
@@ -308,9 +313,9 @@ class Scan(PositionLog):
                         topic = ev["topic"]
                         part = ev["partition"]
                         off = ev["offset"]
-                        ps = part_of.get(topic)
-                        st = ps.get(part) if ps is not None else None
-                        if st is None:
+                        try:
+                            st = part_of[topic][part]
+                        except KeyError:
                             st = intern_part(topic, part)
                         tp = st[0]
                         # the value's record, found by position when the value was acked at this offset (no hash
@@ -343,7 +348,10 @@ class Scan(PositionLog):
                             n_poll += 1
                             pl = st[5]
                             proc = ev["process"]
-                            last = pl.get(proc)
+                            try:
+                                last = pl[proc]
+                            except KeyError:
+                                last = None
                             if last is not None:
                                 if off <= last:
                                     self.poll_back.append((proc, tp, last, off))
