@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from itertools import filterfalse
-from operator import itemgetter
 from typing import Iterable
 
 from .common import ALLOWED, CHECK_VERDICTS, FAIL, PASS, UNKNOWN, check_result, gc_paused, merge_options
@@ -32,8 +30,6 @@ __all__ = ["ALLOWED", "CHECK_VERDICTS", "DEFAULT_OPTIONS", "FAIL", "PASS", "UNKN
 # ZooKeeper's txn-log times are milliseconds of the host's clock, placed on the record's clock through the
 # watch's own wall/t pair: an ack this close to a state change may have been decided under either state
 TXNLOG_MARGIN_S = 0.05
-
-_proc_of = itemgetter(4)   # the process of an acked record (tp, offset, t_invoke, t_ok, process)
 
 DEFAULT_OPTIONS = {
     "max_examples": 20,  # examples kept per check
@@ -104,16 +100,16 @@ class _Judge:
     # -- checks ------------------------------------------------------------------------------
     def lost_and_unseen(self) -> tuple[dict, dict]:
         s = self.scan
-        drained, ends = s.drained, s.ends
-        acked = s.acked
-        cache: dict[str, ProducerFacts] = {p: s.producer(p) for p in set(map(_proc_of, acked.values()))}
+        ends = s.ends
+        # every acked value's producer (and perhaps a few more, whose acks a later ack of the value replaced)
+        cache: dict[str, ProducerFacts] = {p: s.producer(p) for p in s.ack_procs}
         lost, unseen = [], []
         lossy = self.lossy_tps
         lossy_procs = {p for p, pf in cache.items() if pf.may_lose}
         if lossy_procs:
-            lossy.update(x[0] for x in acked.values() if x[4] in lossy_procs)
-        for value in list(filterfalse(drained.__contains__, acked)):     # in acked order, as before
-            tp, off, _t_inv, t_ok, proc = acked[value]
+            lossy.update(x[0] for x in s.acks() if x[4] in lossy_procs)
+        for value in s.acked_undrained():     # in the order of their first acks, as before
+            tp, off, _t_inv, t_ok, proc = s.ack_of(value)
             end = ends.get(tp)
             entry = (value, tp, off, proc, t_ok)
             if end is not None and (off is None or off < end):
@@ -177,7 +173,7 @@ class _Judge:
         bump happened while it was outstanding; a change inside that time is the bump (between two samples)."""
         s = self.scan
         samples = s.pids.get(proc)
-        life = s.acked.get(value)
+        life = s.ack_of(value)
         life = (life[2], life[3]) if life is not None else (s.unsure.get(value) or (None, None))[:2]
         t_inv, t_done = life
         if not samples or t_inv is None or t_done is None:
@@ -208,7 +204,7 @@ class _Judge:
         fail, allowed = [], []
         classes = {"across-epoch-bump": 0, "within-epoch": 0, "no-evidence": 0}
         for value, positions in s.dups.items():
-            proc = s.sent_by.get(value)
+            proc = s.sender(value)
             pf = s.producer(proc) if proc is not None else None
             why = None
             ev = self.epoch_evidence(value, proc) if pf is not None and pf.idempotent and s.pids else None
@@ -257,7 +253,7 @@ class _Judge:
             proc, err, t = ev.get("process"), ev.get("error"), ev.get("t")
             acked = ev.get("acked_before")
             if acked is None:
-                acked = sum(1 for x in s.acked.values() if x[4] == proc and x[3] <= t)
+                acked = sum(1 for x in s.acks() if x[4] == proc and x[3] <= t)
             d = {"process": proc, "error": err, "t": t, "acked_before": acked, "detail": ev.get("detail"),
                  "points_at": fatal_points_at(err, acked),
                  "why": FATAL_ERRORS.get(str(err), ("client", "not a known broker-side cause"))[1]}
@@ -379,16 +375,15 @@ class _Judge:
         s = self.scan
         fail = []
         for value, (err, proc) in s.failed.items():
-            at = s.read_at.get(value)
+            at = s.read_of(value)
             if at is not None:
                 fail.append({"value": value, "process": proc, "error": err, **_pos(*at)})
         return self._verdict(fail, [], "writes that failed definitely but were read")
 
     def unexpected_values(self) -> dict:
         s = self.scan
-        sent_by = s.sent_by
-        extra = list(filterfalse(sent_by.__contains__, s.read_at))
-        fail = [{"value": v, **_pos(*s.read_at[v])} for v in sorted(extra, key=str)[: self.k]]
+        extra = s.unexpected()
+        fail = [{"value": v, **_pos(*s.read_of(v))} for v in sorted(extra, key=str)[: self.k]]
         out = self._verdict(fail, [], "values read that no send invoked")
         out["count"] = len(extra)
         return out

@@ -10,9 +10,16 @@ Keys: ``tp`` is ``(topic, partition)``; positions are ``(tp, offset)``.
 from __future__ import annotations
 
 import math
+from itertools import compress
+from operator import itemgetter, not_
 
 from .common import PositionLog, malformed
 from .config import ACKS_ALL, ProducerFacts, RunFacts, producer_facts
+
+# the sender of a value no send invoked (a value record's first field); None is a process name a record may hold
+UNSENT = object()
+_ack = itemgetter(1)
+_drained = itemgetter(4)
 
 
 class IsrWindows:
@@ -82,9 +89,13 @@ class Scan(PositionLog):
         self.producer_cfg: dict[str, dict] = {}
         self.consumer_mode: dict[str, str] = {}
         self._facts_cache: dict[str, ProducerFacts] = {}
+        # value -> its record [sender, ack, ack order, first read, drained] (see ``run``): one table for
+        # every per-value fact, so that a value's invoke, ack and reads reach one hash slot, not four
+        self.vals: dict = {}
+        self.unsent_reads: list = []  # values first read while no send had invoked them, in read order
+        self.ack_procs: set = set()  # the process of every ack (a superset of the acked values' last ones)
+        self.all_acked_drained = False  # no acked value left unread by the final drain (counted during the pass)
         # sends
-        self.sent_by: dict = {}  # value -> process (every invoked value)
-        self.acked: dict = {}  # value -> (tp, offset, t_inv, t_ok, process)
         self.failed: dict = {}  # value -> (error, process)
         self.n_invoke = self.n_ok = self.n_fail = self.n_info = 0
         self.n_not_enough_replicas = 0
@@ -97,7 +108,8 @@ class Scan(PositionLog):
         self.errors: dict[str, int] = {}
         self.latencies: list[float] = []
         # (process, topic, partition) -> [op ids, offsets, in order]: two columns in send-ok order (no pair
-        # per ack), and whether each op id and offset was above the one before (checked while both are hot)
+        # per ack), and whether each op id and offset was above the one before (checked while both are hot);
+        # like pos and last_ok, kept per partition during the pass and gathered here at its end
         self.send_order: dict[tuple, list] = {}
         self.first_invoke_t: float | None = None
         self.last_invoke_t: float | None = None
@@ -105,11 +117,8 @@ class Scan(PositionLog):
         self.n_poll = self.n_drain = 0
         self.pos: dict[tuple, dict] = {}  # tp -> {offset: first value seen there}
         self.conflicts: dict[tuple, list] = {}  # (tp, offset) -> [values ...]
-        self.read_at: dict = {}  # value -> (tp, offset) first read position
         self.dups: dict = {}  # value -> [(tp, offset), ...] all distinct read positions
-        self.drained: set = set()
         self.ends: dict[tuple, int] = {}  # tp -> end offset from partition.end
-        self.poll_last: dict[tuple, int] = {}
         self.poll_back: list[tuple] = []  # (process, tp, prev, cur)
         self.poll_gap: list[tuple] = []  # (process, tp, prev, cur) candidates for poll skip
         self.phases: list[tuple[str, float]] = []
@@ -146,31 +155,36 @@ class Scan(PositionLog):
     # -- the pass ------------------------------------------------------------------------
     def run(self, events) -> "Scan":
         inv: dict = {}
-        sent_by = self.sent_by
-        acked = self.acked
-        pos = self.pos
-        read_at = self.read_at
-        drained = self.drained
+        # a value's record: [process of its last invoke (UNSENT if none), its last ack (tp, offset, t_inv, t_ok,
+        # process) or None, the n_ok of its first ack (the order the acks came in), its first read position
+        # (tp, offset) or None, whether the final drain read it, the value]
+        vals = self.vals
+        unsent_reads = self.unsent_reads
+        unsent = UNSENT
         latencies = self.latencies
-        send_order = self.send_order
-        poll_last = self.poll_last
         first_ok = self.first_ok
-        last_ok = self.last_ok
         gaps = self.gaps
         gap_s = self.gap_s
         zk_below = self.zk_isr.below
         admin_below = self.admin_isr.below
         open_faults = self._open_faults
         producer = self.producer
-        n_invoke = n_ok = n_poll = n_drain = 0
-        tp_of: dict = {}
+        n_invoke = n_ok = n_poll = n_drain = n_acked = n_acked_drained = 0
+        ack_procs = self.ack_procs
+        # topic -> partition -> the partition's state, reached without hashing a (topic, partition) tuple:
+        # [tp, {offset: first value seen there}, {offset: record of a value acked there}, last ack t or None,
+        #  {process: its send-order columns}, {process: the offset it last polled}]
+        part_of: dict = {}
+        parts: list = []
+        send_keys: list = []    # ((process, topic, partition), columns) in the order the keys first came
 
-        def intern_tp(topic, part):
-            tps = tp_of.get(topic)
-            if tps is None:
-                tps = tp_of[topic] = {}
-            tp = tps[part] = (topic, part)
-            return tp
+        def intern_part(topic, part):
+            ps = part_of.get(topic)
+            if ps is None:
+                ps = part_of[topic] = {}
+            st = ps[part] = [(topic, part), {}, {}, None, {}, {}]
+            parts.append(st)
+            return st
         first_invoke_t = last_invoke_t = None
 
         ev: dict = {}
@@ -186,18 +200,27 @@ class Scan(PositionLog):
                         if phase == "invoke":
                             n_invoke += 1
                             value = ev["value"]
-                            ip = inv.get(proc)          # process -> {op id: (t, value)}: no pair key per send
-                            if ip is None:
+                            # (the lookups that find their key but for a first time subscript the dict, which
+                            # costs less than a call of its get method; the KeyError handlers run once per key)
+                            try:
+                                ip = inv[proc]          # process -> {op id: (t, value)}: no pair key per send
+                            except KeyError:    # a process's first invoke (the history's first among them)
                                 ip = inv[proc] = {}
+                                if first_invoke_t is None:
+                                    first_invoke_t = t
                             ip[ev["op_id"]] = (t, value)
-                            sent_by[value] = proc
-                            if first_invoke_t is None:
-                                first_invoke_t = t
+                            r = vals.get(value)
+                            if r is None:
+                                vals[value] = [proc, None, None, None, False, value]
+                            else:
+                                r[0] = proc
                             last_invoke_t = t
                             continue
                         op_id = ev["op_id"]
-                        ip = inv.get(proc)
-                        rec = ip.pop(op_id, None) if ip is not None else None
+                        try:
+                            rec = inv[proc].pop(op_id, None)
+                        except KeyError:
+                            rec = None
                         value = ev["value"]
                         if value is None and rec is not None:
                             value = rec[1]
@@ -207,26 +230,37 @@ class Scan(PositionLog):
                             topic = ev["topic"]
                             part = ev["partition"]
                             off = ev["offset"]
-                            tps = tp_of.get(topic)      # one (topic, partition) tuple per partition, shared
-                            tp = tps.get(part) if tps is not None else None     # by every ack and read
-                            if tp is None:
-                                tp = intern_tp(topic, part)
+                            try:
+                                st = part_of[topic][part]
+                            except KeyError:
+                                st = intern_part(topic, part)
+                            tp = st[0]      # one (topic, partition) tuple per partition, shared by every ack and read
                             if off is not None and off < 0:
                                 off = None
-                            acked[value] = (tp, off, t_inv, t, proc)
+                            try:
+                                r = vals[value]     # hot: the invoke made it a few events ago
+                            except KeyError:
+                                r = vals[value] = [unsent, None, None, None, False, value]
+                            if r[1] is None:    # its first ack
+                                r[2] = n_ok
+                                n_acked += 1
+                                if r[4]:
+                                    n_acked_drained += 1
+                            r[1] = (tp, off, t_inv, t, proc)
                             if t_inv is not None:
                                 latencies.append(t - t_inv)
                             if off is not None:
-                                d = pos.get(tp)
-                                if d is None:
-                                    d = pos[tp] = {}
-                                old = d.setdefault(off, value)
+                                old = st[1].setdefault(off, value)
                                 if old != value:
                                     self._conflict(tp, off, old, value)
-                                k = (proc, topic, part)
-                                cols = send_order.get(k)
-                                if cols is None:
-                                    send_order[k] = [[op_id], [off], True]
+                                st[2][off] = r
+                                so = st[4]
+                                try:
+                                    cols = so[proc]
+                                except KeyError:
+                                    cols = so[proc] = [[op_id], [off], True]
+                                    send_keys.append(((proc, topic, part), cols))
+                                    ack_procs.add(proc)
                                 else:
                                     ops_, offs_, ordered = cols
                                     if ordered:     # still in order: op ids and offsets both increasing
@@ -237,12 +271,14 @@ class Scan(PositionLog):
                                             cols[2] = False
                                     ops_.append(op_id)
                                     offs_.append(off)
-                            last = last_ok.get(tp)
+                            else:
+                                ack_procs.add(proc)
+                            last = st[3]
                             if last is None:
                                 first_ok[tp] = t
                             elif t - last > gap_s:
                                 gaps.append((tp, last, t))
-                            last_ok[tp] = t
+                            st[3] = t
                             if open_faults:
                                 self._fault_progress(tp, t)
                             if (zk_below and tp in zk_below) or (admin_below and tp in admin_below):
@@ -277,36 +313,51 @@ class Scan(PositionLog):
                         topic = ev["topic"]
                         part = ev["partition"]
                         off = ev["offset"]
-                        tps = tp_of.get(topic)
-                        tp = tps.get(part) if tps is not None else None
-                        if tp is None:
-                            tp = intern_tp(topic, part)
-                        at = (tp, off)
-                        prev = read_at.setdefault(value, at)    # one lookup: the value's first read position
-                        if prev is at or prev[1] != off or prev[0] != tp:
-                            # a new position for the value (a read again where the value was first read
-                            # finds pos[tp][off] set, and a conflict there already filed: nothing to do)
-                            d = pos.get(tp)
-                            if d is None:
-                                d = pos[tp] = {}
-                            old = d.setdefault(off, value)
+                        try:
+                            st = part_of[topic][part]
+                        except KeyError:
+                            st = intern_part(topic, part)
+                        tp = st[0]
+                        # the value's record, found by position when the value was acked at this offset (no hash
+                        # of the value: the final drain reads long after the sends, where a hash slot is cold)
+                        r = st[2].get(off)
+                        if r is None or (r[5] is not value and r[5] != value):
+                            r = vals.get(value)
+                            if r is None:
+                                r = vals[value] = [unsent, None, None, None, False, value]
+                        prev = r[3]
+                        # a read again where the value was first read finds pos[tp][off] set, and a conflict
+                        # there already filed: nothing to do; otherwise a new position for the value
+                        if prev is None or prev[1] != off or prev[0] != tp:
+                            old = st[1].setdefault(off, value)
                             if old != value:
                                 self._conflict(tp, off, old, value)
-                            if prev is not at:
-                                self._dup(value, prev, at)
+                            if prev is None:
+                                r[3] = (tp, off)
+                                if r[0] is unsent:
+                                    unsent_reads.append(value)
+                            else:
+                                self._dup(value, prev, (tp, off))
                         if f == "drain":
                             n_drain += 1
-                            drained.add(value)
+                            if not r[4]:
+                                r[4] = True
+                                if r[1] is not None:
+                                    n_acked_drained += 1
                         else:
                             n_poll += 1
-                            k = (ev["process"], topic, part)
-                            last = poll_last.get(k)
+                            pl = st[5]
+                            proc = ev["process"]
+                            try:
+                                last = pl[proc]
+                            except KeyError:
+                                last = None
                             if last is not None:
                                 if off <= last:
-                                    self.poll_back.append((k[0], tp, last, off))
+                                    self.poll_back.append((proc, tp, last, off))
                                 elif off > last + 1:
-                                    self.poll_gap.append((k[0], tp, last, off))
-                            poll_last[k] = off
+                                    self.poll_gap.append((proc, tp, last, off))
+                            pl[proc] = off
                     else:
                         raise ValueError(f"event seq {ev.get('seq')}: client f {f!r} is not send/poll/drain")
                 elif typ == "zk.partition_state":
@@ -334,11 +385,48 @@ class Scan(PositionLog):
             raise malformed(ev, e) from None
 
         self.n_invoke, self.n_ok, self.n_poll, self.n_drain = n_invoke, n_ok, n_poll, n_drain
+        self.all_acked_drained = n_acked_drained == n_acked
         self.first_invoke_t, self.last_invoke_t = first_invoke_t, last_invoke_t
         self.unfinished = sum(map(len, inv.values()))
+        self.pos = {st[0]: st[1] for st in parts if st[1]}
+        self.last_ok = {st[0]: st[3] for st in parts if st[3] is not None}
+        self.send_order = dict(send_keys)
         self.zk_isr.finish()
         self.admin_isr.finish()
         return self
+
+    # -- the value records, read by the judge ----------------------------------------------
+    def sender(self, value):
+        """The process of the value's last invoke, or None."""
+        r = self.vals.get(value)
+        return None if r is None or r[0] is UNSENT else r[0]
+
+    def ack_of(self, value) -> tuple | None:
+        """The value's last ack ``(tp, offset, t_inv, t_ok, process)``, or None."""
+        r = self.vals.get(value)
+        return None if r is None else r[1]
+
+    def read_of(self, value) -> tuple | None:
+        """The value's first read position ``(tp, offset)``, or None."""
+        r = self.vals.get(value)
+        return None if r is None else r[3]
+
+    def acks(self):
+        """Every acked value's last ack (an iterator)."""
+        return filter(None, map(_ack, self.vals.values()))
+
+    def acked_undrained(self) -> list:
+        """The acked values the final drain did not read, in the order of their first acks."""
+        if self.all_acked_drained:
+            return []
+        vals = self.vals
+        return sorted((v for v in compress(vals, map(not_, map(_drained, vals.values()))) if vals[v][1] is not None),
+                      key=lambda v: vals[v][2])
+
+    def unexpected(self) -> list:
+        """The values read that no send invoked, in the order of their first reads."""
+        vals = self.vals
+        return [v for v in self.unsent_reads if vals[v][0] is UNSENT]
 
     # -- rarer events, kept out of the hot loop --------------------------------------------
     def _err(self, proc, t, err) -> None:
@@ -393,7 +481,7 @@ class Scan(PositionLog):
         rec = {"fault_id": ev.get("fault_id"), "fault": ev.get("fault"), "target": ev.get("target"),
                "t": ev["t"], "first_ok_s": None, "all_partitions_ok_s": None}
         self.faults.append(rec)
-        self._open_faults.append([rec, set(self.last_ok)])
+        self._open_faults.append([rec, set(self.first_ok)])     # the partitions with an ack so far
 
     def _fault_progress(self, tp, t: float) -> None:
         still = []
