@@ -378,10 +378,17 @@ def reassign_generate(cluster, topics: list[str], brokers: list[int], rng: rando
         raise AdminOpError("reassign_generate needs at least one topic and one broker")
     if len(set(brokers)) != len(brokers) or len(set(topics)) != len(topics):
         raise AdminOpError(f"duplicate entries in topics {topics} or brokers {brokers}")
-    current, listed = _metadata(cluster, list(topics), timeout_s)
-    absent = sorted(set(topics) - {t for t, _ in current})
-    if absent:
-        raise AdminOpError(f"topic(s) {absent} not found")
+    # a topic created just before may not be in the answering broker's metadata cache yet (spec §8.1):
+    # asked again, bounded by timeout_s, before it counts as absent
+    deadline = time.monotonic() + timeout_s
+    while True:
+        current, listed = _metadata(cluster, list(topics), max(1.0, deadline - time.monotonic()))
+        absent = sorted(set(topics) - {t for t, _ in current})
+        if not absent:
+            break
+        if time.monotonic() >= deadline:
+            raise AdminOpError(f"topic(s) {absent} not found (Metadata, for {timeout_s:.0f} s)")
+        time.sleep(0.3)
     use = [b for b in brokers if b in listed]
     return make_plan(current), make_plan(rp.generate(current, use, rng))
 
