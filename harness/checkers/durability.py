@@ -73,7 +73,7 @@ class _Judge:
         self.opts = opts
         self.k = int(opts["max_examples"])
         self._unclean_cfg: dict[str, bool] = {}
-        self.has_drain = bool(scan.ends) or scan.n_drain > 0
+        self.has_drain = bool(scan.ends) or scan.n_drain > 0 or bool(scan.absent)
         self.lossy_tps: set = set()  # partitions where the configuration permits loss / truncation
         self._txn_sorted: dict = {}  # tp -> the txn log's (commit t, ISR size) in time order, sorted once
 
@@ -112,7 +112,7 @@ class _Judge:
             tp, off, _t_inv, t_ok, proc = s.ack_of(value)
             end = ends.get(tp)
             entry = (value, tp, off, proc, t_ok)
-            if end is not None and (off is None or off < end):
+            if (end is not None and (off is None or off < end)) or tp in s.absent:
                 lost.append(entry)
             else:
                 unseen.append(entry)
@@ -125,8 +125,13 @@ class _Judge:
         def describe(entries):
             out_fail, out_allowed = [], []
             for value, tp, off, proc, t_ok in entries:
-                why = self.loss_allowance(cache[proc], tp)
                 d = {"value": value, **_pos(tp, off), "process": proc, "acked_t": t_ok}
+                gone = s.absent.get(tp)
+                if gone is None:
+                    why = self.loss_allowance(cache[proc], tp)
+                else:   # no acks setting excuses a partition that ceased to exist; a deletion the scenario asked for does
+                    d["partition_absent"] = gone
+                    why = f"the scenario deleted topic {tp[0]}" if tp[0] in s.deleted_topics else None
                 _file(d, why, out_fail, out_allowed)
             for lst in (out_fail, out_allowed):
                 lst.sort(key=lambda d: (str(d["topic"]), d["partition"] if d["partition"] is not None else -1,
@@ -142,7 +147,9 @@ class _Judge:
                         "examples": (uf + ua)[: self.k]}
             return lost_c, unseen_c
         if lf:
-            v, why = FAIL, f"{len(lf)} acknowledged writes are missing from the final drain"
+            gone = sum(1 for d in lf if "partition_absent" in d)
+            v, why = FAIL, f"{len(lf)} acknowledged writes are missing from the final drain" + (
+                f" ({gone} on partitions the brokers say no longer exist)" if gone else "")
         elif la:
             v, why = ALLOWED, f"{len(la)} acknowledged writes lost, as the configuration permits"
         else:

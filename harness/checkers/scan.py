@@ -119,6 +119,8 @@ class Scan(PositionLog):
         self.conflicts: dict[tuple, list] = {}  # (tp, offset) -> [values ...]
         self.dups: dict = {}  # value -> [(tp, offset), ...] all distinct read positions
         self.ends: dict[tuple, int] = {}  # tp -> end offset from partition.end
+        self.absent: dict[tuple, str] = {}  # tp -> why the drain found it gone (partition.absent)
+        self.deleted_topics: set = set()  # topics the scenario asked to delete (action delete_topic)
         self.poll_back: list[tuple] = []  # (process, tp, prev, cur)
         self.poll_gap: list[tuple] = []  # (process, tp, prev, cur) candidates for poll skip
         self.phases: list[tuple[str, float]] = []
@@ -368,6 +370,10 @@ class Scan(PositionLog):
                     self.ends[(ev.get("topic"), ev.get("partition"))] = int(ev["end_offset"])
                 elif typ == "client.config":
                     self._client_config(ev)
+                elif typ == "partition.absent":
+                    self.absent[(ev.get("topic"), ev.get("partition"))] = str(ev.get("reason") or "absent")
+                elif typ == "action" and ev.get("action") == "delete_topic":
+                    self.deleted_topics.add((ev.get("params") or {}).get("topic"))
                 elif typ == "fault.start":
                     self._fault_start(ev)
                 elif typ == "zk.topic":

@@ -143,6 +143,37 @@ def test_partition_without_partition_end_leaves_its_values_unseen():
     assert r["checks"]["lost"]["verdict"] == PASS
 
 
+def test_acked_writes_on_a_partition_that_no_longer_exists_are_lost_not_unseen():
+    """The drain found partition 1 gone (partition.absent, harness/workload/drain.py): the broker
+    acknowledged five writes there and has no partition to hold them, a broker-observable loss."""
+    h = strict_history(2)
+    fill(h, 10)
+    h.drain(partitions=[0])
+    h.emit("partition.absent", topic="t", partition=1, reason="Metadata: UNKNOWN_TOPIC_OR_PARTITION",
+           answers=3, over_s=5.2)
+    r = run(h)
+    lost = r["checks"]["lost"]
+    assert r["verdict"] == FAIL and lost["verdict"] == FAIL and lost["violations"] == 5
+    assert "5 on partitions the brokers say no longer exist" in lost["reason"]
+    assert {(e["partition"], e["partition_absent"]) for e in lost["examples"]} == \
+        {(1, "Metadata: UNKNOWN_TOPIC_OR_PARTITION")}
+    assert r["checks"]["unseen"]["verdict"] == PASS and r["checks"]["unseen"]["count"] == 0
+
+
+def test_acked_writes_on_a_topic_the_scenario_deleted_are_allowed():
+    h = strict_history(2)
+    fill(h, 10)
+    h.emit("action", action="delete_topic", params={"topic": "t"}, ok=True, error=None)
+    for p in (0, 1):
+        h.emit("partition.absent", topic="t", partition=p, reason="Metadata lists no such topic",
+               answers=3, over_s=5.0)
+    r = run(h)
+    lost = r["checks"]["lost"]
+    assert lost["verdict"] == ALLOWED and lost["allowed"] == 10 and lost["violations"] == 0
+    assert r["checks"]["unseen"]["count"] == 0
+    assert all(e["allowed_by"] == "the scenario deleted topic t" for e in lost["examples"])
+
+
 def test_no_final_drain_is_unknown():
     h = strict_history(1)
     fill(h, 5, partitions=1)

@@ -302,3 +302,38 @@ def test_unclean_election_after_isr_shrink_loses_acknowledged_acks_all_writes(kc
                for ex in lost["examples"])
     assert result["checks"]["acks_semantics"]["verdict"] == PASS  # min ISR 1: acks with ISR [leader] are fine
     assert result["verdict"] == PASS  # the loss is what unclean.leader.election.enable=true permits
+
+
+@pytest.mark.docker
+def test_acked_writes_to_a_deleted_topic_are_lost_not_unseen(kc_cluster_factory):
+    """The workload's topic is deleted behind its back (no scenario action asked for it): the drain
+    finds both partitions gone in Metadata (``partition.absent``, confirmed over 10 s of answers) and
+    the checker calls every acknowledged write there lost, a FAIL, never UNKNOWN. The same history
+    with the deletion recorded as the scenario's own ``delete_topic`` action is ALLOWED."""
+    cluster = kc_cluster_factory(brokers=1, zookeepers=1)
+    cluster.create_topic("doomed", partitions=2, replication_factor=1)
+    emit = Collector()
+    cfg = WorkloadConfig(topic="doomed", partitions=2, producers=1, acks="all", enable_idempotence=True,
+                         rate=100, duration_s=2.0, assign_consumers=0, subscribe_consumers=0)
+    wl = Workload(cluster.bootstrap_servers, cfg, emit).start()
+    wl.wait(timeout=cfg.duration_s + 30)
+    assert wl.stop(), wl.stats()
+    cluster.delete_topic("doomed")
+    t0 = time.monotonic()
+    out = drain(cluster.bootstrap_servers, "doomed", [0, 1], emit, timeout_s=30)
+    took = time.monotonic() - t0
+    assert out["absent"] == [0, 1] and out["incomplete"] == [] and out["ends"] == {}, out
+    gone = [e for e in emit.events if e["type"] == "partition.absent"]
+    assert [e["partition"] for e in gone] == [0, 1] and gone[0]["answers"] >= 5 and gone[0]["over_s"] >= 10.0
+    assert took < 25, took   # decided from Metadata, not by waiting out the drain's timeout
+    meta = {"workload": cfg.to_metadata(), "topics": [{"name": "doomed", "partitions": 2, "replication_factor": 1,
+                                                       "config": {}}]}
+    r = check_durability(emit.events, meta)
+    acked = r["stats"]["acked"]
+    assert acked >= 100 and r["verdict"] == "FAIL", r["reason"]
+    assert r["checks"]["lost"]["violations"] == acked and r["checks"]["unseen"]["count"] == 0
+    deleted = list(emit.events) + [{"seq": len(emit.events), "t": took, "wall": time.time(), "type": "action",
+                                    "action": "delete_topic", "params": {"topic": "doomed"}, "ok": True,
+                                    "error": None}]
+    r2 = check_durability(deleted, meta)
+    assert r2["checks"]["lost"]["verdict"] == ALLOWED and r2["checks"]["lost"]["allowed"] == acked
