@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, container_logs, distributions, docker_util, images
+from . import __version__, container_logs, distributions, docker_util, group_coordinator, images
 from .checkers.verdict import decide
 from .cluster import Cluster, ClusterSpec
 from .errors import HarnessError
@@ -225,6 +225,7 @@ def steps(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | Non
         for t in scenario.topics:
             ctx.wait_until(f"{t.name}: full ISR after creation", lambda t=t: _full_isr(view, t), 60)
         if scenario.workload:
+            rec.phase("groups.ready", **group_coordinator.settle(cluster))    # before any fault (its docstring)
             workload = make_workload(cluster.bootstrap_servers,
                                      {"duration_s": scenario.max_duration_s, **scenario.workload}, rec.emit)
             rec.update_metadata(workload=workload.config.to_metadata())

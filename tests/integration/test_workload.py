@@ -17,6 +17,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError
 
+from harness import group_coordinator
 from harness.checkers import ALLOWED, PASS, UNKNOWN, check_durability
 from harness.record import RunRecorder, read_run
 from harness.workload import Workload, WorkloadConfig, classify_delivery_error, drain, single_attempt
@@ -305,12 +306,18 @@ def test_unclean_election_after_isr_shrink_loses_acknowledged_acks_all_writes(kc
 
 
 @pytest.mark.docker
-def test_acked_writes_to_a_deleted_topic_are_lost_not_unseen(kc_cluster_factory):
+def test_group_coordinator_settles_and_acked_writes_to_a_deleted_topic_are_lost(kc_cluster_factory):
     """The workload's topic is deleted behind its back (no scenario action asked for it): the drain
     finds both partitions gone in Metadata (``partition.absent``, confirmed over 10 s of answers) and
     the checker calls every acknowledged write there lost, a FAIL, never UNKNOWN. The same history
     with the deletion recorded as the scenario's own ``delete_topic`` action is ALLOWED."""
     cluster = kc_cluster_factory(brokers=1, zookeepers=1)
+    assert "__consumer_offsets" not in cluster.admin().list_topics(timeout=10).topics
+    # the runner's step before any workload (harness/group_coordinator.py): a coordinator is asked
+    # for, which creates the group topic, and its ISR is waited for
+    st = group_coordinator.settle(cluster)
+    assert st["coordinator"] is True and st["full_isr"] is True, st
+    assert "__consumer_offsets" in cluster.admin().list_topics(timeout=10).topics
     cluster.create_topic("doomed", partitions=2, replication_factor=1)
     emit = Collector()
     cfg = WorkloadConfig(topic="doomed", partitions=2, producers=1, acks="all", enable_idempotence=True,
