@@ -79,7 +79,7 @@ def overall(statuses: list[str]) -> tuple[str, str, int]:
 def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]], *, subject: Subject,
                       profile: str, overrides: dict, started_at: str, finished_at: str, out_dir: Path,
                       git: dict, selected: list[str] | None, unmapped: list[str], interrupted: bool = False,
-                      only: list[str] | None = None) -> dict:
+                      only: list[str] | None = None, required: list[str] | None = None) -> dict:
     """The certificate as data (the JSON file; the HTML is rendered from it).
 
     ``results``: scenario name -> attempts, each ``judge_run`` output plus ``run_id``, ``path``
@@ -137,11 +137,17 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
             result, code = INCONCLUSIVE, EXIT_ENV
         why += "; undecided after retries: " + "; ".join(
             f"{c['name']} ({', '.join(c['causes'])})" for c in undecided_caps)
+    required = list(required or [])
+    req_na = [c for c in caps if c["name"] in required and c["status"] == NA]
+    if req_na:     # normally caught before any run (harness.certify); a merged or partial plan can still get here
+        result, code = INCOMPATIBLE, EXIT_INCOMPATIBLE
+        why = "; ".join(f"required capability {c['name']} is not applicable: {c['reason']}" for c in req_na)
     decided = [c["name"] for c in caps if c["status"] in (PASS, FAIL)]
     not_applicable = [{"name": c["name"], "reason": c["reason"]} for c in caps if c["status"] == NA]
     scope = {"capabilities": [c["name"] for c in caps],
              "scenarios": sorted(only) if only else None,
-             "complete": not only and (not selected or set(selected) >= set(capability_names()))}
+             "complete": not only and (not selected or set(selected) >= set(capability_names())),
+             **({"required": required} if required else {})}
     return {
         "schema_version": CERTIFICATE_SCHEMA,
         "kind": "kafka-chaos certificate",
@@ -170,6 +176,9 @@ def scope_text(scope: dict, decided: list[str], undecided: list[dict], not_appli
         if scope.get("scenarios"):
             head += f" (scenarios: {', '.join(scope['scenarios'])})"
     parts = [head]
+    if scope.get("required"):
+        parts.append("required: " + ", ".join(
+            f"{n} ({'decided' if n in decided else 'NOT decided'})" for n in scope["required"]))
     if decided and not undecided and not not_applicable:
         parts.append(f"all {len(decided)} decided: {', '.join(decided)}")
     else:

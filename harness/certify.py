@@ -171,7 +171,8 @@ def add_parser(sub) -> None:
                        description="Run the conformance scenarios the profile selects and write a certificate "
                                    "(certificate.html + certificate.json) with PASS / FAIL / NOT-APPLICABLE per "
                                    "capability and the evidence runs.",
-                       epilog="Exit codes: 0 certified, 1 a capability failed, 3 INCOMPATIBLE (a --distribution-file broker failed the preflight), 2 usage or environment error "
+                       epilog="Exit codes: 0 certified, 1 a capability failed, 3 INCOMPATIBLE (a --distribution-file broker failed the preflight, "
+                              "or a --require'd capability cannot apply to the broker), 2 usage or environment error "
                               "(also: inconclusive because the environment failed).")
     g = c.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V", help="certify the locally built Apache Kafka V image")
@@ -193,6 +194,10 @@ def add_parser(sub) -> None:
                         "the configuration the certification declares")
     c.add_argument("--capability", action="append", metavar="NAME",
                    help="certify only this capability (repeatable); `--capability list` lists them")
+    c.add_argument("--require", action="append", metavar="NAME",
+                   help="this capability must be decided (repeatable; e.g. --require acks: durability under "
+                        "acks and min.insync.replicas): NOT-APPLICABLE to the broker gives INCOMPATIBLE before any "
+                        "run, undecided gives INCONCLUSIVE; never CERTIFIED without it")
     c.add_argument("--scenario", action="append", metavar="NAME",
                    help="only this scenario as evidence (repeatable): a quick, partial certificate")
     c.add_argument("--retries", type=int, default=1, metavar="N",
@@ -292,6 +297,32 @@ def _preflight(subject: Subject, image: str, out_dir: Path, started_at: str):
     return pf
 
 
+def _required_not_applicable(plans, required: list[str], subject: Subject, *, image: str, out_dir: Path,
+                              started_at: str, profile: str, pf) -> bool:
+    """A ``--require``'d capability that cannot apply to this broker (its plan is NOT-APPLICABLE, or
+    none of its scenarios applies) makes the certificate INCOMPATIBLE at once, with that reason, and
+    no scenario runs: the certification asked for evidence this broker cannot give."""
+    by_name = {cp.capability.name: cp for cp in plans}
+    missing = [(n, by_name[n].na_reason or "none of its scenarios applies to this broker: " + "; ".join(
+        f"{sp.name} ({sp.reason})" for sp in by_name[n].scenarios if not sp.applicable)[:300])
+        for n in required if n in by_name and (by_name[n].na_reason or not by_name[n].applicable)]
+    if not missing:
+        return False
+    line = "; ".join(f"required capability {n} is not applicable: {why}" for n, why in missing)
+    cert = {"schema_version": CERTIFICATE_SCHEMA, "kind": "kafka-chaos certificate",
+            "overall": INCOMPATIBLE, "overall_reason": line, "exit_code": EXIT_INCOMPATIBLE,
+            "subject": subject.to_dict(), "profile": profile, "started_at": started_at, "finished_at": _iso_now(),
+            "harness": {"version": __version__, **git_facts()}, "required": required,
+            "not_applicable": [{"name": n, "reason": why} for n, why in missing],
+            "scope_text": "nothing was run: a required capability cannot apply to this broker", "capabilities": []}
+    if pf is not None:
+        cert["preflight"] = pf.to_dict()
+    (out_dir / "certificate.json").write_text(json.dumps(cert, indent=2) + "\n")
+    _say(f"{INCOMPATIBLE}: {line}; {out_dir / 'certificate.json'} ({image})")
+    print(f"{INCOMPATIBLE} {line}")
+    return True
+
+
 def cmd_certify(args) -> int:
     if args.capability and "list" in args.capability:
         _print_capabilities(SCENARIOS)
@@ -303,8 +334,12 @@ def cmd_certify(args) -> int:
     if args.parallel < 1:
         raise HarnessError("--parallel must be at least 1")
     selected = list(dict.fromkeys(args.capability or [])) or None
-    for n in selected or []:
+    required = list(dict.fromkeys(args.require or []))
+    for n in (selected or []) + required:
         capability(n)
+    for n in required:
+        if selected and n not in selected:
+            raise HarnessError(f"--require {n}: the capability is not selected; add --capability {n}")
     overrides = config_pairs(args.config)
     info = images.image_for(args.kafka_version, args.broker_image,
                             build_missing=args.kafka_version is None and args.broker_image is None)
@@ -326,6 +361,9 @@ def cmd_certify(args) -> int:
             return EXIT_INCOMPATIBLE
     plans = plan(SCENARIOS, subject, selected, only, advertised_apis=pf.api_keys if pf else None)
     todo = [(cp, sp) for cp in plans for sp in cp.applicable]
+    if required and _required_not_applicable(plans, required, subject, image=info.tag, out_dir=out_dir,
+                                             started_at=started_at, profile=profile, pf=pf):
+        return EXIT_INCOMPATIBLE
     if args.merge and args.shard:
         raise HarnessError("--merge builds the certificate of every shard: leave --shard out")
     if args.merge and not args.runs_dir:
@@ -358,7 +396,7 @@ def cmd_certify(args) -> int:
     cert = build_certificate(plans, results, subject=subject, profile=profile, overrides=overrides,
                              started_at=started_at, finished_at=_iso_now(), out_dir=out_dir, git=git_facts(),
                              selected=selected, unmapped=unmapped_scenarios(SCENARIOS), interrupted=interrupted,
-                             only=only)
+                             only=only, required=required)
     if pf is not None:
         cert["preflight"] = pf.to_dict()
     if args.shard:

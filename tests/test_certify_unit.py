@@ -5,6 +5,7 @@ as Chromium draws it)."""
 from __future__ import annotations
 
 import json
+import types
 import re
 import shutil
 import subprocess
@@ -301,7 +302,7 @@ def test_judge_run_keeps_an_environment_failure_unknown(tmp_path):
 
 
 # -- the certificate ---------------------------------------------------------------------------------
-def _fixture_certificate(out_dir: Path, *, with_failure: bool) -> dict:
+def _fixture_certificate(out_dir: Path, *, with_failure: bool, required: list[str] | None = None) -> dict:
     scenarios = [scen("broker_failover.kill_leader"), scen("controller_failover.kill_controller"),
                  scen("reassignment.future", min_version="4.1")]
     plans = certify.plan(scenarios, ZK_39, ["broker_failover", "controller_failover", "reassignment", "network"])
@@ -319,7 +320,8 @@ def _fixture_certificate(out_dir: Path, *, with_failure: bool) -> dict:
         plans, results, subject=ZK_39, profile="apache-zk-3.9", overrides={"x.y": "1"} if with_failure else {},
         started_at="2026-11-21T08:00:00Z", finished_at="2026-11-21T08:10:00Z", out_dir=out_dir,
         git={"git_sha": "0123456789abcdef", "git_dirty": False},
-        selected=["broker_failover", "controller_failover", "reassignment", "network"], unmapped=["foo.bar"])
+        selected=["broker_failover", "controller_failover", "reassignment", "network"], unmapped=["foo.bar"],
+        required=required)
 
 
 def test_certificate_data_from_fixture_runs(tmp_path):
@@ -341,6 +343,39 @@ def test_certificate_data_from_fixture_runs(tmp_path):
     failing = caps["broker_failover"]["scenarios"][0]["runs"][-1]
     assert failing["run_id"].endswith("-000002") and failing["verdict"] == FAIL
     assert any(r["rule"] == "lost" for r in failing["failing_rules"])
+
+
+def test_a_required_capability_must_be_decided(tmp_path):
+    """--require: a decided required capability is named in the scope; a required one that is
+    NOT-APPLICABLE to the broker makes the certificate INCOMPATIBLE (exit 3), never CERTIFIED."""
+    ok = _fixture_certificate(tmp_path, with_failure=False, required=["broker_failover"])
+    assert (ok["overall"], ok["exit_code"]) == (CERTIFIED, 0)
+    assert ok["scope"]["required"] == ["broker_failover"] and "required: broker_failover (decided)" in ok["scope_text"]
+    na = _fixture_certificate(tmp_path, with_failure=False, required=["broker_failover", "reassignment"])
+    assert (na["overall"], na["exit_code"]) == (certify.INCOMPATIBLE, certify.EXIT_INCOMPATIBLE)
+    assert na["overall_reason"].startswith("required capability reassignment is not applicable: no applicable "
+                                           "scenario: needs Kafka 4.1+")
+    assert "reassignment (NOT decided)" in na["scope_text"]
+
+
+def test_require_before_any_run(tmp_path, monkeypatch, capsys):
+    """The CLI refuses a required capability that is not selected (exit 2), and writes an INCOMPATIBLE
+    certificate without running anything when the plan leaves a required capability NOT-APPLICABLE."""
+    from harness import cli
+    assert cli.main(["certify", "--profile", "apache-zk-3.9", "--capability", "isr", "--require", "acks",
+                     "--out", str(tmp_path / "a")]) == 2
+    assert "--require acks: the capability is not selected; add --capability acks" in capsys.readouterr().err
+    ran = []
+    monkeypatch.setattr(certify, "_run_serial", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(certify.images, "image_for", lambda *a, **k: types.SimpleNamespace(
+        tag="kafka-chaos/kafka:3.9.2", kafka_version="3.9.2", distribution="apache-zk", image_id="sha256:x",
+        labels={}))
+    code = cli.main(["certify", "--profile", "apache-zk-3.9", "--capability", "quorum", "--require", "quorum",
+                     "--out", str(tmp_path / "b")])
+    assert code == certify.EXIT_INCOMPATIBLE and not ran
+    cert = json.loads((tmp_path / "b" / "certificate.json").read_text())
+    assert cert["overall"] == certify.INCOMPATIBLE and cert["required"] == ["quorum"]
+    assert "required capability quorum is not applicable" in cert["overall_reason"]
 
 
 def test_certificate_files(tmp_path):
