@@ -24,7 +24,7 @@ UNRECORDED = "unrecorded"          # an UNKNOWN run whose verdict.json names no 
 CERTIFICATE_SCHEMA = 1
 
 
-MEASURED = ("group_join_s", "first_read_s", "first_ack_s", "unavailable_s")
+MEASURED = ("group_join_s", "first_read_s", "first_ack_s", "unavailable_s", "leader_change_s")
 
 
 def measured_facts(verdict: dict) -> dict:

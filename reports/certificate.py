@@ -109,7 +109,7 @@ def _old_scope_text(scope: dict) -> str:
 
 
 MEASURED_LABELS = {"group_join_s": "group join", "first_read_s": "first read", "first_ack_s": "first ack",
-                   "unavailable_s": "unavailable under fault"}
+                   "unavailable_s": "unavailable under fault", "leader_change_s": "leader change"}
 
 
 def _measured(m: dict) -> str:

@@ -81,3 +81,35 @@ def test_a_consumer_never_assigned_is_named_and_the_coverage_reason_says_so():
 def test_an_assigning_consumer_has_no_note():
     cov = check_coverage(_history().events, _history().metadata)
     assert "note:" not in cov["reason"] and cov["measured"]["notes"] == []
+
+
+def test_leader_change_time_from_each_observation_source():
+    """The leader of t-0 was broker 1, killed at t=10: ZooKeeper's state names broker 2 at 16.5, so
+    6.5 s; a Metadata sample saying the same at 17 changes nothing (the earliest counts). t-1, led by
+    broker 3, is not the fault's. The KRaft metadata log's append time is placed in run time through
+    the run's wall clock."""
+    wall0 = 1_700_000_000.0
+    def ev(t, typ, **f):
+        return {"t": t, "wall": wall0 + t, "type": typ, **f}
+    events = [
+        ev(1.0, "zk.partition_state", topic="t", partition=0, leader=1, isr=[1, 2, 3]),
+        ev(1.0, "zk.partition_state", topic="t", partition=1, leader=3, isr=[1, 2, 3]),
+        ev(10.0, "fault.start", fault_id=1, fault="kill", target="leader(t,0)", broker_ids=[1]),
+        ev(12.0, "zk.partition_state", topic="t", partition=0, leader=-1, isr=[1]),
+        ev(16.5, "zk.partition_state", topic="t", partition=0, leader=2, isr=[2, 3]),
+        ev(17.0, "admin.metadata", partitions=[{"topic": "t", "partition": 0, "leader": 2, "error": None}]),
+        ev(20.0, "fault.end", fault_id=1, ok=True, error=None),
+        ev(30.0, "fault.start", fault_id=2, fault="pause", target="broker 2", broker_ids=[2]),
+        ev(35.0, "fault.end", fault_id=2, ok=True, error=None),
+    ]
+    m = measure(events)
+    w1, w2 = m["windows"]
+    assert (w1["leader_change_s"], w1["leaders_moved"], w1["leaders_kept"]) == (6.5, 1, 0)
+    assert (w2["leader_change_s"], w2["leaders_moved"], w2["leaders_kept"]) == (None, 0, 1)   # kept its leader
+    assert m["leader_change_s"] == 6.5
+    # KRaft: no ZooKeeper, the metadata log says broker 3 took over 4.25 s after the fault
+    kraft = [e for e in events if e["type"] in ("fault.start", "fault.end")] + [
+        ev(2.0, "admin.metadata", partitions=[{"topic": "t", "partition": 0, "leader": 1, "error": None}]),
+        ev(40.0, "meta.partition", topic="t", partition=0, leader=3, time_ms=int((wall0 + 14.25) * 1000))]
+    kraft.sort(key=lambda e: e["t"])
+    assert measure(kraft)["windows"][0]["leader_change_s"] == 4.25
