@@ -36,6 +36,7 @@ from __future__ import annotations
 import inspect
 import random
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -152,6 +153,9 @@ def format_target(items: list[Target]) -> str:
 
 
 # -- resolution -----------------------------------------------------------------------------------
+ZK_MODE_WAIT_S = 10.0   # how long zookeeper-leader asks the servers' `srvr` for a leader
+
+
 def zookeeper_mode(node: "Node") -> str | None:
     """``leader`` / ``follower`` / ``standalone`` from the ``srvr`` four-letter word (None if silent)."""
     try:
@@ -293,11 +297,18 @@ def resolve_one(t: Target, cluster: "Cluster", view: "View", rng: "random.Random
         k = max(1, (len(ids) - 1) // 2)
         return [cluster.brokers[b] for b in sorted(rng.sample(ids, k))]
     if t.kind == "zookeeper-leader":
-        modes = {z.node_id: zookeeper_mode(z) for z in cluster.zookeepers}
-        for z in cluster.zookeepers:
-            if modes[z.node_id] in ("leader", "standalone"):
-                return [z]
-        raise TargetUnresolved(f"zookeeper-leader: no ZooKeeper node reports leader/standalone ({modes})")
+        # asked again, bounded: an ensemble mid-election has no leader for a moment, and a `srvr`
+        # answer can miss its 2 s on a loaded host (seen once in a fresh-clone suite: {1: None})
+        deadline = time.monotonic() + ZK_MODE_WAIT_S
+        while True:
+            modes = {z.node_id: zookeeper_mode(z) for z in cluster.zookeepers}
+            for z in cluster.zookeepers:
+                if modes[z.node_id] in ("leader", "standalone"):
+                    return [z]
+            if time.monotonic() >= deadline:
+                raise TargetUnresolved(f"zookeeper-leader: no ZooKeeper node reports leader/standalone "
+                                       f"within {ZK_MODE_WAIT_S:.0f} s ({modes})")
+            time.sleep(0.5)
     if t.kind in ("leader", "follower"):
         st = _call(view.partition_state, t.topic, t.partition)
         if st is None:

@@ -267,3 +267,31 @@ def test_resolve_coordinators_and_record_how():
 def test_unresolvable_coordinators(answer, message):
     with pytest.raises(TargetUnresolved, match=message):
         resolve("txn-coordinator(tx)", _CoordCluster({("tx", "transaction"): answer}), _View(), random.Random(0))
+
+
+class _SilentThenLeaderZk:
+    """A ZooKeeper node whose `srvr` answers nothing for its first ``silent`` asks (an election, a slow
+    host), then says it is the leader."""
+
+    role, client_port = "zookeeper", 2181
+
+    def __init__(self, node_id: int, silent: int):
+        self.node_id, self.silent, self.asked = node_id, silent, 0
+
+    def exec(self, cmd):
+        self.asked += 1
+        return (0, "Zookeeper version: 3.8\nMode: leader\n") if self.asked > self.silent else (1, "")
+
+
+def test_zookeeper_leader_is_asked_again_until_one_answers(monkeypatch):
+    import types
+    from harness.nemesis import targets
+    monkeypatch.setattr(targets, "ZK_MODE_WAIT_S", 5.0)
+    zk = _SilentThenLeaderZk(1, silent=2)
+    cluster = types.SimpleNamespace(zookeepers=[zk], name="t")
+    assert resolve("zookeeper-leader", cluster, None, random.Random(0)) == [zk] and zk.asked == 3
+    never = _SilentThenLeaderZk(1, silent=10**6)
+    monkeypatch.setattr(targets, "ZK_MODE_WAIT_S", 0.6)
+    with pytest.raises(TargetUnresolved, match=r"within 1 s \(\{1: None\}\)"):
+        resolve("zookeeper-leader", types.SimpleNamespace(zookeepers=[never], name="t"), None, random.Random(0))
+    assert never.asked >= 2
