@@ -252,7 +252,8 @@ def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_di
     a time (:mod:`harness.parallel`); the runs spoiled by the environment (UNKNOWN) are retried
     together in a next round, up to ``--retries`` rounds."""
     extra = ["--broker-image", image, "--runs-dir", str(runs_dir), "--suite", "certify", "--profile", profile,
-             *distribution_args(args.distribution), *config_args(overrides)]
+             *distribution_args(args.distribution), *config_args(overrides),
+             *(["--preflight-passed"] if str(args.distribution or "").startswith("file:") else [])]
     pending = list(todo)
     for attempt in range(args.retries + 1):
         if not pending:

@@ -47,6 +47,9 @@ def add_parser(sub) -> None:
     r.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="run N scenarios at a time, each in its own process and cluster (default 1)")
     r.add_argument("--suite", help=argparse.SUPPRESS)  # set by --parallel for its child processes
+    # set by a parent (run --parallel, certify --parallel) that ran the distribution file's preflight once
+    # already: a child does not start a cluster of its own to check the same contract again
+    r.add_argument("--preflight-passed", action="store_true", help=argparse.SUPPRESS)
     r.add_argument("--length", type=float, metavar="SECONDS",
                    help="seconds of faults for scenarios with a random fault schedule (nightly.*)")
     r.add_argument("--shard", metavar="I/N",
@@ -193,7 +196,7 @@ def cmd_run(args) -> int:
     if not chosen:
         raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
                            f" ({dist.name})")
-    if getattr(dist, "foreign", False) and dist.name.startswith("file:"):
+    if getattr(dist, "foreign", False) and dist.name.startswith("file:") and not args.preflight_passed:
         from .preflight import EXIT_INCOMPATIBLE, preflight   # lazy: starts a cluster
         pf = preflight(dist.name, info.tag)
         _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
@@ -210,7 +213,8 @@ def cmd_run(args) -> int:
         extra = (["--profile", args.profile] if args.profile else []) + (
             distribution_args(args.distribution)) + (
             ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides) + (
-            ["--variant", args.variant] if args.variant else [])
+            ["--variant", args.variant] if args.variant else []) + (
+            ["--preflight-passed"] if dist.name.startswith("file:") else [])
         pub = Publisher(args.runs_dir, args.s3_endpoint)   # children record locally; this process publishes
         before = set(os.listdir(pub.local)) if os.path.isdir(pub.local) else set()
         target = args.target if args.target.endswith(".toml") else None     # a file's scenario is the file

@@ -637,3 +637,23 @@ def test_measured_facts_are_medians_over_the_runs_that_measured_them(tmp_path):
     page, _ = write_certificate(cert, tmp_path)
     row = re.search(r'<tr id="cap-broker_failover" data-status="PASS">(.*?)</tr>', page.read_text(), re.S).group(1)
     assert "measured: group join 2 s, unavailable under fault 7 s" in row, row
+
+
+def test_parallel_children_of_a_distribution_file_skip_the_preflight_their_parent_ran(monkeypatch, tmp_path):
+    """certify --parallel ran the file's preflight once; each child `kafka-chaos run` gets
+    --preflight-passed and starts no cluster of its own for it (it cost 15-21 s per scenario); a
+    built-in distribution's children get no such flag."""
+    seen = []
+
+    def fake_children(jobs, workers, runs_dir):
+        seen.extend(j.argv for j in jobs)
+        return [types.SimpleNamespace(path=None, returncode=2, log=tmp_path / "x.log", rest="", seconds=0.0)
+                for _ in jobs]
+    monkeypatch.setattr(certify, "run_children", fake_children)
+    sp = types.SimpleNamespace(name="broker_failover.kill_leader")
+    cp = types.SimpleNamespace(capability=types.SimpleNamespace(name="broker_failover"))
+    for dist, flagged in (("file:/x/kroxylicious.toml", True), ("apache-kraft", False), (None, False)):
+        seen.clear()
+        args = types.SimpleNamespace(distribution=dist, retries=0, seed=0, parallel=2)
+        certify._run_parallel([(cp, sp)], args, "img", "compatible", {}, tmp_path, {})
+        assert ("--preflight-passed" in seen[0]) is flagged, (dist, seen)
