@@ -79,7 +79,7 @@ class _Judge:
 
     # -- allowances ------------------------------------------------------------------------
     def unclean(self, tp) -> str | None:
-        if tp in self.scan.unclean_observed:
+        if tp in self.scan.isr.unclean_observed:
             return "unclean leader election observed (leader_recovery_state=1)"
         topic = tp[0]
         on = self._unclean_cfg.get(topic)
@@ -116,7 +116,7 @@ class _Judge:
                 lost.append(entry)
             else:
                 unseen.append(entry)
-        for tp in s.unclean_observed:
+        for tp in s.isr.unclean_observed:
             lossy.add(tp)
         for tp in set(s.pos) | set(ends):
             if self.unclean(tp):
@@ -337,7 +337,7 @@ class _Judge:
         tp = (v["topic"], v["partition"])
         states = self._txn_sorted.get(tp)
         if states is None:
-            states = self._txn_sorted[tp] = sorted(self.scan.txn_isr.get(tp, ()))
+            states = self._txn_sorted[tp] = sorted(self.scan.isr.txn_isr.get(tp, ()))
         if not states:
             return False
         lo, hi, need = v["invoke_t"] - TXNLOG_MARGIN_S, v["ok_t"] + TXNLOG_MARGIN_S, v["min_isr"]
@@ -348,7 +348,7 @@ class _Judge:
 
     def acks_semantics(self) -> dict:
         s = self.scan
-        zk, adm = s.zk_isr, s.admin_isr
+        zk, adm = s.isr.zk, s.isr.admin
         zk_violations = [v for v in zk.violations if not self.isr_met_meanwhile(v)]
         violations = zk_violations + [v for v in adm.violations if (v["topic"], v["partition"]) not in zk.seen]
         windows = list(zk.windows) + [w for w in adm.windows if (w["topic"], w["partition"]) not in zk.seen]

@@ -9,75 +9,17 @@ Keys: ``tp`` is ``(topic, partition)``; positions are ``(tp, offset)``.
 
 from __future__ import annotations
 
-import math
 from itertools import compress
 from operator import itemgetter, not_
 
 from .common import PositionLog, malformed
 from .config import ACKS_ALL, ProducerFacts, RunFacts, producer_facts
+from .isr import IsrObservations
 
 # the sender of a value no send invoked (a value record's first field); None is a process name a record may hold
 UNSENT = object()
 _ack = itemgetter(1)
 _drained = itemgetter(4)
-
-
-class IsrWindows:
-    """Intervals where an observed ISR was smaller than the effective min ISR, and the
-    ``acks=all`` acknowledgements that fall wholly inside one (controller-spec §5.12, H17).
-
-    The ISR is observed late (watch latency, metadata propagation), so a window is trusted
-    only from ``start + lag`` to ``end - lag``: an ack counts as a violation only if its
-    invoke is at or after ``start + lag`` and its completion at or before ``end - lag``.
-    """
-
-    def __init__(self, source: str, lag: float):
-        self.source = source
-        self.lag = lag
-        self.below: dict[tuple, tuple[float, int, int]] = {}  # tp -> (since, isr size, min isr)
-        self.candidates: dict[tuple, list] = {}
-        self.violations: list[dict] = []
-        self.windows: list[dict] = []
-        self.seen: set = set()  # partitions with at least one observation
-
-    def observe(self, tp: tuple, t: float, isr_size: int | None, min_isr: int,
-                committed: float | None = None) -> None:
-        """An ISR observed at ``t``; ``committed``: when the state was written, if known (ZooKeeper's
-        commit time, earlier than the watch saw it). A window opens at the observation (late: the
-        leader may apply a controller's shrink later still) and closes at the commit (early: the
-        leader counts an expansion once it is written), so both ends stay conservative."""
-        self.seen.add(tp)
-        is_below = isr_size is not None and isr_size < min_isr
-        cur = self.below.get(tp)
-        if is_below and cur is None:
-            self.below[tp] = (t, isr_size, min_isr)
-        elif is_below and isr_size < cur[1]:
-            self.below[tp] = (cur[0], isr_size, min_isr)  # keep the start, record the smallest size
-        elif not is_below and cur is not None:
-            self._close(tp, t if committed is None else max(cur[0], min(t, committed)))
-
-    def ack(self, tp: tuple, t_inv: float, t_ok: float, value, offset, process) -> None:
-        """Called only while ``tp`` is in ``self.below``."""
-        since = self.below[tp][0]
-        if t_inv is not None and t_inv >= since + self.lag:
-            self.candidates.setdefault(tp, []).append((t_inv, t_ok, value, offset, process))
-
-    def _close(self, tp: tuple, end: float) -> None:
-        since, size, min_isr = self.below.pop(tp)
-        self.windows.append({"topic": tp[0], "partition": tp[1], "start": since,
-                             "end": None if math.isinf(end) else end, "isr_size": size, "min_isr": min_isr})
-        for t_inv, t_ok, value, offset, process in self.candidates.pop(tp, ()):
-            if t_ok <= end - self.lag:
-                self.violations.append({
-                    "value": value, "topic": tp[0], "partition": tp[1], "offset": offset,
-                    "process": process, "invoke_t": t_inv, "ok_t": t_ok,
-                    "window": [since, None if math.isinf(end) else end],
-                    "isr_size": size, "min_isr": min_isr, "source": self.source})
-
-    def finish(self) -> None:
-        """Windows still open at the end of the history close at +infinity."""
-        for tp in list(self.below):
-            self._close(tp, math.inf)
 
 
 class Scan(PositionLog):
@@ -129,11 +71,7 @@ class Scan(PositionLog):
         self.faults: list[dict] = []
         self._open_faults: list[list] = []  # [fault record, pending tps]
         # cluster observations
-        self.zk_isr = IsrWindows("zk.partition_state", isr_lag_s)
-        self.admin_isr = IsrWindows("admin.metadata", isr_lag_s)
-        self.unclean_observed: set = set()
-        # ZooKeeper's own history of each partition's ISR (the txn-log copies): tp -> [(commit t, ISR size)]
-        self.txn_isr: dict[tuple, list[tuple[float, int]]] = {}
+        self.isr = IsrObservations(facts, isr_lag_s)    # ISR windows, txn-log ISRs, unclean recoveries
 
     # -- configuration -------------------------------------------------------------------
     def producer(self, process: str) -> ProducerFacts:
@@ -165,8 +103,9 @@ class Scan(PositionLog):
         first_ok = self.first_ok
         gaps = self.gaps
         gap_s = self.gap_s
-        zk_below = self.zk_isr.below
-        admin_below = self.admin_isr.below
+        isr = self.isr
+        zk_below = isr.zk.below
+        admin_below = isr.admin.below
         open_faults = self._open_faults
         producer = self.producer
         n_invoke = n_ok = n_poll = n_drain = n_acked = n_acked_drained = 0
@@ -283,10 +222,7 @@ class Scan(PositionLog):
                                 self._fault_progress(tp, t)
                             if (zk_below and tp in zk_below) or (admin_below and tp in admin_below):
                                 if producer(proc).acks == ACKS_ALL:
-                                    if tp in zk_below:
-                                        self.zk_isr.ack(tp, t_inv, t, value, off, proc)
-                                    if tp in admin_below:
-                                        self.admin_isr.ack(tp, t_inv, t, value, off, proc)
+                                    isr.ack(tp, t_inv, t, value, off, proc)
                         elif phase == "fail":
                             self.n_fail += 1
                             err = ev.get("error") or "unknown"
@@ -361,9 +297,9 @@ class Scan(PositionLog):
                     else:
                         raise ValueError(f"event seq {ev.get('seq')}: client f {f!r} is not send/poll/drain")
                 elif typ == "zk.partition_state":
-                    self._zk_state(ev)
+                    isr.zk_state(ev)
                 elif typ == "admin.metadata":
-                    self._admin_metadata(ev)
+                    isr.admin_metadata(ev)
                 elif typ == "partition.end":
                     self.ends[(ev.get("topic"), ev.get("partition"))] = int(ev["end_offset"])
                 elif typ == "client.config":
@@ -371,7 +307,7 @@ class Scan(PositionLog):
                 elif typ == "fault.start":
                     self._fault_start(ev)
                 elif typ == "zk.topic":
-                    self._zk_topic(ev)
+                    isr.zk_topic(ev)
                 elif typ == "phase":
                     self.phases.append((ev.get("name"), ev["t"]))
                 elif typ == "client.producer_id":
@@ -391,8 +327,7 @@ class Scan(PositionLog):
         self.pos = {st[0]: st[1] for st in parts if st[1]}
         self.last_ok = {st[0]: st[3] for st in parts if st[3] is not None}
         self.send_order = dict(send_keys)
-        self.zk_isr.finish()
-        self.admin_isr.finish()
+        isr.finish()
         return self
 
     # -- the value records, read by the judge ----------------------------------------------
@@ -435,47 +370,6 @@ class Scan(PositionLog):
             self.err_log[proc] = [(t, err)]
         else:
             lst.append((t, err))
-
-    def _zk_state(self, ev: dict) -> None:
-        tp = (ev.get("topic"), ev.get("partition"))
-        if ev.get("leader_recovery_state") == 1:
-            self.unclean_observed.add(tp)
-        if ev.get("deleted"):
-            if tp in self.zk_isr.below:
-                self.zk_isr._close(tp, ev["t"])
-            return
-        isr = ev.get("isr")
-        committed = None
-        zt, wall = ev.get("zk_time"), ev.get("wall")
-        if isinstance(zt, (int, float)) and isinstance(wall, (int, float)):
-            committed = ev["t"] - (wall - zt)          # ZooKeeper's clock is the host's (same kernel)
-        if ev.get("source") == "txnlog":
-            # copies from ZooKeeper's txn log, appended after the run: no acknowledgement comes after
-            # them in the record, so they cannot delimit a window (the watch's copies do); they tell
-            # every state the watch may have missed, at its commit time (the judge's acks_semantics)
-            if committed is not None and isinstance(isr, list):
-                self.txn_isr.setdefault(tp, []).append((committed, len(isr)))
-            return
-        self.zk_isr.observe(tp, ev["t"], len(isr) if isr is not None else None,
-                            self.facts.effective_min_isr(*tp), committed)
-
-    def _zk_topic(self, ev: dict) -> None:
-        topic = ev.get("topic")
-        for p, replicas in (ev.get("partitions") or {}).items():
-            if replicas:
-                self.facts.replicas[(topic, int(p))] = len(replicas)
-
-    def _admin_metadata(self, ev: dict) -> None:
-        t = ev["t"]
-        for p in ev.get("partitions") or []:
-            if p.get("error"):
-                continue
-            tp = (p.get("topic"), p.get("partition"))
-            if p.get("replicas") and tp not in self.facts.replicas:
-                self.facts.replicas[tp] = len(p["replicas"])
-            isr = p.get("isr")
-            self.admin_isr.observe(tp, t, len(isr) if isr is not None else None,
-                                   self.facts.effective_min_isr(*tp))
 
     def _fault_start(self, ev: dict) -> None:
         rec = {"fault_id": ev.get("fault_id"), "fault": ev.get("fault"), "target": ev.get("target"),
