@@ -31,6 +31,10 @@ class Scan(PositionLog):
         self.producer_cfg: dict[str, dict] = {}
         self.consumer_mode: dict[str, str] = {}
         self._facts_cache: dict[str, ProducerFacts] = {}
+        # tp -> {offset: the record of the first value seen there}; declared before vals, so that when a Scan is
+        # freed these drop their references first and vals the last ones, in the order the records were made
+        # (freed in partition order instead, they cost several times more: scattered through the allocator's pools)
+        self.pos: dict[tuple, dict] = {}
         # value -> its record [sender, ack, ack order, first read, drained] (see ``run``): one table for
         # every per-value fact, so that a value's invoke, ack and reads reach one hash slot, not four
         self.vals: dict = {}
@@ -57,7 +61,6 @@ class Scan(PositionLog):
         self.last_invoke_t: float | None = None
         # reads
         self.n_poll = self.n_drain = 0
-        self.pos: dict[tuple, dict] = {}  # tp -> {offset: first value seen there}
         self.conflicts: dict[tuple, list] = {}  # (tp, offset) -> [values ...]
         self.dups: dict = {}  # value -> [(tp, offset), ...] all distinct read positions
         self.ends: dict[tuple, int] = {}  # tp -> end offset from partition.end
@@ -111,7 +114,7 @@ class Scan(PositionLog):
         n_invoke = n_ok = n_poll = n_drain = n_acked = n_acked_drained = 0
         ack_procs = self.ack_procs
         # topic -> partition -> the partition's state, reached without hashing a (topic, partition) tuple:
-        # [tp, {offset: first value seen there}, {offset: record of a value acked there}, last ack t or None,
+        # [tp, {offset: the record of the first value seen there (acked or read)}, last ack t or None,
         #  {process: its send-order columns}, {process: the offset it last polled}]
         part_of: dict = {}
         parts: list = []
@@ -121,7 +124,7 @@ class Scan(PositionLog):
             ps = part_of.get(topic)
             if ps is None:
                 ps = part_of[topic] = {}
-            st = ps[part] = [(topic, part), {}, {}, None, {}, {}]
+            st = ps[part] = [(topic, part), {}, None, {}, {}]
             parts.append(st)
             return st
         first_invoke_t = last_invoke_t = None
@@ -189,11 +192,10 @@ class Scan(PositionLog):
                             if t_inv is not None:
                                 latencies.append(t - t_inv)
                             if off is not None:
-                                old = st[1].setdefault(off, value)
-                                if old != value:
-                                    self._conflict(tp, off, old, value)
-                                st[2][off] = r
-                                so = st[4]
+                                old = st[1].setdefault(off, r)
+                                if old is not r:    # another value was seen there first (records are one a value)
+                                    self._conflict(tp, off, old[5], value)
+                                so = st[3]
                                 try:
                                     cols = so[proc]
                                 except KeyError:
@@ -212,12 +214,12 @@ class Scan(PositionLog):
                                     offs_.append(off)
                             else:
                                 ack_procs.add(proc)
-                            last = st[3]
+                            last = st[2]
                             if last is None:
                                 first_ok[tp] = t
                             elif t - last > gap_s:
                                 gaps.append((tp, last, t))
-                            st[3] = t
+                            st[2] = t
                             if open_faults:
                                 self._fault_progress(tp, t)
                             if (zk_below and tp in zk_below) or (admin_below and tp in admin_below):
@@ -254,19 +256,29 @@ class Scan(PositionLog):
                         except KeyError:
                             st = intern_part(topic, part)
                         tp = st[0]
-                        # the value's record, found by position when the value was acked at this offset (no hash
-                        # of the value: the final drain reads long after the sends, where a hash slot is cold)
-                        r = st[2].get(off)
-                        if r is None or (r[5] is not value and r[5] != value):
+                        # the value's record, found by position when the value was the first seen at this offset (no
+                        # hash of the value: the final drain reads long after the sends, where a hash slot is cold)
+                        at = st[1]
+                        r = at.get(off)
+                        if r is None:                   # the first value seen at this offset
+                            r = vals.get(value)
+                            if r is None:
+                                r = vals[value] = [unsent, None, None, None, False, value]
+                            at[off] = r
+                            clash = False
+                        elif r[5] is value or r[5] == value:
+                            clash = False
+                        else:                           # another value was seen there first
+                            clash = True
+                            old = r[5]
                             r = vals.get(value)
                             if r is None:
                                 r = vals[value] = [unsent, None, None, None, False, value]
                         prev = r[3]
-                        # a read again where the value was first read finds pos[tp][off] set, and a conflict
-                        # there already filed: nothing to do; otherwise a new position for the value
+                        # a read again where the value was first read finds its conflict there (if any) already
+                        # filed: nothing to do; otherwise a new position for the value
                         if prev is None or prev[1] != off or prev[0] != tp:
-                            old = st[1].setdefault(off, value)
-                            if old != value:
+                            if clash:
                                 self._conflict(tp, off, old, value)
                             if prev is None:
                                 r[3] = (tp, off)
@@ -282,7 +294,7 @@ class Scan(PositionLog):
                                     n_acked_drained += 1
                         else:
                             n_poll += 1
-                            pl = st[5]
+                            pl = st[4]
                             proc = ev["process"]
                             try:
                                 last = pl[proc]
@@ -325,7 +337,7 @@ class Scan(PositionLog):
         self.first_invoke_t, self.last_invoke_t = first_invoke_t, last_invoke_t
         self.unfinished = sum(map(len, inv.values()))
         self.pos = {st[0]: st[1] for st in parts if st[1]}
-        self.last_ok = {st[0]: st[3] for st in parts if st[3] is not None}
+        self.last_ok = {st[0]: st[2] for st in parts if st[2] is not None}
         self.send_order = dict(send_keys)
         isr.finish()
         return self
