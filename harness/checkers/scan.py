@@ -97,8 +97,8 @@ class Scan(PositionLog):
     def run(self, events) -> "Scan":
         inv: dict = {}
         # a value's record: [process of its last invoke (UNSENT if none), its last ack (tp, offset, t_inv, t_ok,
-        # process) or None, the n_ok of its first ack (the order the acks came in), its first read position
-        # (tp, offset) or None, whether the final drain read it, the value]
+        # process) or None, the n_ok of its first ack (the order the acks came in), the tp of its first read or
+        # None, whether the final drain read it, the value, the offset of its first read] (no tuple per read)
         vals = self.vals
         unsent_reads = self.unsent_reads
         unsent = UNSENT
@@ -153,7 +153,7 @@ class Scan(PositionLog):
                             ip[ev["op_id"]] = (t, value)
                             r = vals.get(value)
                             if r is None:
-                                vals[value] = [proc, None, None, None, False, value]
+                                vals[value] = [proc, None, None, None, False, value, None]
                             else:
                                 r[0] = proc
                             last_invoke_t = t
@@ -182,7 +182,7 @@ class Scan(PositionLog):
                             try:
                                 r = vals[value]     # hot: the invoke made it a few events ago
                             except KeyError:
-                                r = vals[value] = [unsent, None, None, None, False, value]
+                                r = vals[value] = [unsent, None, None, None, False, value, None]
                             if r[1] is None:    # its first ack
                                 r[2] = n_ok
                                 n_acked += 1
@@ -263,7 +263,7 @@ class Scan(PositionLog):
                         if r is None:                   # the first value seen at this offset
                             r = vals.get(value)
                             if r is None:
-                                r = vals[value] = [unsent, None, None, None, False, value]
+                                r = vals[value] = [unsent, None, None, None, False, value, None]
                             at[off] = r
                             clash = False
                         elif r[5] is value or r[5] == value:
@@ -273,19 +273,20 @@ class Scan(PositionLog):
                             old = r[5]
                             r = vals.get(value)
                             if r is None:
-                                r = vals[value] = [unsent, None, None, None, False, value]
+                                r = vals[value] = [unsent, None, None, None, False, value, None]
                         prev = r[3]
                         # a read again where the value was first read finds its conflict there (if any) already
-                        # filed: nothing to do; otherwise a new position for the value
-                        if prev is None or prev[1] != off or prev[0] != tp:
+                        # filed: nothing to do; otherwise a new position for the value (a partition's tp is one tuple)
+                        if prev is not tp or r[6] != off:
                             if clash:
                                 self._conflict(tp, off, old, value)
                             if prev is None:
-                                r[3] = (tp, off)
+                                r[3] = tp
+                                r[6] = off
                                 if r[0] is unsent:
                                     unsent_reads.append(value)
                             else:
-                                self._dup(value, prev, (tp, off))
+                                self._dup(value, (prev, r[6]), (tp, off))
                         if f == "drain":
                             n_drain += 1
                             if not r[4]:
@@ -356,7 +357,7 @@ class Scan(PositionLog):
     def read_of(self, value) -> tuple | None:
         """The value's first read position ``(tp, offset)``, or None."""
         r = self.vals.get(value)
-        return None if r is None else r[3]
+        return None if r is None or r[3] is None else (r[3], r[6])
 
     def acks(self):
         """Every acked value's last ack (an iterator)."""
