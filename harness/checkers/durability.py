@@ -313,7 +313,7 @@ class _Judge:
         for proc, tp, prev, cur in s.poll_gap:
             if not self._assign(proc):
                 continue
-            known = s.pos.get(tp, {})
+            known = s.offsets(tp)
             if cur - prev - 1 <= self.opts["max_skip_scan"]:
                 skipped = [o for o in range(prev + 1, cur) if o in known]
             else:

@@ -18,8 +18,51 @@ from .isr import IsrObservations
 
 # the sender of a value no send invoked (a value record's first field); None is a process name a record may hold
 UNSENT = object()
+# how far past its end a partition's offset list grows to hold a new offset (farther: the partition goes to a dict)
+MAX_GAP = 1 << 16
 _ack = itemgetter(1)
 _drained = itemgetter(4)
+
+
+# A partition's offset table -- offset -> the record of the first value seen there -- is a list indexed by offset
+# while every offset stored in it is an int from 0 to a little past its end (Kafka's offsets: no hash, no key to
+# compare on a lookup); the first other offset (negative, far ahead, not an int: a bool or a float is a dict key
+# equal to an int) turns it into a dict for good, with the same keys. The hot paths index the list inline and
+# call these on the rest.
+
+def _as_dict(table: list) -> dict:
+    return {off: r for off, r in enumerate(table) if r is not None}
+
+
+def pos_get(st: list, off):
+    """The record of the first value seen at ``off`` of partition state ``st``, or None."""
+    table = st[1]
+    if type(table) is list:
+        if type(off) is int:
+            return table[off] if 0 <= off < len(table) else None
+        table = st[1] = _as_dict(table)
+    return table.get(off)
+
+
+def pos_put(st: list, off, r: list) -> list:
+    """``r`` becomes the record first seen at ``off`` unless one was there already; returns the one there."""
+    table = st[1]
+    if type(table) is list:
+        if type(off) is int and off >= 0:
+            n = len(table)
+            if off < n:
+                old = table[off]
+                if old is None:
+                    table[off] = r
+                    return r
+                return old
+            if off - n <= MAX_GAP:
+                if off > n:
+                    table.extend([None] * (off - n))
+                table.append(r)
+                return r
+        table = st[1] = _as_dict(table)
+    return table.setdefault(off, r)
 
 
 class Scan(PositionLog):
@@ -31,10 +74,11 @@ class Scan(PositionLog):
         self.producer_cfg: dict[str, dict] = {}
         self.consumer_mode: dict[str, str] = {}
         self._facts_cache: dict[str, ProducerFacts] = {}
-        # tp -> {offset: the record of the first value seen there}; declared before vals, so that when a Scan is
+        # tp -> offset -> the record of the first value seen there (a list or a dict: see pos_get); declared before vals, so that when a Scan is
         # freed these drop their references first and vals the last ones, in the order the records were made
         # (freed in partition order instead, they cost several times more: scattered through the allocator's pools)
-        self.pos: dict[tuple, dict] = {}
+        self.pos: dict[tuple, list | dict] = {}
+        self._offsets: dict[tuple, dict] = {}   # tp -> offsets(tp)
         # value -> its record [sender, ack, ack order, first read, drained] (see ``run``): one table for
         # every per-value fact, so that a value's invoke, ack and reads reach one hash slot, not four
         self.vals: dict = {}
@@ -114,7 +158,7 @@ class Scan(PositionLog):
         n_invoke = n_ok = n_poll = n_drain = n_acked = n_acked_drained = 0
         ack_procs = self.ack_procs
         # topic -> partition -> the partition's state, reached without hashing a (topic, partition) tuple:
-        # [tp, {offset: the record of the first value seen there (acked or read)}, last ack t or None,
+        # [tp, offset -> the record of the first value seen there (acked or read; a list, see pos_get), last ack t or None,
         #  {process: its send-order columns}, {process: the offset it last polled}]
         part_of: dict = {}
         parts: list = []
@@ -124,7 +168,7 @@ class Scan(PositionLog):
             ps = part_of.get(topic)
             if ps is None:
                 ps = part_of[topic] = {}
-            st = ps[part] = [(topic, part), {}, None, {}, {}]
+            st = ps[part] = [(topic, part), [], None, {}, {}]
             parts.append(st)
             return st
         first_invoke_t = last_invoke_t = None
@@ -192,9 +236,13 @@ class Scan(PositionLog):
                             if t_inv is not None:
                                 latencies.append(t - t_inv)
                             if off is not None:
-                                old = st[1].setdefault(off, r)
-                                if old is not r:    # another value was seen there first (records are one a value)
-                                    self._conflict(tp, off, old[5], value)
+                                at = st[1]
+                                if off == len(at) and type(at) is list and type(off) is int:
+                                    at.append(r)    # the partition's next offset: the common case
+                                else:
+                                    old = pos_put(st, off, r)
+                                    if old is not r:    # another value was seen there first (one record a value)
+                                        self._conflict(tp, off, old[5], value)
                                 so = st[3]
                                 try:
                                     cols = so[proc]
@@ -258,13 +306,17 @@ class Scan(PositionLog):
                         tp = st[0]
                         # the value's record, found by position when the value was the first seen at this offset (no
                         # hash of the value: the final drain reads long after the sends, where a hash slot is cold)
-                        at = st[1]
-                        r = at.get(off)
+                        try:
+                            r = st[1][off] if off >= 0 else pos_get(st, off)
+                        except IndexError:              # past the end of the partition's list
+                            r = None
+                        except (KeyError, TypeError):   # a dict's missing key, or not an int
+                            r = pos_get(st, off)
                         if r is None:                   # the first value seen at this offset
                             r = vals.get(value)
                             if r is None:
                                 r = vals[value] = [unsent, None, None, None, False, value, None]
-                            at[off] = r
+                            pos_put(st, off, r)
                             clash = False
                         elif r[5] is value or r[5] == value:
                             clash = False
@@ -362,6 +414,18 @@ class Scan(PositionLog):
     def acks(self):
         """Every acked value's last ack (an iterator)."""
         return filter(None, map(_ack, self.vals.values()))
+
+    def offsets(self, tp) -> dict:
+        """The offsets of partition ``tp`` where a value was seen (acked or read): a dict's keys (made once)."""
+        known = self._offsets.get(tp)
+        if known is None:
+            table = self.pos.get(tp)
+            if table is None:
+                known = {}
+            else:
+                known = table if type(table) is dict else dict.fromkeys(compress(range(len(table)), table))
+            self._offsets[tp] = known
+        return known
 
     def acked_undrained(self) -> list:
         """The acked values the final drain did not read, in the order of their first acks."""
