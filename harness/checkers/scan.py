@@ -74,9 +74,10 @@ class Scan(PositionLog):
         self.producer_cfg: dict[str, dict] = {}
         self.consumer_mode: dict[str, str] = {}
         self._facts_cache: dict[str, ProducerFacts] = {}
-        # tp -> offset -> the record of the first value seen there (a list or a dict: see pos_get); declared before vals, so that when a Scan is
-        # freed these drop their references first and vals the last ones, in the order the records were made
-        # (freed in partition order instead, they cost several times more: scattered through the allocator's pools)
+        # tp -> offset -> the record of the first value seen there (a list or a dict: see pos_get). Declared before
+        # vals, so that when a Scan is freed these drop their references first and vals the last ones, in the
+        # order the records were made (freed in partition order instead, they cost several times more: scattered
+        # through the allocator's pools)
         self.pos: dict[tuple, list | dict] = {}
         self._offsets: dict[tuple, dict] = {}   # tp -> offsets(tp)
         # value -> its record [sender, ack, ack order, first read, drained, ...] (see ``run``): one table for
@@ -163,8 +164,8 @@ class Scan(PositionLog):
         n_invoke = n_ok = n_poll = n_drain = n_acked = n_acked_drained = 0
         ack_procs = self.ack_procs
         # topic -> partition -> the partition's state, reached without hashing a (topic, partition) tuple:
-        # [tp, offset -> the record of the first value seen there (acked or read; a list, see pos_get), last ack t or None,
-        #  {process: its send-order columns}, {process: the offset it last polled}]
+        # [tp, offset -> the record of the first value seen there (acked or read; a list, see pos_get),
+        #  last ack t or None, {process: its send-order columns}, {process: the offset it last polled}]
         part_of: dict = {}
         parts: list = []
         send_keys: list = []    # ((process, topic, partition), columns) in the order the keys first came
