@@ -79,7 +79,7 @@ class _Judge:
 
     # -- allowances ------------------------------------------------------------------------
     def unclean(self, tp) -> str | None:
-        if tp in self.scan.unclean_observed:
+        if tp in self.scan.isr.unclean_observed:
             return "unclean leader election observed (leader_recovery_state=1)"
         topic = tp[0]
         on = self._unclean_cfg.get(topic)
@@ -116,7 +116,7 @@ class _Judge:
                 lost.append(entry)
             else:
                 unseen.append(entry)
-        for tp in s.unclean_observed:
+        for tp in s.isr.unclean_observed:
             lossy.add(tp)
         for tp in set(s.pos) | set(ends):
             if self.unclean(tp):
@@ -320,7 +320,7 @@ class _Judge:
         for proc, tp, prev, cur in s.poll_gap:
             if not self._assign(proc):
                 continue
-            known = s.pos.get(tp, {})
+            known = s.offsets(tp)
             if cur - prev - 1 <= self.opts["max_skip_scan"]:
                 skipped = [o for o in range(prev + 1, cur) if o in known]
             else:
@@ -344,7 +344,7 @@ class _Judge:
         tp = (v["topic"], v["partition"])
         states = self._txn_sorted.get(tp)
         if states is None:
-            states = self._txn_sorted[tp] = sorted(self.scan.txn_isr.get(tp, ()))
+            states = self._txn_sorted[tp] = sorted(self.scan.isr.txn_isr.get(tp, ()))
         if not states:
             return False
         lo, hi, need = v["invoke_t"] - TXNLOG_MARGIN_S, v["ok_t"] + TXNLOG_MARGIN_S, v["min_isr"]
@@ -355,7 +355,7 @@ class _Judge:
 
     def acks_semantics(self) -> dict:
         s = self.scan
-        zk, adm = s.zk_isr, s.admin_isr
+        zk, adm = s.isr.zk, s.isr.admin
         zk_violations = [v for v in zk.violations if not self.isr_met_meanwhile(v)]
         violations = zk_violations + [v for v in adm.violations if (v["topic"], v["partition"]) not in zk.seen]
         windows = list(zk.windows) + [w for w in adm.windows if (w["topic"], w["partition"]) not in zk.seen]

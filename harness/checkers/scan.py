@@ -9,75 +9,60 @@ Keys: ``tp`` is ``(topic, partition)``; positions are ``(tp, offset)``.
 
 from __future__ import annotations
 
-import math
 from itertools import compress
 from operator import itemgetter, not_
 
 from .common import PositionLog, malformed
 from .config import ACKS_ALL, ProducerFacts, RunFacts, producer_facts
+from .isr import IsrObservations
 
 # the sender of a value no send invoked (a value record's first field); None is a process name a record may hold
 UNSENT = object()
+# how far past its end a partition's offset list grows to hold a new offset (farther: the partition goes to a dict)
+MAX_GAP = 1 << 16
 _ack = itemgetter(1)
 _drained = itemgetter(4)
 
 
-class IsrWindows:
-    """Intervals where an observed ISR was smaller than the effective min ISR, and the
-    ``acks=all`` acknowledgements that fall wholly inside one (controller-spec §5.12, H17).
+# A partition's offset table -- offset -> the record of the first value seen there -- is a list indexed by offset
+# while every offset stored in it is an int from 0 to a little past its end (Kafka's offsets: no hash, no key to
+# compare on a lookup); the first other offset (negative, far ahead, not an int: a bool or a float is a dict key
+# equal to an int) turns it into a dict for good, with the same keys. The hot paths index the list inline and
+# call these on the rest.
 
-    The ISR is observed late (watch latency, metadata propagation), so a window is trusted
-    only from ``start + lag`` to ``end - lag``: an ack counts as a violation only if its
-    invoke is at or after ``start + lag`` and its completion at or before ``end - lag``.
-    """
+def _as_dict(table: list) -> dict:
+    return {off: r for off, r in enumerate(table) if r is not None}
 
-    def __init__(self, source: str, lag: float):
-        self.source = source
-        self.lag = lag
-        self.below: dict[tuple, tuple[float, int, int]] = {}  # tp -> (since, isr size, min isr)
-        self.candidates: dict[tuple, list] = {}
-        self.violations: list[dict] = []
-        self.windows: list[dict] = []
-        self.seen: set = set()  # partitions with at least one observation
 
-    def observe(self, tp: tuple, t: float, isr_size: int | None, min_isr: int,
-                committed: float | None = None) -> None:
-        """An ISR observed at ``t``; ``committed``: when the state was written, if known (ZooKeeper's
-        commit time, earlier than the watch saw it). A window opens at the observation (late: the
-        leader may apply a controller's shrink later still) and closes at the commit (early: the
-        leader counts an expansion once it is written), so both ends stay conservative."""
-        self.seen.add(tp)
-        is_below = isr_size is not None and isr_size < min_isr
-        cur = self.below.get(tp)
-        if is_below and cur is None:
-            self.below[tp] = (t, isr_size, min_isr)
-        elif is_below and isr_size < cur[1]:
-            self.below[tp] = (cur[0], isr_size, min_isr)  # keep the start, record the smallest size
-        elif not is_below and cur is not None:
-            self._close(tp, t if committed is None else max(cur[0], min(t, committed)))
+def pos_get(st: list, off):
+    """The record of the first value seen at ``off`` of partition state ``st``, or None."""
+    table = st[1]
+    if type(table) is list:
+        if type(off) is int:
+            return table[off] if 0 <= off < len(table) else None
+        table = st[1] = _as_dict(table)
+    return table.get(off)
 
-    def ack(self, tp: tuple, t_inv: float, t_ok: float, value, offset, process) -> None:
-        """Called only while ``tp`` is in ``self.below``."""
-        since = self.below[tp][0]
-        if t_inv is not None and t_inv >= since + self.lag:
-            self.candidates.setdefault(tp, []).append((t_inv, t_ok, value, offset, process))
 
-    def _close(self, tp: tuple, end: float) -> None:
-        since, size, min_isr = self.below.pop(tp)
-        self.windows.append({"topic": tp[0], "partition": tp[1], "start": since,
-                             "end": None if math.isinf(end) else end, "isr_size": size, "min_isr": min_isr})
-        for t_inv, t_ok, value, offset, process in self.candidates.pop(tp, ()):
-            if t_ok <= end - self.lag:
-                self.violations.append({
-                    "value": value, "topic": tp[0], "partition": tp[1], "offset": offset,
-                    "process": process, "invoke_t": t_inv, "ok_t": t_ok,
-                    "window": [since, None if math.isinf(end) else end],
-                    "isr_size": size, "min_isr": min_isr, "source": self.source})
-
-    def finish(self) -> None:
-        """Windows still open at the end of the history close at +infinity."""
-        for tp in list(self.below):
-            self._close(tp, math.inf)
+def pos_put(st: list, off, r: list) -> list:
+    """``r`` becomes the record first seen at ``off`` unless one was there already; returns the one there."""
+    table = st[1]
+    if type(table) is list:
+        if type(off) is int and off >= 0:
+            n = len(table)
+            if off < n:
+                old = table[off]
+                if old is None:
+                    table[off] = r
+                    return r
+                return old
+            if off - n <= MAX_GAP:
+                if off > n:
+                    table.extend([None] * (off - n))
+                table.append(r)
+                return r
+        table = st[1] = _as_dict(table)
+    return table.setdefault(off, r)
 
 
 class Scan(PositionLog):
@@ -89,9 +74,20 @@ class Scan(PositionLog):
         self.producer_cfg: dict[str, dict] = {}
         self.consumer_mode: dict[str, str] = {}
         self._facts_cache: dict[str, ProducerFacts] = {}
-        # value -> its record [sender, ack, ack order, first read, drained] (see ``run``): one table for
-        # every per-value fact, so that a value's invoke, ack and reads reach one hash slot, not four
-        self.vals: dict = {}
+        # tp -> offset -> the record of the first value seen there (a list or a dict: see pos_get). Declared before
+        # vals, so that when a Scan is freed these drop their references first and vals the last ones, in the
+        # order the records were made (freed in partition order instead, they cost several times more: scattered
+        # through the allocator's pools)
+        self.pos: dict[tuple, list | dict] = {}
+        self._offsets: dict[tuple, dict] = {}   # tp -> offsets(tp)
+        # value -> its record [sender, ack, ack order, first read, drained, ...] (see ``run``): one table for
+        # every per-value fact, so that a value's invoke, ack and reads reach one hash slot, not four.
+        # Made with one non-str key, taken out again: CPython (3.11+) then keeps it a dict of the general kind,
+        # whose table holds each key's hash, so that a probe meeting another key compares hashes there; a
+        # str-only dict reads that key's string object for its hash instead, a cache miss in a table of a
+        # million values scattered through memory (the 1M-op check: 0.91x the CPU of a str-only dict)
+        self.vals: dict = {UNSENT: None}
+        del self.vals[UNSENT]
         self.unsent_reads: list = []  # values first read while no send had invoked them, in read order
         self.ack_procs: set = set()  # the process of every ack (a superset of the acked values' last ones)
         self.all_acked_drained = False  # no acked value left unread by the final drain (counted during the pass)
@@ -115,7 +111,6 @@ class Scan(PositionLog):
         self.last_invoke_t: float | None = None
         # reads
         self.n_poll = self.n_drain = 0
-        self.pos: dict[tuple, dict] = {}  # tp -> {offset: first value seen there}
         self.conflicts: dict[tuple, list] = {}  # (tp, offset) -> [values ...]
         self.dups: dict = {}  # value -> [(tp, offset), ...] all distinct read positions
         self.ends: dict[tuple, int] = {}  # tp -> end offset from partition.end
@@ -131,11 +126,7 @@ class Scan(PositionLog):
         self.faults: list[dict] = []
         self._open_faults: list[list] = []  # [fault record, pending tps]
         # cluster observations
-        self.zk_isr = IsrWindows("zk.partition_state", isr_lag_s)
-        self.admin_isr = IsrWindows("admin.metadata", isr_lag_s)
-        self.unclean_observed: set = set()
-        # ZooKeeper's own history of each partition's ISR (the txn-log copies): tp -> [(commit t, ISR size)]
-        self.txn_isr: dict[tuple, list[tuple[float, int]]] = {}
+        self.isr = IsrObservations(facts, isr_lag_s)    # ISR windows, txn-log ISRs, unclean recoveries
 
     # -- configuration -------------------------------------------------------------------
     def producer(self, process: str) -> ProducerFacts:
@@ -158,8 +149,8 @@ class Scan(PositionLog):
     def run(self, events) -> "Scan":
         inv: dict = {}
         # a value's record: [process of its last invoke (UNSENT if none), its last ack (tp, offset, t_inv, t_ok,
-        # process) or None, the n_ok of its first ack (the order the acks came in), its first read position
-        # (tp, offset) or None, whether the final drain read it, the value]
+        # process) or None, the n_ok of its first ack (the order the acks came in), the tp of its first read or
+        # None, whether the final drain read it, the value, the offset of its first read] (no tuple per read)
         vals = self.vals
         unsent_reads = self.unsent_reads
         unsent = UNSENT
@@ -167,15 +158,16 @@ class Scan(PositionLog):
         first_ok = self.first_ok
         gaps = self.gaps
         gap_s = self.gap_s
-        zk_below = self.zk_isr.below
-        admin_below = self.admin_isr.below
+        isr = self.isr
+        zk_below = isr.zk.below
+        admin_below = isr.admin.below
         open_faults = self._open_faults
         producer = self.producer
         n_invoke = n_ok = n_poll = n_drain = n_acked = n_acked_drained = 0
         ack_procs = self.ack_procs
         # topic -> partition -> the partition's state, reached without hashing a (topic, partition) tuple:
-        # [tp, {offset: first value seen there}, {offset: record of a value acked there}, last ack t or None,
-        #  {process: its send-order columns}, {process: the offset it last polled}]
+        # [tp, offset -> the record of the first value seen there (acked or read; a list, see pos_get),
+        #  last ack t or None, {process: its send-order columns}, {process: the offset it last polled}]
         part_of: dict = {}
         parts: list = []
         send_keys: list = []    # ((process, topic, partition), columns) in the order the keys first came
@@ -184,7 +176,7 @@ class Scan(PositionLog):
             ps = part_of.get(topic)
             if ps is None:
                 ps = part_of[topic] = {}
-            st = ps[part] = [(topic, part), {}, {}, None, {}, {}]
+            st = ps[part] = [(topic, part), [], None, {}, {}]
             parts.append(st)
             return st
         first_invoke_t = last_invoke_t = None
@@ -213,7 +205,7 @@ class Scan(PositionLog):
                             ip[ev["op_id"]] = (t, value)
                             r = vals.get(value)
                             if r is None:
-                                vals[value] = [proc, None, None, None, False, value]
+                                vals[value] = [proc, None, None, None, False, value, None]
                             else:
                                 r[0] = proc
                             last_invoke_t = t
@@ -242,7 +234,7 @@ class Scan(PositionLog):
                             try:
                                 r = vals[value]     # hot: the invoke made it a few events ago
                             except KeyError:
-                                r = vals[value] = [unsent, None, None, None, False, value]
+                                r = vals[value] = [unsent, None, None, None, False, value, None]
                             if r[1] is None:    # its first ack
                                 r[2] = n_ok
                                 n_acked += 1
@@ -252,11 +244,14 @@ class Scan(PositionLog):
                             if t_inv is not None:
                                 latencies.append(t - t_inv)
                             if off is not None:
-                                old = st[1].setdefault(off, value)
-                                if old != value:
-                                    self._conflict(tp, off, old, value)
-                                st[2][off] = r
-                                so = st[4]
+                                at = st[1]
+                                if off == len(at) and type(at) is list and type(off) is int:
+                                    at.append(r)    # the partition's next offset: the common case
+                                else:
+                                    old = pos_put(st, off, r)
+                                    if old is not r:    # another value was seen there first (one record a value)
+                                        self._conflict(tp, off, old[5], value)
+                                so = st[3]
                                 try:
                                     cols = so[proc]
                                 except KeyError:
@@ -275,20 +270,17 @@ class Scan(PositionLog):
                                     offs_.append(off)
                             else:
                                 ack_procs.add(proc)
-                            last = st[3]
+                            last = st[2]
                             if last is None:
                                 first_ok[tp] = t
                             elif t - last > gap_s:
                                 gaps.append((tp, last, t))
-                            st[3] = t
+                            st[2] = t
                             if open_faults:
                                 self._fault_progress(tp, t)
                             if (zk_below and tp in zk_below) or (admin_below and tp in admin_below):
                                 if producer(proc).acks == ACKS_ALL:
-                                    if tp in zk_below:
-                                        self.zk_isr.ack(tp, t_inv, t, value, off, proc)
-                                    if tp in admin_below:
-                                        self.admin_isr.ack(tp, t_inv, t, value, off, proc)
+                                    isr.ack(tp, t_inv, t, value, off, proc)
                         elif phase == "fail":
                             self.n_fail += 1
                             err = ev.get("error") or "unknown"
@@ -320,26 +312,41 @@ class Scan(PositionLog):
                         except KeyError:
                             st = intern_part(topic, part)
                         tp = st[0]
-                        # the value's record, found by position when the value was acked at this offset (no hash
-                        # of the value: the final drain reads long after the sends, where a hash slot is cold)
-                        r = st[2].get(off)
-                        if r is None or (r[5] is not value and r[5] != value):
+                        # the value's record, found by position when the value was the first seen at this offset (no
+                        # hash of the value: the final drain reads long after the sends, where a hash slot is cold)
+                        try:
+                            r = st[1][off] if off >= 0 else pos_get(st, off)
+                        except IndexError:              # past the end of the partition's list
+                            r = None
+                        except (KeyError, TypeError):   # a dict's missing key, or not an int
+                            r = pos_get(st, off)
+                        if r is None:                   # the first value seen at this offset
                             r = vals.get(value)
                             if r is None:
-                                r = vals[value] = [unsent, None, None, None, False, value]
+                                r = vals[value] = [unsent, None, None, None, False, value, None]
+                            pos_put(st, off, r)
+                            clash = False
+                        elif r[5] is value or r[5] == value:
+                            clash = False
+                        else:                           # another value was seen there first
+                            clash = True
+                            old = r[5]
+                            r = vals.get(value)
+                            if r is None:
+                                r = vals[value] = [unsent, None, None, None, False, value, None]
                         prev = r[3]
-                        # a read again where the value was first read finds pos[tp][off] set, and a conflict
-                        # there already filed: nothing to do; otherwise a new position for the value
-                        if prev is None or prev[1] != off or prev[0] != tp:
-                            old = st[1].setdefault(off, value)
-                            if old != value:
+                        # a read again where the value was first read finds its conflict there (if any) already
+                        # filed: nothing to do; otherwise a new position for the value (a partition's tp is one tuple)
+                        if prev is not tp or r[6] != off:
+                            if clash:
                                 self._conflict(tp, off, old, value)
                             if prev is None:
-                                r[3] = (tp, off)
+                                r[3] = tp
+                                r[6] = off
                                 if r[0] is unsent:
                                     unsent_reads.append(value)
                             else:
-                                self._dup(value, prev, (tp, off))
+                                self._dup(value, (prev, r[6]), (tp, off))
                         if f == "drain":
                             n_drain += 1
                             if not r[4]:
@@ -348,7 +355,7 @@ class Scan(PositionLog):
                                     n_acked_drained += 1
                         else:
                             n_poll += 1
-                            pl = st[5]
+                            pl = st[4]
                             proc = ev["process"]
                             try:
                                 last = pl[proc]
@@ -363,9 +370,9 @@ class Scan(PositionLog):
                     else:
                         raise ValueError(f"event seq {ev.get('seq')}: client f {f!r} is not send/poll/drain")
                 elif typ == "zk.partition_state":
-                    self._zk_state(ev)
+                    isr.zk_state(ev)
                 elif typ == "admin.metadata":
-                    self._admin_metadata(ev)
+                    isr.admin_metadata(ev)
                 elif typ == "partition.end":
                     self.ends[(ev.get("topic"), ev.get("partition"))] = int(ev["end_offset"])
                 elif typ == "client.config":
@@ -377,7 +384,7 @@ class Scan(PositionLog):
                 elif typ == "fault.start":
                     self._fault_start(ev)
                 elif typ == "zk.topic":
-                    self._zk_topic(ev)
+                    isr.zk_topic(ev)
                 elif typ == "phase":
                     self.phases.append((ev.get("name"), ev["t"]))
                 elif typ == "client.producer_id":
@@ -395,10 +402,9 @@ class Scan(PositionLog):
         self.first_invoke_t, self.last_invoke_t = first_invoke_t, last_invoke_t
         self.unfinished = sum(map(len, inv.values()))
         self.pos = {st[0]: st[1] for st in parts if st[1]}
-        self.last_ok = {st[0]: st[3] for st in parts if st[3] is not None}
+        self.last_ok = {st[0]: st[2] for st in parts if st[2] is not None}
         self.send_order = dict(send_keys)
-        self.zk_isr.finish()
-        self.admin_isr.finish()
+        isr.finish()
         return self
 
     # -- the value records, read by the judge ----------------------------------------------
@@ -415,11 +421,23 @@ class Scan(PositionLog):
     def read_of(self, value) -> tuple | None:
         """The value's first read position ``(tp, offset)``, or None."""
         r = self.vals.get(value)
-        return None if r is None else r[3]
+        return None if r is None or r[3] is None else (r[3], r[6])
 
     def acks(self):
         """Every acked value's last ack (an iterator)."""
         return filter(None, map(_ack, self.vals.values()))
+
+    def offsets(self, tp) -> dict:
+        """The offsets of partition ``tp`` where a value was seen (acked or read): a dict's keys (made once)."""
+        known = self._offsets.get(tp)
+        if known is None:
+            table = self.pos.get(tp)
+            if table is None:
+                known = {}
+            else:
+                known = table if type(table) is dict else dict.fromkeys(compress(range(len(table)), table))
+            self._offsets[tp] = known
+        return known
 
     def acked_undrained(self) -> list:
         """The acked values the final drain did not read, in the order of their first acks."""
@@ -441,47 +459,6 @@ class Scan(PositionLog):
             self.err_log[proc] = [(t, err)]
         else:
             lst.append((t, err))
-
-    def _zk_state(self, ev: dict) -> None:
-        tp = (ev.get("topic"), ev.get("partition"))
-        if ev.get("leader_recovery_state") == 1:
-            self.unclean_observed.add(tp)
-        if ev.get("deleted"):
-            if tp in self.zk_isr.below:
-                self.zk_isr._close(tp, ev["t"])
-            return
-        isr = ev.get("isr")
-        committed = None
-        zt, wall = ev.get("zk_time"), ev.get("wall")
-        if isinstance(zt, (int, float)) and isinstance(wall, (int, float)):
-            committed = ev["t"] - (wall - zt)          # ZooKeeper's clock is the host's (same kernel)
-        if ev.get("source") == "txnlog":
-            # copies from ZooKeeper's txn log, appended after the run: no acknowledgement comes after
-            # them in the record, so they cannot delimit a window (the watch's copies do); they tell
-            # every state the watch may have missed, at its commit time (the judge's acks_semantics)
-            if committed is not None and isinstance(isr, list):
-                self.txn_isr.setdefault(tp, []).append((committed, len(isr)))
-            return
-        self.zk_isr.observe(tp, ev["t"], len(isr) if isr is not None else None,
-                            self.facts.effective_min_isr(*tp), committed)
-
-    def _zk_topic(self, ev: dict) -> None:
-        topic = ev.get("topic")
-        for p, replicas in (ev.get("partitions") or {}).items():
-            if replicas:
-                self.facts.replicas[(topic, int(p))] = len(replicas)
-
-    def _admin_metadata(self, ev: dict) -> None:
-        t = ev["t"]
-        for p in ev.get("partitions") or []:
-            if p.get("error"):
-                continue
-            tp = (p.get("topic"), p.get("partition"))
-            if p.get("replicas") and tp not in self.facts.replicas:
-                self.facts.replicas[tp] = len(p["replicas"])
-            isr = p.get("isr")
-            self.admin_isr.observe(tp, t, len(isr) if isr is not None else None,
-                                   self.facts.effective_min_isr(*tp))
 
     def _fault_start(self, ev: dict) -> None:
         rec = {"fault_id": ev.get("fault_id"), "fault": ev.get("fault"), "target": ev.get("target"),
