@@ -64,7 +64,7 @@ def _cut(ctx: RunContext) -> None:
 
 
 def _scenario(name: str, description: str, script) -> Scenario:
-    return Scenario(name, description, script, tags=("conformance", "chaos"), kraft=True,
+    return Scenario(name, description, script, tags=("conformance", "chaos"), needs_roles=(),
                     layouts=(SHARED_STORAGE,), topics=[TopicSpec(T, PARTS, 1)],
                     workload={"topic": T, "partitions": PARTS}, checks=("durability", "expectations"),
                     faults_one_node=False, max_duration_s=180)
