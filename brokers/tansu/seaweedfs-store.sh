@@ -28,7 +28,7 @@ until nc -z 127.0.0.1 "$port" 2>/dev/null; do
 done
 for b in $(echo "$buckets" | tr ',' ' '); do
   tries=0
-  until echo "s3.bucket.list" | weed shell -master=127.0.0.1:9333 2>/dev/null | grep -q "^  $b"; do
+  until echo "s3.bucket.list" | weed shell -master=127.0.0.1:9333 2>/dev/null | grep -q "^  $b[[:space:]]"; do
     echo "s3.bucket.create -name $b" | weed shell -master=127.0.0.1:9333 >/dev/null 2>&1 || true
     tries=$((tries + 1))
     [ "$tries" -lt 120 ] || { echo "seaweedfs-store: could not create bucket $b" >&2; exit 1; }
