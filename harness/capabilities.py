@@ -50,6 +50,8 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("quorum", "KRaft controller quorum faults", ("quorum",), needs_role="controller",
                needs_apis=(("DescribeQuorum", 55),)),
     Capability("network", "Network partitions", ("network",)),
+    # layout shared-storage: the store a distribution file declares as a [[service]] (docs/broker-contract.md)
+    Capability("storage", "Shared storage: the store paused, killed or cut from the brokers", ("storage",)),
     Capability("unclean", "Unclean leader election", ("unclean",), needs_apis=(("ElectLeaders", 43),)),
     Capability("transactions", "Transactions: atomic visibility, fencing, coordinator failover", ("transactions",),
                needs_apis=(("FindCoordinator", 10), ("InitProducerId", 22), ("AddPartitionsToTxn", 24),

@@ -90,6 +90,14 @@ def cmd_images_build_kroxylicious(args) -> int:
     return EXIT_OK
 
 
+def cmd_images_build_tansu(args) -> int:
+    from .foreign_images import build_seaweedfs, build_tansu  # lazy: only this command runs cargo and Go
+    for b in (build_tansu(args.version, force=args.force), build_seaweedfs(force=args.force)):
+        print(f"{b.tag} {'cached' if b.cached else 'built'} in {b.seconds:.1f} s "
+              f"(id {b.image_id.replace('sha256:', '')[:12]})")
+    return EXIT_OK
+
+
 def cmd_images_list(args) -> int:
     rows = images.list_images()
     if args.json:
@@ -371,6 +379,12 @@ def build_parser() -> argparse.ArgumentParser:
     bx.add_argument("--kafka", default="4.1.2", metavar="VERSION", help="the Apache Kafka image behind it (default 4.1.2)")
     bx.add_argument("--force", action="store_true", help="rebuild even if cached")
     bx.set_defaults(func=cmd_images_build_kroxylicious)
+    bt = isub.add_parser("build-tansu", help="build kafka-chaos/tansu:<version> and its store kafka-chaos/seaweedfs:latest "
+                                             "offline: Tansu (crates.io, cargo) and SeaweedFS (Go module proxy) "
+                                             "(brokers/tansu, docs/examples/tansu.toml)")
+    bt.add_argument("--version", default="0.6.0", metavar="VERSION", help="the tansu crate's version (default 0.6.0)")
+    bt.add_argument("--force", action="store_true", help="rebuild the images even if cached")
+    bt.set_defaults(func=cmd_images_build_tansu)
     ls = isub.add_parser("list", help="show the images built here")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_images_list)

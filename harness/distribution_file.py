@@ -25,7 +25,7 @@ from .distribution_services import render as render_template
 from .errors import HarnessError, NeverServes
 
 PREFIX = "file:"
-LAYOUTS = ("single-node", "replicated")
+LAYOUTS = ("single-node", "replicated", "shared-storage")
 PORTS = ("any", "contiguous")     # how the harness picks the nodes' published ports
 # the placeholders a template may use (docs/broker-contract.md "Templates")
 PLACEHOLDERS = ("node_id", "node_ids", "advertised_host", "port", "ports", "cluster_id", "alias", "internal_port")
@@ -49,7 +49,8 @@ class DistributionSpec:
     image: str
     layout: str
     node_ids: tuple[int, ...]          # the ids the broker reports: one container each (replicated), or all
-                                       # in the one container of layout single-node
+                                       # in the one container of layout single-node; shared-storage:
+                                       # the harness's names of the stateless brokers' containers
     command: tuple[str, ...] | None    # None: the image's own command
     env: dict[str, str] = field(default_factory=dict)
     ready_log_line: str = ""
@@ -120,6 +121,9 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
         raise _err(path, "env", f"layout single-node with {len(node_ids)} node ids: the one process listens on one "
                                 f"port per node id; pass them with {{ports}} (comma separated, in the order of {{node_ids}}) "
                                 f"in env or command")
+    if layout == "shared-storage" and not any(sv.role == "store" for sv in services):
+        raise _err(path, "layout", "shared-storage: stateless brokers keep their data in a store; declare it as a "
+                                   "[[service]] (role \"store\") so the harness starts it and can fault it")
     caps = doc.get("capabilities")
     if caps is not None:
         if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):

@@ -28,6 +28,7 @@ from .clientlog import with_logger
 from .cluster import Cluster, ClusterSpec
 from .errors import ClusterError, HarnessError, NeverServes
 from .protocol import ProtocolClient, ProtocolError
+from .scenario import SHARED_STORAGE
 
 INCOMPATIBLE = "INCOMPATIBLE"
 EXIT_INCOMPATIBLE = 3
@@ -85,6 +86,8 @@ def check_controller(asked: int, controller_id: int, listed: list) -> None:
 def check_identity(dist, published: dict[int, int], listed: dict[int, list]) -> None:
     """The contract on identity: ``listed``: per declared node id, the brokers its Metadata answer lists;
     ``published``: declared node id -> host port. Raises :class:`Incompatible` with the mismatch."""
+    if getattr(dist, "layout", "") == SHARED_STORAGE:
+        return check_shared_identity(published, listed)
     declared = sorted(published)
     reported = sorted({b.node_id for bs in listed.values() for b in bs})
     if reported != declared:
@@ -101,6 +104,34 @@ def check_identity(dist, published: dict[int, int], listed: dict[int, list]) -> 
                 raise Incompatible(
                     f"Metadata (asked on node {asked}) advertises node {nid} at {b.host}:{b.port}, but the harness "
                     f"publishes it at 127.0.0.1:{port}: advertise {{advertised_host}}:{{port}} in the distribution file")
+
+
+def check_shared_identity(published: dict[int, int], listed: dict[int, list]) -> None:
+    """Identity in layout shared-storage (stateless brokers over a store): the declared node ids name the
+    harness's containers; a broker may report any node id, the same one on every node (Tansu: each broker
+    is node 111, the leader of every partition, in its own answer). What must hold is that a client dials
+    only what the harness publishes: every broker a Metadata answer lists is at ``127.0.0.1:<the port of
+    a declared node>``, and no answer lists one node id at two addresses."""
+    ports = {port: nid for nid, port in published.items()}
+    for asked, bs in sorted(listed.items()):
+        if not bs:
+            raise Incompatible(f"Metadata (asked on node {asked}) lists no broker")
+        seen: dict[int, tuple] = {}
+        for b in bs:
+            if b.host != "127.0.0.1" or b.port not in ports:
+                raise Incompatible(
+                    f"Metadata (asked on node {asked}) advertises node {b.node_id} at {b.host}:{b.port}, which the "
+                    f"harness does not publish (it publishes 127.0.0.1:{', '.join(str(p) for p in sorted(ports))}): "
+                    f"advertise {{advertised_host}}:{{port}} in the distribution file")
+            if seen.setdefault(b.node_id, (b.host, b.port)) != (b.host, b.port):
+                h, p = seen[b.node_id]
+                raise Incompatible(f"Metadata (asked on node {asked}) lists node {b.node_id} twice, at {h}:{p} and "
+                                   f"{b.host}:{b.port}: a client cannot tell which to dial")
+
+
+def reported_ids(listed: dict[int, list]) -> dict[str, list[int]]:
+    """Per declared node (the one asked), the node ids its Metadata answer lists (a preflight fact)."""
+    return {str(asked): sorted({b.node_id for b in bs}) for asked, bs in sorted(listed.items())}
 
 
 def check_apis(per_node: dict[int, set[int]]) -> list[int]:
@@ -193,7 +224,12 @@ def check_cluster(cl: Cluster, deadline: float, facts: dict) -> tuple[dict, list
     check_identity(dist, published, listed)
     for b, cid in controllers.items():
         check_controller(b, cid, listed[b])
-    advertised = {str(x.node_id): f"{x.host}:{x.port}" for x in next(iter(listed.values()))}
+    if getattr(dist, "layout", "") == SHARED_STORAGE:
+        # each node may report the same id: the address each node advertises, by declared node id
+        facts["reported_node_ids"] = reported_ids(listed)
+        advertised = {str(b): ", ".join(sorted({f"{x.host}:{x.port}" for x in listed[b]})) for b in sorted(listed)}
+    else:
+        advertised = {str(x.node_id): f"{x.host}:{x.port}" for x in next(iter(listed.values()))}
     _round_trip(cl, deadline, facts)
     return advertised, keys, sorted(published)
 

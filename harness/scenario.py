@@ -30,6 +30,8 @@ class StepTimeout(ExpectationFailed):
     """The cluster did not reach an expected state in the bounded time (progress rule, spec §8.4)."""
 
 
+SHARED_STORAGE = "shared-storage"   # the layout of stateless brokers over a store (docs/broker-contract.md)
+
 # why a scenario that needs a role does not apply to a distribution without it (Scenario.not_applicable)
 ROLE_REASONS = {
     "zookeeper": "it acts on ZooKeeper itself, which this cluster does not run",
@@ -94,6 +96,10 @@ class Scenario:
     # ZooKeeper txn log or a KRaft metadata log; a distribution that keeps neither (a distribution file
     # without ZooKeeper and without ``metadata_log``) cannot run it
     reads_controller_log: bool = False
+    # the distribution layouts it applies to (docs/broker-contract.md "Layouts"); None: every layout whose
+    # brokers own their partitions' replicas, i.e. all but ``shared-storage`` (stateless brokers over a
+    # store: no replicas, ISR or leader election among the node ids to fault or to judge)
+    layouts: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.needs_roles is None:
@@ -139,6 +145,10 @@ class Scenario:
         :class:`harness.distributions.Distribution`; None: the default) that runs none of a role the
         scenario needs (:attr:`needs_roles`; the reason per role: :data:`ROLE_REASONS`)."""
         roles = distributions.get(None).roles if distribution is None else distribution.roles
+        why = self.layout_not_applicable(getattr(distributions.get(None) if distribution is None else distribution,
+                                                 "layout", "replicated"))
+        if why:
+            return why
         for r in self.needs_roles:
             if r not in roles:
                 return ROLE_REASONS[r]
@@ -166,6 +176,17 @@ class Scenario:
             if self.reads_controller_log and "zookeeper" not in roles and not getattr(distribution, "metadata_log", True):
                 return ("reads the controller's decided writes; the broker keeps no controller log the harness can "
                         "read (no ZooKeeper, no KRaft metadata log)")
+        return None
+
+    def layout_not_applicable(self, layout: str) -> str | None:
+        """Why this scenario does not apply to a distribution of ``layout`` (None: it does)."""
+        if self.layouts is None:
+            if layout == SHARED_STORAGE:
+                return ("written for brokers that own their partitions' replicas (leaders, followers, ISR among "
+                        "the node ids); layout shared-storage has stateless brokers over a store")
+            return None
+        if layout not in self.layouts:
+            return f"needs layout {' or '.join(self.layouts)}; this distribution's layout is {layout}"
         return None
 
     def with_length(self, seconds: float) -> "Scenario":

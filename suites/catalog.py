@@ -16,7 +16,7 @@ from harness.scenario import Scenario
 
 # listing order: the scenario list; any other module of suites/scenarios/ follows alphabetically
 FAMILY_ORDER = ("broker_failover", "unclean", "controller_failover", "topics", "restart", "isr", "acks",
-                "reassignment", "preferred_election", "zookeeper", "quorum", "network", "nightly")
+                "reassignment", "preferred_election", "zookeeper", "quorum", "network", "storage", "nightly")
 
 SUITES = ("smoke", "conformance", "chaos", "nightly")
 

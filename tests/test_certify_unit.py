@@ -39,7 +39,8 @@ def scen(name: str, tags=("conformance", "chaos"), min_version=None, broker_conf
 # -- the table -------------------------------------------------------------------------------------
 def test_table_maps_every_capability_of_the_issue_to_its_family():
     want = {"acks", "broker_failover", "controller_failover", "isr", "topics", "restart", "reassignment",
-            "preferred_election", "zookeeper", "quorum", "network", "unclean", "transactions", "consumer-groups"}
+            "preferred_election", "zookeeper", "quorum", "network", "unclean", "transactions", "consumer-groups",
+            "storage"}
     assert {c.name for c in CAPABILITIES} == want
     assert {c.name: c.families for c in CAPABILITIES} == {n: ("groups",) if n == "consumer-groups" else (n,)
                                                           for n in want}
@@ -119,6 +120,9 @@ def test_plan_of_the_real_catalog_finds_the_existing_families():
     for name, p in plans.items():
         if p.capability.needs_role == "controller":      # a KRaft quorum: no such nodes in ZooKeeper mode
             assert p.applicable == [] and p.na_reason == "the broker runs no controller nodes (apache-zk)"
+        elif name == "storage":                          # layout shared-storage only (a store service)
+            assert p.na_reason == ("no applicable scenario: needs layout shared-storage; this distribution's "
+                                   "layout is replicated")
         elif set(p.capability.families) & families:
             assert p.applicable, f"{name}: its conformance scenarios exist but none applies"
         else:
@@ -589,8 +593,8 @@ def test_scope_says_all_only_when_every_capability_was_decided(tmp_path):
         started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
         selected=None, unmapped=[])
     assert cert["overall"] == CERTIFIED and cert["scope"]["complete"] is True
-    assert cert["scope_text"].startswith("every capability of this harness version was selected (14); "
-                                         "decided (1): controller_failover; not applicable (13): acks (")
+    assert cert["scope_text"].startswith("every capability of this harness version was selected (15); "
+                                         "decided (1): controller_failover; not applicable (14): acks (")
     assert "all capabilities" not in render_html(cert)
 
 
