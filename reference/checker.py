@@ -33,10 +33,9 @@ How observed writes are judged
 from __future__ import annotations
 
 import itertools
-from operator import itemgetter
 from typing import Any
 
-from reference.events import ZK_TYPES, normalize, parse_gap_path
+from reference.events import ZK_TYPES, normalize_counted, parse_gap_path
 from reference.invariants import state_violations, transition_violations
 from reference.liveness import Progress
 from reference.actions import UNCLEAN_KEY, partitions_of, record_unclean_permission
@@ -47,7 +46,6 @@ from reference.topics import TopicJudge, _Topic
 from reference.writes import Obs, WriteJudge
 
 _new_obs = tuple.__new__
-_TYPE = itemgetter("type")
 _ZK_TYPES = frozenset(ZK_TYPES)
 _NUM = (float, int)     # the types of an event time (``zk_time`` / ``wall``)
 
@@ -139,7 +137,7 @@ class Checker(WriteJudge, TopicJudge):
                     "fault.start": self._on_fault, "fault.end": self.progress.on_fault_end,
                     "action": self._on_action, "admin.metadata": self._on_metadata}
         prog = self.progress
-        evs = normalize(events)
+        evs, n_zk = normalize_counted(events)
         now = None                  # prog.now, which only this loop moves
         for ev in evs:
             self._ev = ev
@@ -160,7 +158,7 @@ class Checker(WriteJudge, TopicJudge):
             handlers[t](ev)
         st = self.stats
         st["events"] += len(evs)
-        st["zk_events"] += sum(map(_ZK_TYPES.__contains__, map(_TYPE, evs)))
+        st["zk_events"] += n_zk
         st["state_writes"] += self.n_states
         st["controller_writes"] += self.n_cwrites
         st["leader_isr_changes"] += self.n_lic
