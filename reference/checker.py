@@ -33,6 +33,7 @@ How observed writes are judged
 from __future__ import annotations
 
 import itertools
+from operator import itemgetter
 from typing import Any
 
 from reference.events import ZK_TYPES, normalize_counted, parse_gap_path
@@ -47,6 +48,7 @@ from reference.writes import Obs, WriteJudge
 
 _new_obs = tuple.__new__
 _ZK_TYPES = frozenset(ZK_TYPES)
+_STATE_FIELDS = itemgetter("topic", "partition", "leader", "leader_epoch", "isr", "controller_epoch", "version")
 _NUM = (float, int)     # the types of an event time (``zk_time`` / ``wall``)
 
 __all__ = ["Checker", "ConformanceResult", "Divergence", "MAX_REPORTED"]
@@ -341,95 +343,100 @@ class Checker(WriteJudge, TopicJudge):
 
 
     def _on_state(self, ev):
-        tp = (ev["topic"], ev["partition"])
+        # (every event of the record but a few is one of these: the fields in one call, locals throughout)
+        topic, p, L, le, isr, ce, ver = _STATE_FIELDS(ev)
+        tp = (topic, p)
         part = self.parts.get(tp)
         if ev.get("deleted"):
             self.parts.pop(tp, None)
             self.progress.on_state_deleted(tp)
             return
         self.n_states += 1
-        isr = tuple(ev["isr"])
+        isr = tuple(isr)
         rec = ev.get("leader_recovery_state") or 0
-        L, le, ver = ev["leader"], ev["leader_epoch"], ev["version"]
         # Obs(...) without the NamedTuple's Python-level __new__ (this runs per state write; locals likewise)
         isr_set = self._isr_sets.get(isr)   # one frozenset per distinct ISR tuple, shared
         if isr_set is None:
             isr_set = self._isr_sets[isr] = frozenset(isr)
-        new = _new_obs(Obs, (L, le, isr, isr_set, ev["controller_epoch"], rec, ver))
+        new = _new_obs(Obs, (L, le, isr, isr_set, ce, rec, ver))
         if part is None:
             part = self.parts[tp] = _Part()
-            part.subject = f"{tp[0]}-{tp[1]}"
+            part.subject = f"{topic}-{p}"
         subject = part.subject
         prev = part.st
-        t = self.topics.get(tp[0])
-        a = t.assign.get(tp[1]) if t else None
+        t = self.topics.get(topic)
+        a = t.assign.get(p) if t is not None else None
         rs = a[0] if a else None
         rs_ok = None
         if rs is not None:
-            rs_ok = t.rs_ok.get(tp[1])
+            rs_ok = t.rs_ok.get(p)
             if rs_ok is None:   # replicas a leader may legitimately be/ISR may contain (RS ∪ AR ∪ pre-U1 RS)
-                rs_ok = t.rs_ok[tp[1]] = frozenset(rs) | frozenset(t.window.get(tp[1], ())) | frozenset(a[1])
-        if not (rec != RECOVERING and (L == NO_LEADER or L in isr_set)
-                and (rs_ok is None or rs_ok.issuperset(isr_set))):
+                rs_ok = t.rs_ok[p] = frozenset(rs) | frozenset(t.window.get(p, ())) | frozenset(a[1])
+        if not ((L == NO_LEADER or L in isr_set) and (rs_ok is None or rs_ok.issuperset(isr_set))
+                and (rec != RECOVERING or (len(isr) == 1 and (L == NO_LEADER or L == isr[0])))):
             # (otherwise state_violations has nothing to say: a test checks it exhaustively)
             for rule, msg in state_violations(L, isr, rec, rs_ok):
                 self._report(rule, subject, msg, prev.to_dict() if prev else None, new.to_dict())
         if not isr and self.apache:
             self._report("D8", subject, "empty ISR written (ZK mode always keeps the last ISR member)",
                          prev.to_dict() if prev else None, new.to_dict())
-        if self.epoch is not None and new.controller_epoch > self.epoch and not self.epoch_gap:
-            self._report("H2", subject, f"state written with controller epoch {new.controller_epoch} above the "
+        if self.epoch is not None and ce > self.epoch and not self.epoch_gap:
+            self._report("H2", subject, f"state written with controller epoch {ce} above the "
                          f"current /controller_epoch {self.epoch}", prev.to_dict() if prev else None, new.to_dict())
-        if prev is not None and ver == prev.version and new == prev:
-            return                                                   # duplicate observation
+        if prev is None:
+            pl = pisr = pv = None
+        else:
+            pl, ple, pisr, pset, _, prec, pv = prev
+            if ver == pv and new == prev:
+                return                                               # duplicate observation
         pe = part.epochs
         first = pe.get(le)
         if first is None:
             pe[le] = L
         elif first != L:
-            if not (prev is not None and prev.leader_epoch == le):   # else reported below
+            if not (prev is not None and ple == le):                 # else reported below
                 self._report("H4", subject, f"two leaders in leader epoch {le}: {first} and {L}",
                              prev.to_dict() if prev else None, new.to_dict())
         part.st = new
         prog = self.progress
         # Progress.on_state when the leader changed, the partition is obliged to elect, or its ISR
         # changed where that matters (leaderless or dead leader: a candidate; reassigning: coverage)
-        if (prev is None or prev.leader != L or tp in prog.p1
-                or (prev.isr != isr and (L == NO_LEADER or tp in prog.p3
-                                         or (L not in self.registered and L in self.seen_brokers)))):
+        if (prev is None or pl != L or tp in prog.p1
+                or (pisr != isr and (L == NO_LEADER or tp in prog.p3
+                                     or (L not in self.registered and L in self.seen_brokers)))):
             prog.on_state(tp, prev, new)
-        gap = prev is not None and (part.gap or new.version > prev.version + 1)
-        if t is not None and a is not None and (a[1] or a[2] or tp in self.zk_reassign):
+        gap = prev is not None and (part.gap or ver > pv + 1)
+        if a is not None and (a[1] or a[2] or tp in self.zk_reassign):
             # the ISR holds the target TRS = RS - RR (RS ⊆ ISR ∪ RR), or skipped states may have (H16)
-            if (gap or (new.isr_set.union(a[2]).issuperset(a[0]) if (a[1] or a[2])
-                        else new.isr_set.issuperset(self.zk_reassign[tp]))):
-                t.trs_covered[tp[1]] = True
+            if (gap or (isr_set.union(a[2]).issuperset(a[0]) if (a[1] or a[2])
+                        else isr_set.issuperset(self.zk_reassign[tp]))):
+                t.trs_covered[p] = True
         if prev is None:
             self._check_creation(tp, subject, new, rs)
             part.gap = False
             return
-        if (new.version <= prev.version or new.leader_epoch < prev.leader_epoch
-                or (new.leader_epoch == prev.leader_epoch
-                    and not (L == prev.leader and (L == NO_LEADER or (L in prev.isr_set and L in isr_set))
-                             and (rec != RECOVERING or prev.recovery == RECOVERING)
-                             and (rs_ok is None or isr_set <= prev.isr_set or rs_ok.issuperset(isr_set - prev.isr_set))))):
+        if (ver <= pv or le < ple
+                or (le == ple
+                    and not (L == pl and (L == NO_LEADER or (L in pset and L in isr_set))
+                             and (rec != RECOVERING or prec == RECOVERING)
+                             and (rs_ok is None or isr_set <= pset or rs_ok.issuperset(isr_set - pset))))):
             # (with both epochs up, as in every controller write, or a same-epoch write keeping its leader in
             # both ISRs, not turning RECOVERING and adding only replicas, transition_violations has nothing
             # to say: a test checks it exhaustively)
             for rule, msg in transition_violations(prev, new, rs_ok):
                 self._report(rule, subject, msg, prev.to_dict(), new.to_dict())
         part.gap = False
-        if gap or new.version <= prev.version or new.leader_epoch < prev.leader_epoch:
+        if gap or ver <= pv or le < ple:
             return              # skipped states: only the single-state rules and H3/H4/H9 above (§8.1 caveat 6)
         if self.broker_gap_at is not None:
-            ce = new.controller_epoch if new.leader_epoch > prev.leader_epoch else (self.epoch or new.controller_epoch)
+            ce = ce if le > ple else (self.epoch or ce)
             if self._views(ce)[0] <= self.broker_gap_at:
                 # the controller may still act on registrations the observer missed; judge nothing that
                 # depends on its view, but let an explained write move its frontier past the gap
-                if new.leader_epoch > prev.leader_epoch and rs is not None:
+                if le > ple and rs is not None:
                     self._match_outcomes(subject, prev, new, (self._write_ctx(tp, t, prev, ce),), ce, report=False)
                 return
-        if new.leader_epoch == prev.leader_epoch:
+        if le == ple:
             self._check_leader_isr_change(subject, prev, new, rs)
         else:
             self._check_controller_write(tp, subject, t, prev, new, rs)
