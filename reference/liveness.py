@@ -305,11 +305,15 @@ class Progress(ReassignmentProgress):
         # Otherwise only what b's registration feeds: the P1 obligations of ``tps`` (b leads them or is
         # in their ISR, so may be a candidate; new ones are among them) and the P3 ones with b as target.
         due = self.due                  # only clocks that start can bring it earlier (see _refresh_tp)
+        es = self.b.election_s
         for tp in tps:
             ob = p1.get(tp)
             if ob is not None:
                 self._refresh_p1(tp, ob, t, down)
-                due = _earliest(due, self._due_p1(ob))
+                if not ob.blocked:      # due = _earliest(due, self._due_p1(ob)), inlined
+                    d = ob.since + es
+                    if due is None or d < due:
+                        due = d
         for ob in self.p3.values():     # blocking only: coverage is the ISR's, which b does not change
             if ob.trs and b in ob.trs:
                 self._block_p3(ob, t, down)

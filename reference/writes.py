@@ -210,25 +210,19 @@ class WriteJudge:
         lo = self.lo.get(ce, 0)
         return lo, len(self.snaps) - 1
 
-    def _live_in_some_view(self, b: int, ce: int) -> int | None:
-        """Index of the oldest admissible view in which ``b`` is registered (H19), else None."""
+    def _live_in_some_view(self, b: int, ce: int) -> bool:
+        """Whether ``b`` is registered in some admissible view of controller epoch ``ce`` (H19; a broker
+        never seen counts as registered). A view after the frontier has ``b`` only if ``b`` registered
+        after it (views change by one registration at a time), i.e. its last registration is later."""
         lo = self.lo.get(ce, 0)
-        if b not in self.seen_brokers:
-            return lo
-        snaps = self.snaps
-        if b in snaps[lo]:
-            return lo
-        for k in range(lo + 1, len(snaps)):
-            if b in snaps[k]:
-                return k
-        return None
+        return b not in self.seen_brokers or b in self.snaps[lo] or self.last_registered.get(b, -1) > lo
 
     def _check_creation(self, tp, subject, new: Obs, rs):
         if new.version != 0:
             return                                     # first observation of an existing partition: baseline
         self.stats["creations"] += 1
         ce = new.controller_epoch
-        if new.leader != NO_LEADER and self._live_in_some_view(new.leader, ce) is None:
+        if new.leader != NO_LEADER and not self._live_in_some_view(new.leader, ce):
             self._report("H19", subject, f"partition created with leader {new.leader} whose /brokers/ids znode "
                          "was already gone", None, new.to_dict())
             return
@@ -259,7 +253,7 @@ class WriteJudge:
         removed = [r for r in prev.isr if r not in ns] if not ps <= ns else []
         if added and self.kip841:
             ce = self.epoch if self.epoch is not None else new.controller_epoch
-            dead = [r for r in added if self._live_in_some_view(r, ce) is None]
+            dead = [r for r in added if not self._live_in_some_view(r, ce)]
             if dead:
                 self._report("H19", subject, f"ISR expanded with {dead} whose /brokers/ids znode was gone "
                              "(AlterPartition must reject non-live replicas, KIP-841)", prev.to_dict(), new.to_dict())
@@ -291,7 +285,7 @@ class WriteJudge:
             self.unclean_grants.discard(tp)  # an ElectLeaders(UNCLEAN) request covers one controller write
         if x != L and x != NO_LEADER:
             self.n_elections += 1
-            if self._live_in_some_view(x, ce) is None:
+            if not self._live_in_some_view(x, ce):
                 self._report("H19", subject, f"broker {x} elected leader after its /brokers/ids znode was gone "
                              "(the controller already considered it dead)", prev.to_dict(), new.to_dict())
                 return
