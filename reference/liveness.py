@@ -59,7 +59,12 @@ MAX_UNDECIDED = 100
 
 def _throttle(cfg) -> bool:
     """A config setting a replication throttle (``*.replication.throttled.rate`` / ``*.throttled.replicas``)."""
-    return isinstance(cfg, dict) and any("throttle" in str(k) and v not in (None, "", "0") for k, v in cfg.items())
+    if not isinstance(cfg, dict):
+        return False
+    for k, v in cfg.items():        # (a loop, not any() over a generator: every set_config action asks)
+        if "throttle" in str(k) and v not in (None, "", "0"):
+            return True
+    return False
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:
