@@ -443,15 +443,16 @@ class Checker(WriteJudge, TopicJudge):
         if gap or ver <= pv or le < ple:
             return              # skipped states: only the single-state rules and H3/H4/H9 above (§8.1 caveat 6)
         if self.broker_gap_at is not None:
-            ce = ce if le > ple else (self.epoch or ce)
-            if self._views(ce)[0] <= self.broker_gap_at:
+            vce = ce if le > ple else (self.epoch or ce)
+            if self._views(vce)[0] <= self.broker_gap_at:
                 # the controller may still act on registrations the observer missed; judge nothing that
                 # depends on its view, but let an explained write move its frontier past the gap
                 if le > ple and rs is not None:
-                    self._match_outcomes(subject, prev, new, (self._write_ctx(tp, t, prev, ce),), ce, report=False)
+                    self._match_outcomes(subject, prev, new, (self._write_ctx(tp, t, a, prev, vce),), vce,
+                                         report=False)
                 return
         if le == ple:
             self._check_leader_isr_change(subject, prev, new, rs)
         else:
-            self._check_controller_write(tp, subject, t, prev, new, rs)
+            self._check_controller_write(tp, subject, t, a, prev, new, rs)
             self.pending_reassign.discard(tp)     # a pending no-op reassignment's B3 is this write at most

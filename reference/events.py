@@ -189,23 +189,32 @@ def _checked_zxids(zk: list[dict], types: list[str]) -> list[int]:
     return list(map(_ZXID, zk))
 
 
-def _duplicates(zk: list[dict], zx: list[int], order: list[int]) -> set[int]:
+def _duplicates(zk: list[dict], zx: list[int], order) -> set[int]:
     """Positions in ``zk`` of the events repeating an earlier one (same zxid, type and key: a write
-    seen twice, e.g. by the txn log and a watch). ``order`` sorts ``zk`` by zxid (``zx``), so only
-    events sharing a zxid are compared: one pass, keys built only where a zxid repeats."""
+    seen twice, e.g. by the txn log and a watch). ``order`` sorts ``zk`` by zxid (``zx``; a range when
+    it is in order), so only events sharing a zxid are compared: one pass, keys built only where a
+    zxid repeats with a type already in its run (a /controller write and its epoch's share one)."""
     dupes: set[int] = set()
-    seen: set = set()
+    seen: dict = {}             # type -> the events of the current run (keys: once a type repeats)
     last = None
-    zs = list(map(zx.__getitem__, order))
+    zs = zx if isinstance(order, range) else list(map(zx.__getitem__, order))
     for n in compress(range(1, len(zs)), map(eq, zs[1:], zs)):     # where the zxid repeats
         i, p = order[n], order[n - 1]
         if zx[i] != last:               # a new run of one zxid: it starts at the previous event
-            last, seen = zx[i], {(zk[p]["type"], _key(zk[p]))}
-        k = (zk[i]["type"], _key(zk[i]))
-        if k in seen:
+            last, seen = zx[i], {zk[p]["type"]: [zk[p]]}
+        e = zk[i]
+        t = e["type"]
+        keys = seen.get(t)
+        if keys is None:                # the first of its type in the run: no duplicate
+            seen[t] = [e]
+            continue
+        if keys.__class__ is list:
+            keys = seen[t] = {_key(x) for x in keys}
+        k = _key(e)
+        if k in keys:
             dupes.add(i)
         else:
-            seen.add(k)
+            keys.add(k)
     return dupes
 
 

@@ -62,9 +62,10 @@ def _summ(o) -> str:
 class WriteJudge:
     """Mixin of :class:`reference.checker.Checker`: the rules on one partition-state write."""
 
-    def _write_ctx(self, tp, t: _Topic | None, prev: Obs, ce: int) -> _WriteCtx:
+    def _write_ctx(self, tp, t: _Topic | None, a: tuple | None, prev: Obs, ce: int) -> _WriteCtx:
+        """The context of a controller write to ``tp`` (topic ``t``, its assignment ``a``: (RS, AR, RR))."""
         topic, p = tp
-        rs, ar, rr = (t.assign.get(p) if t else None) or _NO_ASSIGN
+        rs, ar, rr = a or _NO_ASSIGN
         trs, need, removable = None, False, _EMPTY
         if ar or rr:
             trs, need = tuple([r for r in rs if r not in rr]), True     # list_minus(rs, rr), inlined
@@ -270,7 +271,7 @@ class WriteJudge:
             self._report("D7", subject, "state znode rewritten with no change and no leader-epoch bump",
                          prev.to_dict(), new.to_dict())
 
-    def _check_controller_write(self, tp, subject, t, prev: Obs, new: Obs, rs):
+    def _check_controller_write(self, tp, subject, t, a, prev: Obs, new: Obs, rs):
         """LE increased: a controller write (§4, §5.2, §5.5, §6.2, §7.4)."""
         self.n_cwrites += 1
         ce = new.controller_epoch
@@ -280,7 +281,7 @@ class WriteJudge:
             self._report("H2", subject, f"controller write with controller epoch {ce} after epoch "
                          f"{self.epoch} was established (a fenced controller's write succeeded)",
                          prev.to_dict(), new.to_dict())
-        c = self._write_ctx(tp, t, prev, ce) if rs is not None else None
+        c = self._write_ctx(tp, t, a, prev, ce) if rs is not None else None
         if self.unclean_grants:
             self.unclean_grants.discard(tp)  # an ElectLeaders(UNCLEAN) request covers one controller write
         if x != L and x != NO_LEADER:
