@@ -45,9 +45,9 @@ from reference.profiles import GATE_FENCING, GATE_KIP841, GATE_RECOVERY, Profile
 from reference.result import MAX_REPORTED, ConformanceResult, Divergence
 from reference.state import NO_LEADER, RECOVERING
 from reference.topics import TopicJudge, _Topic
-from reference.writes import Obs, WriteJudge
+from reference.records import Obs, new_record
+from reference.writes import WriteJudge
 
-_new_obs = tuple.__new__
 _ZK_TYPES = frozenset(ZK_TYPES)
 _STATE_FIELDS = itemgetter("topic", "partition", "leader", "leader_epoch", "isr", "controller_epoch", "version")
 _NUM = (float, int)     # the types of an event time (``zk_time`` / ``wall``)
@@ -368,11 +368,13 @@ class Checker(WriteJudge, TopicJudge):
         self.n_states += 1
         isr = tuple(isr)
         rec = ev.get("leader_recovery_state") or 0
-        # Obs(...) without the NamedTuple's Python-level __new__ (this runs per state write; locals likewise)
         isr_set = self._isr_sets.get(isr)   # one frozenset per distinct ISR tuple, shared
         if isr_set is None:
             isr_set = self._isr_sets[isr] = frozenset(isr)
-        new = _new_obs(Obs, (L, le, isr, isr_set, ce, rec, ver))
+        # Obs(...) by slot stores, without the constructor's Python-level call (this runs per state write)
+        new = new_record(Obs)
+        new.leader, new.leader_epoch, new.isr, new.isr_set = L, le, isr, isr_set
+        new.controller_epoch, new.recovery, new.version = ce, rec, ver
         if part is None:
             part = self.parts[tp] = _Part()
             part.subject = f"{topic}-{p}"
@@ -400,7 +402,8 @@ class Checker(WriteJudge, TopicJudge):
         if prev is None:
             pl = pisr = pv = None
         else:
-            pl, ple, pisr, pset, _, prec, pv = prev
+            pl, ple, pisr, pset, prec, pv = (prev.leader, prev.leader_epoch, prev.isr, prev.isr_set, prev.recovery,
+                                             prev.version)
             if ver == pv and new == prev:
                 return                                               # duplicate observation
         pe = part.epochs

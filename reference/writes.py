@@ -11,11 +11,12 @@ first write of a new partition is a creation (H19, D3).
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from reference.elections import (clean_offline, controlled_shutdown_election, init_new_partition,
                                  preferred_election, reassign_election, remove_from_isr, unclean_offline)
 from reference.profiles import GATE_FENCING
+from reference.records import Obs, Record, new_record
 from reference.rules import RULES, rule_id
 from reference.state import NO_LEADER, RECOVERED, RECOVERING, list_minus
 
@@ -23,22 +24,10 @@ if TYPE_CHECKING:   # pragma: no cover
     from reference.topics import _Topic
 
 
-class Obs(NamedTuple):
-    leader: int
-    leader_epoch: int
-    isr: tuple
-    isr_set: frozenset
-    controller_epoch: int
-    recovery: int
-    version: int
+class _WriteCtx(Record):
+    """The context of one controller write (``WriteJudge._write_ctx``)."""
 
-    def to_dict(self) -> dict:
-        return {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
-                "controller_epoch": self.controller_epoch, "leader_recovery_state": self.recovery,
-                "version": self.version}
-
-
-class _WriteCtx(NamedTuple):
+    __slots__ = ("rs", "trs", "trs_must_be_in_isr", "removable", "deleting", "unclean", "failover_block")
     rs: tuple
     trs: tuple | None            # reassignment target when a reassignment/cancel/reorder is in flight
     trs_must_be_in_isr: bool
@@ -48,7 +37,6 @@ class _WriteCtx(NamedTuple):
     failover_block: bool         # D12: the leader was dead before this controller was elected
 
 
-_new_ctx = tuple.__new__
 _EMPTY: frozenset = frozenset()
 _NO_ASSIGN = ((), (), ())
 
@@ -96,8 +84,11 @@ class WriteJudge:
                 L = prev.leader
                 fb = (L in self.seen_brokers and L not in self.snaps[start]
                       and self.last_registered.get(L, -1) < start)
-        # tuple.__new__: the NamedTuple constructor is a Python function, and this runs per controller write
-        return _new_ctx(_WriteCtx, (rs, trs, need, removable, topic in self.deleting, unclean, fb))
+        # slot stores, not the constructor (a Python-level call): this runs per controller write
+        c = new_record(_WriteCtx)
+        c.rs, c.trs, c.trs_must_be_in_isr, c.removable = rs, trs, need, removable
+        c.deleting, c.unclean, c.failover_block = topic in self.deleting, unclean, fb
+        return c
 
     def _outcomes(self, prev: Obs, c: _WriteCtx, reg: frozenset, sd: frozenset) -> list[tuple]:
         """Every (leader, isr-set, recovery, rule) the Apache controller could write, given the
