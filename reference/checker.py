@@ -50,6 +50,8 @@ from reference.writes import WriteJudge
 
 _ZK_TYPES = frozenset(ZK_TYPES)
 _STATE_FIELDS = itemgetter("topic", "partition", "leader", "leader_epoch", "isr", "controller_epoch", "version")
+_STATE_ALL = itemgetter("topic", "partition", "leader", "leader_epoch", "isr", "controller_epoch", "version",
+                        "deleted", "leader_recovery_state")
 _NUM = (float, int)     # the types of an event time (``zk_time`` / ``wall``)
 
 __all__ = ["Checker", "ConformanceResult", "Divergence", "MAX_REPORTED"]
@@ -358,16 +360,20 @@ class Checker(WriteJudge, TopicJudge):
 
     def _on_state(self, ev):
         # (every event of the record but a few is one of these: the fields in one call, locals throughout)
-        topic, p, L, le, isr, ce, ver = _STATE_FIELDS(ev)
+        try:
+            topic, p, L, le, isr, ce, ver, deleted, rec = _STATE_ALL(ev)
+        except KeyError:        # (the last two are optional; the observer always writes them)
+            topic, p, L, le, isr, ce, ver = _STATE_FIELDS(ev)
+            deleted, rec = ev.get("deleted"), ev.get("leader_recovery_state")
         tp = (topic, p)
         part = self.parts.get(tp)
-        if ev.get("deleted"):
+        if deleted:
             self.parts.pop(tp, None)
             self.progress.on_state_deleted(tp)
             return
         self.n_states += 1
         isr = tuple(isr)
-        rec = ev.get("leader_recovery_state") or 0
+        rec = rec or 0
         isr_set = self._isr_sets.get(isr)   # one frozenset per distinct ISR tuple, shared
         if isr_set is None:
             isr_set = self._isr_sets[isr] = frozenset(isr)
