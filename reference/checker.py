@@ -379,8 +379,13 @@ class Checker(WriteJudge, TopicJudge):
             isr_set = self._isr_sets[isr] = frozenset(isr)
         # Obs(...) by slot stores, without the constructor's Python-level call (this runs per state write)
         new = new_record(Obs)
-        new.leader, new.leader_epoch, new.isr, new.isr_set = L, le, isr, isr_set
-        new.controller_epoch, new.recovery, new.version = ce, rec, ver
+        new.leader = L
+        new.leader_epoch = le
+        new.isr = isr
+        new.isr_set = isr_set
+        new.controller_epoch = ce
+        new.recovery = rec
+        new.version = ver
         if part is None:
             part = self.parts[tp] = _Part()
             part.subject = f"{topic}-{p}"

@@ -86,8 +86,13 @@ class WriteJudge:
                       and self.last_registered.get(L, -1) < start)
         # slot stores, not the constructor (a Python-level call): this runs per controller write
         c = new_record(_WriteCtx)
-        c.rs, c.trs, c.trs_must_be_in_isr, c.removable = rs, trs, need, removable
-        c.deleting, c.unclean, c.failover_block = topic in self.deleting, unclean, fb
+        c.rs = rs
+        c.trs = trs
+        c.trs_must_be_in_isr = need
+        c.removable = removable
+        c.deleting = topic in self.deleting
+        c.unclean = unclean
+        c.failover_block = fb
         return c
 
     def _outcomes(self, prev: Obs, c: _WriteCtx, reg: frozenset, sd: frozenset) -> list[tuple]:
@@ -154,7 +159,7 @@ class WriteJudge:
                         elect_possible = True
                         break
                 else:
-                    if c.unclean and not any(i in online for i in isr):
+                    if c.unclean and online.isdisjoint(isr):
                         for r in rs:               # D2 (unclean_offline)
                             if r in online:
                                 if (r == nl and len(nisr) == 1 and r in nisr and
@@ -378,7 +383,10 @@ class WriteJudge:
             if seen is None and extra is None and len(ctxs) == 1:
                 # the usual write (every replica seen, one context): the loop below with sd = {}
                 explains = self._explains
-                for k in range(lo, hi + 1):
+                if lo <= hi and explains(prev, c, snaps[lo], _EMPTY, nl, nisr, nrec, any_rec):
+                    self.n_views += 1       # (the frontier's view explains most writes)
+                    return lo
+                for k in range(lo + 1, hi + 1):
                     if explains(prev, c, snaps[k], _EMPTY, nl, nisr, nrec, any_rec):
                         self.n_views += k - lo + 1
                         return k
