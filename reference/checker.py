@@ -110,6 +110,7 @@ class Checker(WriteJudge, TopicJudge):
         self.topics: dict[str, _Topic] = {}
         self.parts: dict[tuple, _Part] = {}
         self._isr_sets: dict[tuple, frozenset] = {}
+        self._trs_of: dict[tuple, tuple] = {}      # (RS, RR) -> (RS - RR, frozenset(RR)) (WriteJudge._write_ctx)
         self.deleting: set[str] = set()
         self.zk_reassign: dict[tuple, tuple] = {}
         self.pending_reassign: set = set()

@@ -56,8 +56,11 @@ class WriteJudge:
         rs, ar, rr = a or _NO_ASSIGN
         trs, need, removable = None, False, _EMPTY
         if ar or rr:
-            trs, need = tuple([r for r in rs if r not in rr]), True     # list_minus(rs, rr), inlined
-            removable = frozenset(rr)
+            try:                            # (RS - RR, RR as a set), computed once per (RS, RR)
+                trs, removable = self._trs_of[(rs, rr)]
+            except KeyError:
+                trs, removable = self._trs_of[(rs, rr)] = (tuple([r for r in rs if r not in rr]), frozenset(rr))
+            need = True
         elif self.zk_reassign:
             zk = self.zk_reassign.get(tp)
             if zk is not None:
