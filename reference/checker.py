@@ -60,10 +60,11 @@ GRACEFUL_FAULTS = frozenset({"stop", "restart", "shutdown", "controlled_shutdown
 
 
 class _Part:
-    __slots__ = ("st", "gap", "epochs", "subject")
+    __slots__ = ("st", "gap", "epochs", "subject", "tp")
 
-    def __init__(self):
-        self.subject = ""
+    def __init__(self, tp: tuple):
+        self.tp = tp            # the partition's key, one tuple object: the dicts and sets keyed by it
+        self.subject = ""       # (progress rules too) then match it by identity, without comparing
         self.st: Obs | None = None
         self.gap = False
         self.epochs: dict[int, int] = {}
@@ -342,7 +343,7 @@ class Checker(WriteJudge, TopicJudge):
         if kind == "partition":
             part = self.parts.get(what)
             if part is None:
-                part = self.parts[what] = _Part()
+                part = self.parts[what] = _Part(what)
                 part.subject = f"{what[0]}-{what[1]}"
             part.gap = True
         elif kind == "topic":
@@ -388,8 +389,10 @@ class Checker(WriteJudge, TopicJudge):
         new.recovery = rec
         new.version = ver
         if part is None:
-            part = self.parts[tp] = _Part()
+            part = self.parts[tp] = _Part(tp)
             part.subject = f"{topic}-{p}"
+        else:
+            tp = part.tp
         subject = part.subject
         prev = part.st
         t = self.topics.get(topic)
