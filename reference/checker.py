@@ -438,7 +438,7 @@ class Checker(WriteJudge, TopicJudge):
                                      or (L not in self.registered and L in self.seen_brokers)))):
             prog.on_state(tp, prev, new)
         gap = prev is not None and (part.gap or ver > pv + 1)
-        if a is not None and (a[1] or a[2] or tp in self.zk_reassign):
+        if a is not None and (a[1] or a[2] or (self.zk_reassign and tp in self.zk_reassign)):
             # the ISR holds the target TRS = RS - RR (RS ⊆ ISR ∪ RR), or skipped states may have (H16)
             if (gap or (isr_set.union(a[2]).issuperset(a[0]) if (a[1] or a[2])
                         else isr_set.issuperset(self.zk_reassign[tp]))):
@@ -473,4 +473,5 @@ class Checker(WriteJudge, TopicJudge):
             self._check_leader_isr_change(subject, prev, new, rs)
         else:
             self._check_controller_write(tp, subject, t, a, prev, new, rs)
-            self.pending_reassign.discard(tp)     # a pending no-op reassignment's B3 is this write at most
+            if self.pending_reassign:     # a pending no-op reassignment's B3 is this write at most
+                self.pending_reassign.discard(tp)
