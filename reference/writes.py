@@ -18,7 +18,7 @@ from reference.elections import (clean_offline, controlled_shutdown_election, in
 from reference.profiles import GATE_FENCING
 from reference.records import Obs, Record, new_record
 from reference.rules import RULES, rule_id
-from reference.state import NO_LEADER, RECOVERED, RECOVERING, list_minus
+from reference.state import NO_LEADER, RECOVERED, RECOVERING
 
 if TYPE_CHECKING:   # pragma: no cover
     from reference.topics import _Topic
@@ -56,7 +56,7 @@ class WriteJudge:
         rs, ar, rr = a or _NO_ASSIGN
         trs, need, removable = None, False, _EMPTY
         if ar or rr:
-            try:                            # (RS - RR, RR as a set), computed once per (RS, RR)
+            try:                            # (list_minus(RS, RR), RR as a set), computed once per (RS, RR)
                 trs, removable = self._trs_of[(rs, rr)]
             except KeyError:
                 trs, removable = self._trs_of[(rs, rr)] = (tuple([r for r in rs if r not in rr]), frozenset(rr))
