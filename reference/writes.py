@@ -367,9 +367,15 @@ class WriteJudge:
         sb = self.seen_brokers
         extra = (None if sb.issuperset(c.rs) and sb.issuperset(prev.isr_set) else
                  frozenset(r for r in itertools.chain(c.rs, prev.isr) if r not in sb))
-        ms = self.maybe_shutting
         nl, nisr, nrec = new.leader, new.isr_set, new.recovery
         any_rec = not self.rec_supported
+        usual = seen is None and extra is None and len(ctxs) == 1
+        # the usual write (every replica seen, one context): the loop below's first try, the frontier's
+        # view with no broker stopping (every sd_opts starts with the empty set), explains most writes
+        if usual and lo <= hi and self._explains(prev, c, snaps[lo], _EMPTY, nl, nisr, nrec, any_rec):
+            self.n_views += 1
+            return lo
+        ms = self.maybe_shutting
         if ms:
             # _sd_options of the replicas, cached per (RS, ISR) until the maybe-shutting set changes
             # (Checker._recompute_sd); ``_no_sd`` itself when none of them may be stopping
@@ -381,22 +387,17 @@ class WriteJudge:
                     else self._sd_options(itertools.chain(c.rs, prev.isr)))
         else:
             sd_opts = self._no_sd
-        if sd_opts is self._no_sd:
-            # what _sd_options gives when none of the replicas may be stopping: the empty set only
-            if seen is None and extra is None and len(ctxs) == 1:
-                # the usual write (every replica seen, one context): the loop below with sd = {}
-                explains = self._explains
-                if lo <= hi and explains(prev, c, snaps[lo], _EMPTY, nl, nisr, nrec, any_rec):
-                    self.n_views += 1       # (the frontier's view explains most writes)
-                    return lo
-                for k in range(lo + 1, hi + 1):
-                    if explains(prev, c, snaps[k], _EMPTY, nl, nisr, nrec, any_rec):
-                        self.n_views += k - lo + 1
-                        return k
-                self.n_views += max(0, hi - lo + 1)
-                return None
-        outcomes = self._outcomes
         explains = self._explains
+        if usual and sd_opts is self._no_sd:
+            # what _sd_options gives when none of the replicas may be stopping: the empty set only, so
+            # the next views (the loop below starts again otherwise, counting alike)
+            for k in range(lo + 1, hi + 1):
+                if explains(prev, c, snaps[k], _EMPTY, nl, nisr, nrec, any_rec):
+                    self.n_views += k - lo + 1
+                    return k
+            self.n_views += max(0, hi - lo + 1)
+            return None
+        outcomes = self._outcomes
         scanned = 0
         try:
             for k in range(lo, hi + 1):
