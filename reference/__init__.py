@@ -12,6 +12,7 @@ rule (``D1``..``D20``) it implements. Where to find a rule:
 * ``deletion.py``    -- §6.2: topic deletion
 * ``invariants.py``  -- §8.2: single-state and transition hard invariants
 * ``checker.py``     -- §8: conformance checking of observed run-record events
+* ``records.py``     -- the checker's slotted per-write records (observed state, write context)
 * ``events.py``      -- adapter from run-record ``zk.*`` events to typed observations
 * ``profiles.py``    -- ``apache-zk-<version>`` / ``kraft-<version>`` / ``compatible`` profiles, version gates
 * ``kraft.py``       -- §8.1, §9: KRaft runs judged from protocol samples (``check_protocol_conformance``)

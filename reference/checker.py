@@ -32,11 +32,12 @@ How observed writes are judged
 
 from __future__ import annotations
 
+import gc
 import itertools
 from operator import itemgetter
 from typing import Any
 
-from reference.events import ZK_TYPES, normalize, parse_gap_path
+from reference.events import ZK_TYPES, normalize_counted, parse_gap_path
 from reference.invariants import state_violations, transition_violations
 from reference.liveness import Progress
 from reference.actions import UNCLEAN_KEY, partitions_of, record_unclean_permission
@@ -44,11 +45,13 @@ from reference.profiles import GATE_FENCING, GATE_KIP841, GATE_RECOVERY, Profile
 from reference.result import MAX_REPORTED, ConformanceResult, Divergence
 from reference.state import NO_LEADER, RECOVERING
 from reference.topics import TopicJudge, _Topic
-from reference.writes import Obs, WriteJudge
+from reference.records import Obs, new_record
+from reference.writes import WriteJudge
 
-_new_obs = tuple.__new__
-_TYPE = itemgetter("type")
 _ZK_TYPES = frozenset(ZK_TYPES)
+_STATE_FIELDS = itemgetter("topic", "partition", "leader", "leader_epoch", "isr", "controller_epoch", "version")
+_STATE_ALL = itemgetter("topic", "partition", "leader", "leader_epoch", "isr", "controller_epoch", "version",
+                        "deleted", "leader_recovery_state")
 _NUM = (float, int)     # the types of an event time (``zk_time`` / ``wall``)
 
 __all__ = ["Checker", "ConformanceResult", "Divergence", "MAX_REPORTED"]
@@ -57,10 +60,11 @@ GRACEFUL_FAULTS = frozenset({"stop", "restart", "shutdown", "controlled_shutdown
 
 
 class _Part:
-    __slots__ = ("st", "gap", "epochs", "subject")
+    __slots__ = ("st", "gap", "epochs", "subject", "tp")
 
-    def __init__(self):
-        self.subject = ""
+    def __init__(self, tp: tuple):
+        self.tp = tp            # the partition's key, one tuple object: the dicts and sets keyed by it
+        self.subject = ""       # (progress rules too) then match it by identity, without comparing
         self.st: Obs | None = None
         self.gap = False
         self.epochs: dict[int, int] = {}
@@ -107,6 +111,7 @@ class Checker(WriteJudge, TopicJudge):
         self.topics: dict[str, _Topic] = {}
         self.parts: dict[tuple, _Part] = {}
         self._isr_sets: dict[tuple, frozenset] = {}
+        self._trs_of: dict[tuple, tuple] = {}      # (RS, RR) -> (RS - RR, frozenset(RR)) (WriteJudge._write_ctx)
         self.deleting: set[str] = set()
         self.zk_reassign: dict[tuple, tuple] = {}
         self.pending_reassign: set = set()
@@ -132,6 +137,19 @@ class Checker(WriteJudge, TopicJudge):
 
     # -- driver ----------------------------------------------------------------------------------
     def run(self, events) -> ConformanceResult:
+        # The pass allocates many small objects that form no cycles (states, contexts, snapshots) and
+        # reads a long record's dicts: the cyclic collector's scans over them free nothing (its full
+        # collection, when one falls in the pass, walks every event of the record). Paused, as in the
+        # harness's checkers (harness/checkers/common.py); the previous state is restored.
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(events)
+        finally:
+            if was:
+                gc.enable()
+
+    def _run(self, events) -> ConformanceResult:
         handlers = {"zk.controller": self._on_controller, "zk.controller_epoch": self._on_epoch,
                     "zk.broker": self._on_broker, "zk.topic": self._on_topic,
                     "zk.partition_state": self._on_state, "zk.reassign_partitions": self._on_reassign_znode,
@@ -139,7 +157,7 @@ class Checker(WriteJudge, TopicJudge):
                     "fault.start": self._on_fault, "fault.end": self.progress.on_fault_end,
                     "action": self._on_action, "admin.metadata": self._on_metadata}
         prog = self.progress
-        evs = normalize(events)
+        evs, n_zk = normalize_counted(events)
         now = None                  # prog.now, which only this loop moves
         for ev in evs:
             self._ev = ev
@@ -160,7 +178,7 @@ class Checker(WriteJudge, TopicJudge):
             handlers[t](ev)
         st = self.stats
         st["events"] += len(evs)
-        st["zk_events"] += sum(map(_ZK_TYPES.__contains__, map(_TYPE, evs)))
+        st["zk_events"] += n_zk
         st["state_writes"] += self.n_states
         st["controller_writes"] += self.n_cwrites
         st["leader_isr_changes"] += self.n_lic
@@ -325,7 +343,7 @@ class Checker(WriteJudge, TopicJudge):
         if kind == "partition":
             part = self.parts.get(what)
             if part is None:
-                part = self.parts[what] = _Part()
+                part = self.parts[what] = _Part(what)
                 part.subject = f"{what[0]}-{what[1]}"
             part.gap = True
         elif kind == "topic":
@@ -343,96 +361,117 @@ class Checker(WriteJudge, TopicJudge):
 
 
     def _on_state(self, ev):
-        tp = (ev["topic"], ev["partition"])
+        # (every event of the record but a few is one of these: the fields in one call, locals throughout)
+        try:
+            topic, p, L, le, isr, ce, ver, deleted, rec = _STATE_ALL(ev)
+        except KeyError:        # (the last two are optional; the observer always writes them)
+            topic, p, L, le, isr, ce, ver = _STATE_FIELDS(ev)
+            deleted, rec = ev.get("deleted"), ev.get("leader_recovery_state")
+        tp = (topic, p)
         part = self.parts.get(tp)
-        if ev.get("deleted"):
+        if deleted:
             self.parts.pop(tp, None)
             self.progress.on_state_deleted(tp)
             return
         self.n_states += 1
-        isr = tuple(ev["isr"])
-        rec = ev.get("leader_recovery_state") or 0
-        L, le, ver = ev["leader"], ev["leader_epoch"], ev["version"]
-        # Obs(...) without the NamedTuple's Python-level __new__ (this runs per state write; locals likewise)
+        isr = tuple(isr)
+        rec = rec or 0
         isr_set = self._isr_sets.get(isr)   # one frozenset per distinct ISR tuple, shared
         if isr_set is None:
             isr_set = self._isr_sets[isr] = frozenset(isr)
-        new = _new_obs(Obs, (L, le, isr, isr_set, ev["controller_epoch"], rec, ver))
+        # Obs(...) by slot stores, without the constructor's Python-level call (this runs per state write)
+        new = new_record(Obs)
+        new.leader = L
+        new.leader_epoch = le
+        new.isr = isr
+        new.isr_set = isr_set
+        new.controller_epoch = ce
+        new.recovery = rec
+        new.version = ver
         if part is None:
-            part = self.parts[tp] = _Part()
-            part.subject = f"{tp[0]}-{tp[1]}"
+            part = self.parts[tp] = _Part(tp)
+            part.subject = f"{topic}-{p}"
+        else:
+            tp = part.tp
         subject = part.subject
         prev = part.st
-        t = self.topics.get(tp[0])
-        a = t.assign.get(tp[1]) if t else None
+        t = self.topics.get(topic)
+        a = t.assign.get(p) if t is not None else None
         rs = a[0] if a else None
         rs_ok = None
         if rs is not None:
-            rs_ok = t.rs_ok.get(tp[1])
+            rs_ok = t.rs_ok.get(p)
             if rs_ok is None:   # replicas a leader may legitimately be/ISR may contain (RS ∪ AR ∪ pre-U1 RS)
-                rs_ok = t.rs_ok[tp[1]] = frozenset(rs) | frozenset(t.window.get(tp[1], ())) | frozenset(a[1])
-        if not (rec != RECOVERING and (L == NO_LEADER or L in isr_set)
-                and (rs_ok is None or rs_ok.issuperset(isr_set))):
+                rs_ok = t.rs_ok[p] = frozenset(rs) | frozenset(t.window.get(p, ())) | frozenset(a[1])
+        if not ((L == NO_LEADER or L in isr_set) and (rs_ok is None or rs_ok.issuperset(isr_set))
+                and (rec != RECOVERING or (len(isr) == 1 and (L == NO_LEADER or L == isr[0])))):
             # (otherwise state_violations has nothing to say: a test checks it exhaustively)
             for rule, msg in state_violations(L, isr, rec, rs_ok):
                 self._report(rule, subject, msg, prev.to_dict() if prev else None, new.to_dict())
         if not isr and self.apache:
             self._report("D8", subject, "empty ISR written (ZK mode always keeps the last ISR member)",
                          prev.to_dict() if prev else None, new.to_dict())
-        if self.epoch is not None and new.controller_epoch > self.epoch and not self.epoch_gap:
-            self._report("H2", subject, f"state written with controller epoch {new.controller_epoch} above the "
+        if self.epoch is not None and ce > self.epoch and not self.epoch_gap:
+            self._report("H2", subject, f"state written with controller epoch {ce} above the "
                          f"current /controller_epoch {self.epoch}", prev.to_dict() if prev else None, new.to_dict())
-        if prev is not None and ver == prev.version and new == prev:
-            return                                                   # duplicate observation
+        if prev is None:
+            pl = pisr = pv = None
+        else:
+            pl, ple, pisr, pset, prec, pv = (prev.leader, prev.leader_epoch, prev.isr, prev.isr_set, prev.recovery,
+                                             prev.version)
+            if ver == pv and new == prev:
+                return                                               # duplicate observation
         pe = part.epochs
         first = pe.get(le)
         if first is None:
             pe[le] = L
         elif first != L:
-            if not (prev is not None and prev.leader_epoch == le):   # else reported below
+            if not (prev is not None and ple == le):                 # else reported below
                 self._report("H4", subject, f"two leaders in leader epoch {le}: {first} and {L}",
                              prev.to_dict() if prev else None, new.to_dict())
         part.st = new
         prog = self.progress
         # Progress.on_state when the leader changed, the partition is obliged to elect, or its ISR
         # changed where that matters (leaderless or dead leader: a candidate; reassigning: coverage)
-        if (prev is None or prev.leader != L or tp in prog.p1
-                or (prev.isr != isr and (L == NO_LEADER or tp in prog.p3
-                                         or (L not in self.registered and L in self.seen_brokers)))):
+        if (prev is None or pl != L or tp in prog.p1
+                or (pisr != isr and (L == NO_LEADER or tp in prog.p3
+                                     or (L not in self.registered and L in self.seen_brokers)))):
             prog.on_state(tp, prev, new)
-        gap = prev is not None and (part.gap or new.version > prev.version + 1)
-        if t is not None and a is not None and (a[1] or a[2] or tp in self.zk_reassign):
+        gap = prev is not None and (part.gap or ver > pv + 1)
+        if a is not None and (a[1] or a[2] or (self.zk_reassign and tp in self.zk_reassign)):
             # the ISR holds the target TRS = RS - RR (RS ⊆ ISR ∪ RR), or skipped states may have (H16)
-            if (gap or (new.isr_set.union(a[2]).issuperset(a[0]) if (a[1] or a[2])
-                        else new.isr_set.issuperset(self.zk_reassign[tp]))):
-                t.trs_covered[tp[1]] = True
+            if (gap or (isr_set.union(a[2]).issuperset(a[0]) if (a[1] or a[2])
+                        else isr_set.issuperset(self.zk_reassign[tp]))):
+                t.trs_covered[p] = True
         if prev is None:
             self._check_creation(tp, subject, new, rs)
             part.gap = False
             return
-        if (new.version <= prev.version or new.leader_epoch < prev.leader_epoch
-                or (new.leader_epoch == prev.leader_epoch
-                    and not (L == prev.leader and (L == NO_LEADER or (L in prev.isr_set and L in isr_set))
-                             and (rec != RECOVERING or prev.recovery == RECOVERING)
-                             and (rs_ok is None or isr_set <= prev.isr_set or rs_ok.issuperset(isr_set - prev.isr_set))))):
+        if (ver <= pv or le < ple
+                or (le == ple
+                    and not (L == pl and (L == NO_LEADER or (L in pset and L in isr_set))
+                             and (rec != RECOVERING or prec == RECOVERING)
+                             and (rs_ok is None or isr_set <= pset or rs_ok.issuperset(isr_set - pset))))):
             # (with both epochs up, as in every controller write, or a same-epoch write keeping its leader in
             # both ISRs, not turning RECOVERING and adding only replicas, transition_violations has nothing
             # to say: a test checks it exhaustively)
             for rule, msg in transition_violations(prev, new, rs_ok):
                 self._report(rule, subject, msg, prev.to_dict(), new.to_dict())
         part.gap = False
-        if gap or new.version <= prev.version or new.leader_epoch < prev.leader_epoch:
+        if gap or ver <= pv or le < ple:
             return              # skipped states: only the single-state rules and H3/H4/H9 above (§8.1 caveat 6)
         if self.broker_gap_at is not None:
-            ce = new.controller_epoch if new.leader_epoch > prev.leader_epoch else (self.epoch or new.controller_epoch)
-            if self._views(ce)[0] <= self.broker_gap_at:
+            vce = ce if le > ple else (self.epoch or ce)
+            if self._views(vce)[0] <= self.broker_gap_at:
                 # the controller may still act on registrations the observer missed; judge nothing that
                 # depends on its view, but let an explained write move its frontier past the gap
-                if new.leader_epoch > prev.leader_epoch and rs is not None:
-                    self._match_outcomes(subject, prev, new, (self._write_ctx(tp, t, prev, ce),), ce, report=False)
+                if le > ple and rs is not None:
+                    self._match_outcomes(subject, prev, new, (self._write_ctx(tp, t, a, prev, vce),), vce,
+                                         report=False)
                 return
-        if new.leader_epoch == prev.leader_epoch:
+        if le == ple:
             self._check_leader_isr_change(subject, prev, new, rs)
         else:
-            self._check_controller_write(tp, subject, t, prev, new, rs)
-            self.pending_reassign.discard(tp)     # a pending no-op reassignment's B3 is this write at most
+            self._check_controller_write(tp, subject, t, a, prev, new, rs)
+            if self.pending_reassign:     # a pending no-op reassignment's B3 is this write at most
+                self.pending_reassign.discard(tp)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from itertools import compress
-from operator import eq, itemgetter
+import operator
+from operator import eq, itemgetter, lt
 from typing import Iterable
 
 ZK_TYPES = ("zk.controller", "zk.controller_epoch", "zk.broker", "zk.topic", "zk.partition_state",
@@ -37,7 +38,9 @@ _KNOWN = frozenset(ZK_TYPES) | frozenset(OTHER_TYPES)
 _ZK = frozenset(ZK_TYPES)
 # the fields each zk.* type needs, zxid included but for a gap (placed later): KeyError if one is missing
 _NEED = {t: itemgetter(*(f if t == "zk.gap" else f + ("zxid",))) for t, f in _REQUIRED.items()}
-_SEQ, _ZXID, _TYPE = itemgetter("seq"), itemgetter("zxid"), itemgetter("type")
+_NEED_Z = {t: itemgetter(*(f + ("zxid",))) for t, f in _REQUIRED.items()}    # zxid last, a gap's too
+_SEQ, _ZXID, _TYPE, _LAST = itemgetter("seq"), itemgetter("zxid"), itemgetter("type"), itemgetter(-1)
+_call = getattr(operator, "call", None) or (lambda f, x: f(x))     # (operator.call: Python 3.11+)
 
 _STATE_PATH = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
 _TOPIC_PATH = re.compile(r"^/brokers/topics/([^/]+)$")
@@ -92,14 +95,15 @@ def validate(ev: dict) -> None:
 def normalize(events: Iterable[dict]) -> list[dict]:
     """Validated, deduplicated events: zk.* sorted by (zxid, seq) placed into the zk slots of the
     seq order, other relevant events untouched. Unknown types are dropped."""
+    return normalize_counted(events)[0]
+
+
+def normalize_counted(events: Iterable[dict]) -> tuple[list[dict], int]:
+    """:func:`normalize`'s events and how many of them are zk.* (the checker's stats)."""
     events = list(events)
-    evs = [e for e in events if e.get("type") in _KNOWN]
-    try:
-        evs.sort(key=_SEQ)
-    except (KeyError, TypeError):       # an event without (or with a malformed) seq: sorted as seq 0
-        evs.sort(key=lambda e: e.get("seq", 0))
-    # (C-level passes where they can be: this sees every event of the record)
-    types = list(map(_TYPE, evs))
+    evs, types = _in_seq_order(events)
+    # (C-level passes where they can be: this sees every event of the record, and each pass over the
+    # events' dicts costs a memory access per event on a long record)
     gaps = "zk.gap" in types
     if gaps and any(e["type"] == "zk.gap" and e.get("zxid") is None for e in evs):
         evs = _place_gaps(evs)
@@ -107,31 +111,59 @@ def normalize(events: Iterable[dict]) -> list[dict]:
     slots = list(compress(range(len(types)), map(_ZK.__contains__, types)))
     zk = list(map(evs.__getitem__, slots))
     zx = _checked_zxids(zk, list(map(types.__getitem__, slots)))
-    out: list[dict | None] = list(evs)
-    for i in slots:
-        out[i] = None
     # zk is in seq order: a stable sort by zxid keeps it within one zxid ((zxid, seq) order); the
     # positions are sorted, so that a repeated write (the same dict twice included) is told apart
     if gaps:                            # a gap precedes its write
         keys = [(z, e["type"] != "zk.gap") for z, e in zip(zx, zk)]
         order = sorted(range(len(zk)), key=keys.__getitem__)
-    else:
+    elif any(map(lt, zx[1:], zx)):
         order = sorted(range(len(zk)), key=zx.__getitem__)
-    dupes = _duplicates(zk, zx, order)
+    else:
+        order = None                    # in zxid order already (as a record written in order is)
+    dupes = _duplicates(zk, zx, range(len(zk)) if order is None else order)
+    out: list[dict | None] | None
     if dupes:                           # the first of each stays, in its own slot
         drop = {slots[i] for i in dupes}
-        out = [e for i, e in enumerate(out) if i not in drop]
+        out = [None if t in _ZK else e for i, (e, t) in enumerate(zip(evs, types)) if i not in drop]
         slots = [i for i, e in enumerate(out) if e is None]
-        zk = [zk[i] for i in order if i not in dupes]
+        zk = [zk[i] for i in (range(len(zk)) if order is None else order) if i not in dupes]
+    elif order is None:
+        out = None                      # every zk.* event is in its own slot already: evs as it is
     else:
         zk = list(map(zk.__getitem__, order))
+        out = list(evs)
+        for i in slots:
+            out[i] = None
     if _zk_from_txnlog(zk):
-        others = [e for e in out if e is not None]
+        others = ([e for e, t in zip(evs, types) if t not in _ZK] if out is None else
+                  [e for e in out if e is not None])
         if all(_num(e.get("wall")) for e in others):
-            return _time_merge(zk, others, _script_marks(events))
+            return _time_merge(zk, others, _script_marks(events)), len(zk)
+    if out is None:
+        return evs, len(zk)
     for i, e in zip(slots, zk):
         out[i] = e
-    return out  # type: ignore[return-value]
+    return out, len(zk)  # type: ignore[return-value]
+
+
+def _in_seq_order(events: list[dict]) -> tuple[list[dict], list[str]]:
+    """The events of a known type in ``seq`` order (stable: a repeated seq keeps the record's order)
+    and their types. A record whose events all have a known type and a seq, already in order, is
+    ``events`` itself (one pass for the types, one for the seqs)."""
+    try:
+        types = list(map(_TYPE, events))
+        if _KNOWN.issuperset(types):
+            seqs = list(map(_SEQ, events))
+            if not any(map(lt, seqs[1:], seqs)):   # what a stable sort by seq would leave as it is
+                return events, types
+    except (KeyError, TypeError):       # the general case below raises what it always did, if anything
+        pass
+    evs = [e for e in events if e.get("type") in _KNOWN]
+    try:
+        evs.sort(key=_SEQ)
+    except (KeyError, TypeError):       # an event without (or with a malformed) seq: sorted as seq 0
+        evs.sort(key=lambda e: e.get("seq", 0))
+    return evs, list(map(_TYPE, evs))
 
 
 def _checked_zxids(zk: list[dict], types: list[str]) -> list[int]:
@@ -139,11 +171,10 @@ def _checked_zxids(zk: list[dict], types: list[str]) -> list[int]:
     and an integer zxid; else :func:`validate` raises for the first one that does not, in order (a
     bool zxid passes, as it always did)."""
     try:
-        zx = list(map(_ZXID, zk))
+        # each event's fields through its type's getter, the zxid last (_NEED has no zxid for a gap,
+        # which has one here: a gap without is placed or dropped by _place_gaps before)
+        zx = list(map(_LAST, map(_call, map(_NEED_Z.__getitem__, types), zk)))
         if set(map(type, zx)) <= {int}:
-            need = _NEED
-            for e, t in zip(zk, types):     # KeyError if a field is missing
-                need[t](e)
             return zx
     except KeyError:
         pass
@@ -158,23 +189,32 @@ def _checked_zxids(zk: list[dict], types: list[str]) -> list[int]:
     return list(map(_ZXID, zk))
 
 
-def _duplicates(zk: list[dict], zx: list[int], order: list[int]) -> set[int]:
+def _duplicates(zk: list[dict], zx: list[int], order) -> set[int]:
     """Positions in ``zk`` of the events repeating an earlier one (same zxid, type and key: a write
-    seen twice, e.g. by the txn log and a watch). ``order`` sorts ``zk`` by zxid (``zx``), so only
-    events sharing a zxid are compared: one pass, keys built only where a zxid repeats."""
+    seen twice, e.g. by the txn log and a watch). ``order`` sorts ``zk`` by zxid (``zx``; a range when
+    it is in order), so only events sharing a zxid are compared: one pass, keys built only where a
+    zxid repeats with a type already in its run (a /controller write and its epoch's share one)."""
     dupes: set[int] = set()
-    seen: set = set()
+    seen: dict = {}             # type -> the events of the current run (keys: once a type repeats)
     last = None
-    zs = list(map(zx.__getitem__, order))
+    zs = zx if isinstance(order, range) else list(map(zx.__getitem__, order))
     for n in compress(range(1, len(zs)), map(eq, zs[1:], zs)):     # where the zxid repeats
         i, p = order[n], order[n - 1]
         if zx[i] != last:               # a new run of one zxid: it starts at the previous event
-            last, seen = zx[i], {(zk[p]["type"], _key(zk[p]))}
-        k = (zk[i]["type"], _key(zk[i]))
-        if k in seen:
+            last, seen = zx[i], {zk[p]["type"]: [zk[p]]}
+        e = zk[i]
+        t = e["type"]
+        keys = seen.get(t)
+        if keys is None:                # the first of its type in the run: no duplicate
+            seen[t] = [e]
+            continue
+        if keys.__class__ is list:
+            keys = seen[t] = {_key(x) for x in keys}
+        k = _key(e)
+        if k in keys:
             dupes.add(i)
         else:
-            seen.add(k)
+            keys.add(k)
     return dupes
 
 

@@ -49,6 +49,8 @@ from reference.liveness_p3 import ReassignmentProgress
 from reference.obligations import _Ob, _Ob3
 from reference.state import NO_LEADER
 
+_new_ob = object.__new__
+
 if TYPE_CHECKING:   # pragma: no cover
     from reference.checker import Checker
 
@@ -59,7 +61,12 @@ MAX_UNDECIDED = 100
 
 def _throttle(cfg) -> bool:
     """A config setting a replication throttle (``*.replication.throttled.rate`` / ``*.throttled.replicas``)."""
-    return isinstance(cfg, dict) and any("throttle" in str(k) and v not in (None, "", "0") for k, v in cfg.items())
+    if not isinstance(cfg, dict):
+        return False
+    for k, v in cfg.items():        # (a loop, not any() over a generator: every set_config action asks)
+        if "throttle" in str(k) and v not in (None, "", "0"):
+            return True
+    return False
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:
@@ -160,7 +167,10 @@ class Progress(ReassignmentProgress):
         ob = self.p1.get(tp)
         if ob is not None:
             self._refresh_p1(tp, ob, t, down)
-            due = _earliest(due, self._due_p1(ob))
+            if not ob.blocked:          # due = _earliest(due, self._due_p1(ob)), inlined
+                d = ob.since + self.b.election_s
+                if due is None or d < due:
+                    due = d
         ob = self.p3.get(tp)
         if ob is not None:
             self._refresh_p3(tp, ob, t, down)
@@ -291,7 +301,8 @@ class Progress(ReassignmentProgress):
                 part = parts.get(tp)
                 if part is not None and b in part.st.isr_set:
                     tps.add(tp)
-        tps = sorted(tps)               # a set: findings due at the same event come out in one order
+        if len(tps) > 1:
+            tps = sorted(tps)           # a set: findings due at the same event come out in one order
         for tp in tps:
             self._p1_update(tp)
         if not (self.p1 or self.p3):
@@ -305,15 +316,28 @@ class Progress(ReassignmentProgress):
         # Otherwise only what b's registration feeds: the P1 obligations of ``tps`` (b leads them or is
         # in their ISR, so may be a candidate; new ones are among them) and the P3 ones with b as target.
         due = self.due                  # only clocks that start can bring it earlier (see _refresh_tp)
+        es = self.b.election_s
         for tp in tps:
             ob = p1.get(tp)
             if ob is not None:
                 self._refresh_p1(tp, ob, t, down)
-                due = _earliest(due, self._due_p1(ob))
+                if not ob.blocked:      # due = _earliest(due, self._due_p1(ob)), inlined
+                    d = ob.since + es
+                    if due is None or d < due:
+                        due = d
+        bounds = self.b
         for ob in self.p3.values():     # blocking only: coverage is the ISR's, which b does not change
             if ob.trs and b in ob.trs:
                 self._block_p3(ob, t, down)
-                due = _earliest(due, self._due_p3(ob))
+                # due = _earliest(due, self._due_p3(ob)), inlined: the earliest of its two clocks
+                if not ob.blocked:
+                    d = ob.since + bounds.reassign_s
+                    if due is None or d < due:
+                        due = d
+                if ob.cov_since is not None and not ob.cov_blocked:
+                    d = ob.cov_since + bounds.election_s + bounds.isr_notify_s
+                    if due is None or d < due:
+                        due = d
         self.due, self._stale = due, True
 
     def on_topic_deleting(self) -> None:
@@ -349,7 +373,8 @@ class Progress(ReassignmentProgress):
                         self.longest = took
             return
         if ob is None:
-            p1[tp] = _Ob(need, self.now)
+            ob = p1[tp] = _new_ob(_Ob)      # _Ob(need, now) by slot stores: P1 opens by the ten thousand
+            ob.kind, ob.since, ob.opened, ob.blocked = need, self.now, self.now, True
             self.opened += 1
         elif ob.kind != need:
             ob.kind = need

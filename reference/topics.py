@@ -19,7 +19,7 @@ class _Topic:
 
     def __init__(self, topic_id):
         self.topic_id = topic_id
-        self.rs_ok: dict[int, frozenset] = {}   # cache, cleared on every topic write
+        self.rs_ok: dict[int, frozenset] = {}   # p -> RS ∪ AR ∪ window, dropped when one may change
         self.assign: dict[int, tuple] = {}     # p -> (rs, ar, rr)
         self.version = -1
         self.window: dict[int, tuple] = {}     # p -> previous RS, after a topic write changed p (U1/U3 window)
@@ -49,7 +49,6 @@ class TopicJudge:
                 self.progress.on_state_deleted(tp)
         elif tid is not None:
             t.topic_id = tid
-        t.rs_ok.clear()
         adding = ev.get("adding_replicas") or {}
         removing = ev.get("removing_replicas") or {}
         subject = name
@@ -64,6 +63,11 @@ class TopicJudge:
             t.assign[p] = new
             if new != old:
                 changed.add(p)
+            elif not (new[1] or new[2]):    # unchanged, not reassigning: all _check_topic_partition does
+                if t.window.pop(p, None) is not None:
+                    t.rs_ok.pop(p, None)
+                continue
+            t.rs_ok.pop(p, None)            # (its RS, AR or window may change: the cached union goes)
             self._check_topic_partition(f"{subject}-{p}", t, p, old, new, gap)
         # A requested reassignment is in the topic znode once its partition's entry changed (U1 of §7.4;
         # from then on the entry and the reorder window describe it). A partition whose target equals

@@ -11,34 +11,23 @@ first write of a new partition is a creation (H19, D3).
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from reference.elections import (clean_offline, controlled_shutdown_election, init_new_partition,
                                  preferred_election, reassign_election, remove_from_isr, unclean_offline)
 from reference.profiles import GATE_FENCING
+from reference.records import Obs, Record, new_record
 from reference.rules import RULES, rule_id
-from reference.state import NO_LEADER, RECOVERED, RECOVERING, list_minus
+from reference.state import NO_LEADER, RECOVERED, RECOVERING
 
 if TYPE_CHECKING:   # pragma: no cover
     from reference.topics import _Topic
 
 
-class Obs(NamedTuple):
-    leader: int
-    leader_epoch: int
-    isr: tuple
-    isr_set: frozenset
-    controller_epoch: int
-    recovery: int
-    version: int
+class _WriteCtx(Record):
+    """The context of one controller write (``WriteJudge._write_ctx``)."""
 
-    def to_dict(self) -> dict:
-        return {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
-                "controller_epoch": self.controller_epoch, "leader_recovery_state": self.recovery,
-                "version": self.version}
-
-
-class _WriteCtx(NamedTuple):
+    __slots__ = ("rs", "trs", "trs_must_be_in_isr", "removable", "deleting", "unclean", "failover_block")
     rs: tuple
     trs: tuple | None            # reassignment target when a reassignment/cancel/reorder is in flight
     trs_must_be_in_isr: bool
@@ -48,7 +37,6 @@ class _WriteCtx(NamedTuple):
     failover_block: bool         # D12: the leader was dead before this controller was elected
 
 
-_new_ctx = tuple.__new__
 _EMPTY: frozenset = frozenset()
 _NO_ASSIGN = ((), (), ())
 
@@ -62,13 +50,17 @@ def _summ(o) -> str:
 class WriteJudge:
     """Mixin of :class:`reference.checker.Checker`: the rules on one partition-state write."""
 
-    def _write_ctx(self, tp, t: _Topic | None, prev: Obs, ce: int) -> _WriteCtx:
+    def _write_ctx(self, tp, t: _Topic | None, a: tuple | None, prev: Obs, ce: int) -> _WriteCtx:
+        """The context of a controller write to ``tp`` (topic ``t``, its assignment ``a``: (RS, AR, RR))."""
         topic, p = tp
-        rs, ar, rr = (t.assign.get(p) if t else None) or _NO_ASSIGN
+        rs, ar, rr = a or _NO_ASSIGN
         trs, need, removable = None, False, _EMPTY
         if ar or rr:
-            trs, need = tuple([r for r in rs if r not in rr]), True     # list_minus(rs, rr), inlined
-            removable = frozenset(rr)
+            try:                            # (list_minus(RS, RR), RR as a set), computed once per (RS, RR)
+                trs, removable = self._trs_of[(rs, rr)]
+            except KeyError:
+                trs, removable = self._trs_of[(rs, rr)] = (tuple([r for r in rs if r not in rr]), frozenset(rr))
+            need = True
         elif self.zk_reassign:
             zk = self.zk_reassign.get(tp)
             if zk is not None:
@@ -95,8 +87,16 @@ class WriteJudge:
                 L = prev.leader
                 fb = (L in self.seen_brokers and L not in self.snaps[start]
                       and self.last_registered.get(L, -1) < start)
-        # tuple.__new__: the NamedTuple constructor is a Python function, and this runs per controller write
-        return _new_ctx(_WriteCtx, (rs, trs, need, removable, topic in self.deleting, unclean, fb))
+        # slot stores, not the constructor (a Python-level call): this runs per controller write
+        c = new_record(_WriteCtx)
+        c.rs = rs
+        c.trs = trs
+        c.trs_must_be_in_isr = need
+        c.removable = removable
+        c.deleting = topic in self.deleting
+        c.unclean = unclean
+        c.failover_block = fb
+        return c
 
     def _outcomes(self, prev: Obs, c: _WriteCtx, reg: frozenset, sd: frozenset) -> list[tuple]:
         """Every (leader, isr-set, recovery, rule) the Apache controller could write, given the
@@ -162,7 +162,7 @@ class WriteJudge:
                         elect_possible = True
                         break
                 else:
-                    if c.unclean and not any(i in online for i in isr):
+                    if c.unclean and online.isdisjoint(isr):
                         for r in rs:               # D2 (unclean_offline)
                             if r in online:
                                 if (r == nl and len(nisr) == 1 and r in nisr and
@@ -210,25 +210,19 @@ class WriteJudge:
         lo = self.lo.get(ce, 0)
         return lo, len(self.snaps) - 1
 
-    def _live_in_some_view(self, b: int, ce: int) -> int | None:
-        """Index of the oldest admissible view in which ``b`` is registered (H19), else None."""
+    def _live_in_some_view(self, b: int, ce: int) -> bool:
+        """Whether ``b`` is registered in some admissible view of controller epoch ``ce`` (H19; a broker
+        never seen counts as registered). A view after the frontier has ``b`` only if ``b`` registered
+        after it (views change by one registration at a time), i.e. its last registration is later."""
         lo = self.lo.get(ce, 0)
-        if b not in self.seen_brokers:
-            return lo
-        snaps = self.snaps
-        if b in snaps[lo]:
-            return lo
-        for k in range(lo + 1, len(snaps)):
-            if b in snaps[k]:
-                return k
-        return None
+        return b not in self.seen_brokers or b in self.snaps[lo] or self.last_registered.get(b, -1) > lo
 
     def _check_creation(self, tp, subject, new: Obs, rs):
         if new.version != 0:
             return                                     # first observation of an existing partition: baseline
         self.stats["creations"] += 1
         ce = new.controller_epoch
-        if new.leader != NO_LEADER and self._live_in_some_view(new.leader, ce) is None:
+        if new.leader != NO_LEADER and not self._live_in_some_view(new.leader, ce):
             self._report("H19", subject, f"partition created with leader {new.leader} whose /brokers/ids znode "
                          "was already gone", None, new.to_dict())
             return
@@ -259,7 +253,7 @@ class WriteJudge:
         removed = [r for r in prev.isr if r not in ns] if not ps <= ns else []
         if added and self.kip841:
             ce = self.epoch if self.epoch is not None else new.controller_epoch
-            dead = [r for r in added if self._live_in_some_view(r, ce) is None]
+            dead = [r for r in added if not self._live_in_some_view(r, ce)]
             if dead:
                 self._report("H19", subject, f"ISR expanded with {dead} whose /brokers/ids znode was gone "
                              "(AlterPartition must reject non-live replicas, KIP-841)", prev.to_dict(), new.to_dict())
@@ -276,7 +270,7 @@ class WriteJudge:
             self._report("D7", subject, "state znode rewritten with no change and no leader-epoch bump",
                          prev.to_dict(), new.to_dict())
 
-    def _check_controller_write(self, tp, subject, t, prev: Obs, new: Obs, rs):
+    def _check_controller_write(self, tp, subject, t, a, prev: Obs, new: Obs, rs):
         """LE increased: a controller write (§4, §5.2, §5.5, §6.2, §7.4)."""
         self.n_cwrites += 1
         ce = new.controller_epoch
@@ -286,12 +280,12 @@ class WriteJudge:
             self._report("H2", subject, f"controller write with controller epoch {ce} after epoch "
                          f"{self.epoch} was established (a fenced controller's write succeeded)",
                          prev.to_dict(), new.to_dict())
-        c = self._write_ctx(tp, t, prev, ce) if rs is not None else None
+        c = self._write_ctx(tp, t, a, prev, ce) if rs is not None else None
         if self.unclean_grants:
             self.unclean_grants.discard(tp)  # an ElectLeaders(UNCLEAN) request covers one controller write
         if x != L and x != NO_LEADER:
             self.n_elections += 1
-            if self._live_in_some_view(x, ce) is None:
+            if not self._live_in_some_view(x, ce):
                 self._report("H19", subject, f"broker {x} elected leader after its /brokers/ids znode was gone "
                              "(the controller already considered it dead)", prev.to_dict(), new.to_dict())
                 return
@@ -373,9 +367,15 @@ class WriteJudge:
         sb = self.seen_brokers
         extra = (None if sb.issuperset(c.rs) and sb.issuperset(prev.isr_set) else
                  frozenset(r for r in itertools.chain(c.rs, prev.isr) if r not in sb))
-        ms = self.maybe_shutting
         nl, nisr, nrec = new.leader, new.isr_set, new.recovery
         any_rec = not self.rec_supported
+        usual = seen is None and extra is None and len(ctxs) == 1
+        # the usual write (every replica seen, one context): the loop below's first try, the frontier's
+        # view with no broker stopping (every sd_opts starts with the empty set), explains most writes
+        if usual and lo <= hi and self._explains(prev, c, snaps[lo], _EMPTY, nl, nisr, nrec, any_rec):
+            self.n_views += 1
+            return lo
+        ms = self.maybe_shutting
         if ms:
             # _sd_options of the replicas, cached per (RS, ISR) until the maybe-shutting set changes
             # (Checker._recompute_sd); ``_no_sd`` itself when none of them may be stopping
@@ -387,19 +387,17 @@ class WriteJudge:
                     else self._sd_options(itertools.chain(c.rs, prev.isr)))
         else:
             sd_opts = self._no_sd
-        if sd_opts is self._no_sd:
-            # what _sd_options gives when none of the replicas may be stopping: the empty set only
-            if seen is None and extra is None and len(ctxs) == 1:
-                # the usual write (every replica seen, one context): the loop below with sd = {}
-                explains = self._explains
-                for k in range(lo, hi + 1):
-                    if explains(prev, c, snaps[k], _EMPTY, nl, nisr, nrec, any_rec):
-                        self.n_views += k - lo + 1
-                        return k
-                self.n_views += max(0, hi - lo + 1)
-                return None
-        outcomes = self._outcomes
         explains = self._explains
+        if usual and sd_opts is self._no_sd:
+            # what _sd_options gives when none of the replicas may be stopping: the empty set only, so
+            # the next views (the loop below starts again otherwise, counting alike)
+            for k in range(lo + 1, hi + 1):
+                if explains(prev, c, snaps[k], _EMPTY, nl, nisr, nrec, any_rec):
+                    self.n_views += k - lo + 1
+                    return k
+            self.n_views += max(0, hi - lo + 1)
+            return None
+        outcomes = self._outcomes
         scanned = 0
         try:
             for k in range(lo, hi + 1):
