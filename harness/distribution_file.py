@@ -33,7 +33,7 @@ ADVERTISED_HOST = "127.0.0.1"     # what every node advertises to clients: its p
 INTERNAL_PORT = 9093
 SERVE_AFTER_READY_S = 30.0       # a node that logged its ready line must answer on its published port within this
 # the capability ids (harness/capabilities.py); repeated here so that loading a file needs no planning code
-_KNOWN_KEYS = {"name", "image", "layout", "nodes", "node_ids", "command", "env", "ready_log_line",
+_KNOWN_KEYS = {"name", "image", "layout", "nodes", "node_ids", "node_pool", "command", "env", "ready_log_line",
                "capabilities", "config", "config_env_prefix", "description", "ports", "metadata_log", "service"}
 
 
@@ -61,6 +61,7 @@ class DistributionSpec:
     ports: str = "any"                 # "contiguous": consecutive host ports in node id order
     metadata_log: bool = False         # the nodes keep a KRaft __cluster_metadata-0 log under log.dirs
     services: tuple[ServiceSpec, ...] = ()   # [[service]]: containers started before the brokers
+    node_pool: bool = False            # node_ids is a pool: a scenario's cluster runs the first ones it needs
 
     @property
     def zookeeper(self) -> ServiceSpec | None:
@@ -121,6 +122,12 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
         raise _err(path, "env", f"layout single-node with {len(node_ids)} node ids: the one process listens on one "
                                 f"port per node id; pass them with {{ports}} (comma separated, in the order of {{node_ids}}) "
                                 f"in env or command")
+    pool = doc.get("node_pool", False)
+    if not isinstance(pool, bool):
+        raise _err(path, "node_pool", f"{pool!r}: expected true or false")
+    if pool and layout == "single-node":
+        raise _err(path, "node_pool", "layout single-node runs one process serving every node id: it has no pool to "
+                                      "take a scenario's nodes from")
     if layout == "shared-storage" and not any(sv.role == "store" for sv in services):
         raise _err(path, "layout", "shared-storage: stateless brokers keep their data in a store; declare it as a "
                                    "[[service]] (role \"store\") so the harness starts it and can fault it")
@@ -154,7 +161,7 @@ def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> Dist
                             command=command, env=env, ready_log_line=line, capabilities=caps,
                             config={str(k): str(v) for k, v in config.items()}, config_env_prefix=prefix,
                             description=str(doc.get("description", "")), ports=ports,
-                            metadata_log=mlog, services=services)
+                            metadata_log=mlog, services=services, node_pool=pool)
 
 
 def load(path: str | Path, capability_names: tuple[str, ...] = ()) -> DistributionSpec:
@@ -294,8 +301,12 @@ class FileDistribution(Distribution):
         return NodePlan(command, env, {})
 
     def broker_ids(self, requested: int) -> list[int]:
+        """The node ids a cluster of ``requested`` brokers runs: every declared one, or with ``node_pool``
+        the first ``requested`` of them (all when the pool is smaller: the scenario is then NOT-APPLICABLE,
+        Scenario.not_applicable)."""
         # consecutive ports go to the nodes in node id order
-        return sorted(self.spec.node_ids) if self.contiguous_ports else list(self.spec.node_ids)
+        ids = sorted(self.spec.node_ids) if self.contiguous_ports else list(self.spec.node_ids)
+        return ids[:max(1, requested)] if self.spec.node_pool else ids
 
     def check_image(self, image) -> None:
         return None

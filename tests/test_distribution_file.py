@@ -73,6 +73,8 @@ def test_templates_are_filled_per_node(tmp_path):
     ("name = 'v'\nimage = 'x'\nports = 'sequential'", "ports", "any, contiguous"),
     ("name = 'v'\nimage = 'x'\nmetadata_log = 'yes'", "metadata_log", "true or false"),
     ("name = 'v'\nimage = 'x'\nmetadata_log = true", "metadata_log", "log.dirs"),
+    ("name = 'v'\nimage = 'x'\nnode_pool = 'yes'", "node_pool", "true or false"),
+    ("name = 'v'\nimage = 'x'\nlayout = 'single-node'\nnode_pool = true", "node_pool", "no pool"),
 ])
 def test_errors_name_the_file_and_the_key(tmp_path, text, key, words):
     p = write(tmp_path, text)
@@ -159,6 +161,24 @@ def test_scenarios_needing_more_brokers_than_declared_are_not_applicable(tmp_pat
     assert s3.not_applicable(None, three) is None
     # the Apache adapters run as many brokers as a scenario asks: unchanged
     assert s.not_applicable("4.1.2", distributions.get("apache-kraft")) is None
+
+
+def test_a_node_pool_gives_each_scenario_the_first_ids_it_needs(tmp_path):
+    """node_pool = true: node_ids is a pool; a cluster of N brokers runs the first N ids (the built-in
+    adapters' 1..N), so scenarios needing 4 or 5 brokers apply while the pool has them."""
+    pool = FileDistribution(write(tmp_path, GOOD.replace("node_ids = [11, 12, 13]",
+                                                         "node_ids = [11, 12, 13, 14, 15]\nnode_pool = true")))
+    assert pool.broker_ids(3) == [11, 12, 13] and pool.broker_ids(5) == [11, 12, 13, 14, 15]
+    assert pool.broker_ids(7) == [11, 12, 13, 14, 15]          # more than the pool: every id, and ...
+    four = next(s for s in SCENARIOS if s.name == "acks.aall_minisr2")      # 4 brokers, replication factor 3
+    five = next(s for s in SCENARIOS if s.name == "unclean.all_isr_dead")
+    assert four.not_applicable(None, pool) is None and five.brokers == 5 and five.not_applicable(None, pool) is None
+    small = FileDistribution(write(tmp_path, GOOD.replace("node_ids = [11, 12, 13]",
+                                                          "node_ids = [11, 12, 13, 14]\nnode_pool = true")))
+    assert four.not_applicable(None, small) is None
+    assert five.not_applicable(None, small).startswith("needs 5 brokers")   # ... NOT-APPLICABLE past it
+    fixed = FileDistribution(write(tmp_path, GOOD.replace("node_ids = [11, 12, 13]", "node_ids = [11, 12, 13, 14, 15]")))
+    assert fixed.broker_ids(3) == [11, 12, 13, 14, 15]          # without node_pool every declared id runs
 
 
 EXAMPLE3 = EXAMPLE.with_name("kfake-3.toml")
