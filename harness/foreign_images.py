@@ -63,13 +63,27 @@ class ForeignBuild:
     seconds: float
 
 
-def _go() -> str:
-    for g in GO_CANDIDATES:
-        path = shutil.which(g) or (g if os.access(g, os.X_OK) else None)
+def _docker_build(ctxp: Path, tag: str, t0: float) -> ForeignBuild:
+    """``docker build`` of the context ``ctxp`` as ``tag`` (no BuildKit: no registry, nothing pulled)."""
+    res = subprocess.run(["docker", "build", "-q", "-t", tag, str(ctxp)], capture_output=True, text=True,
+                         env={**os.environ, "DOCKER_BUILDKIT": "0"})
+    if res.returncode != 0:
+        raise HarnessError(f"docker build of {tag} failed: {res.stderr.strip()[-400:]}")
+    return ForeignBuild(tag, find_image(tag).id, False, time.monotonic() - t0)
+
+
+def _tool(candidates, missing: str) -> str:
+    """The first of ``candidates`` (a name on PATH or an executable path); HarnessError ``missing`` if none."""
+    for c in candidates:
+        path = shutil.which(c) or (c if os.access(c, os.X_OK) else None)
         if path:
             return path
-    raise HarnessError("Go is not installed (looked for `go` on PATH and /usr/local/go/bin/go); "
-                       "kfake is built from its Go module")
+    raise HarnessError(missing)
+
+
+def _go() -> str:
+    return _tool(GO_CANDIDATES, "Go is not installed (looked for `go` on PATH and /usr/local/go/bin/go); "
+                                "kfake is built from its Go module")
 
 
 def _sources_hash(base_id: str, src: Path = KFAKE_SRC) -> str:
@@ -112,12 +126,7 @@ def build_kfake(force: bool = False) -> ForeignBuild:
         if res.returncode != 0:
             raise HarnessError(f"go build of brokers/kfake failed: {res.stderr.strip()[-400:]}")
         (ctxp / "Dockerfile").write_text(kfake_dockerfile(want))
-        res = subprocess.run(["docker", "build", "-q", "-t", KFAKE_TAG, str(ctxp)], capture_output=True, text=True,
-                             env={**os.environ, "DOCKER_BUILDKIT": "0"})
-        if res.returncode != 0:
-            raise HarnessError(f"docker build of {KFAKE_TAG} failed: {res.stderr.strip()[-400:]}")
-    img = find_image(KFAKE_TAG)
-    return ForeignBuild(KFAKE_TAG, img.id, False, time.monotonic() - t0)
+        return _docker_build(ctxp, KFAKE_TAG, t0)
 
 
 def kroxylicious_dockerfile(base_tag: str, input_hash: str) -> str:
@@ -159,12 +168,7 @@ def build_kroxylicious(kafka_version: str = KROXY_KAFKA, force: bool = False) ->
         shutil.copy(jar, ctxp / "kroxylicious-broker.jar")
         shutil.copy(KROXY_SRC / "kroxy-node.sh", ctxp / "kroxy-node.sh")
         (ctxp / "Dockerfile").write_text(kroxylicious_dockerfile(base.tag, want))
-        res = subprocess.run(["docker", "build", "-q", "-t", tag, str(ctxp)], capture_output=True, text=True,
-                             env={**os.environ, "DOCKER_BUILDKIT": "0"})
-        if res.returncode != 0:
-            raise HarnessError(f"docker build of {tag} failed: {res.stderr.strip()[-400:]}")
-    img = find_image(tag)
-    return ForeignBuild(tag, img.id, False, time.monotonic() - t0)
+        return _docker_build(ctxp, tag, t0)
 
 
 # -- Tansu and its store ---------------------------------------------------------------------------
@@ -173,12 +177,8 @@ def tansu_tag(version: str = TANSU_VERSION) -> str:
 
 
 def _cargo() -> str:
-    for c in CARGO_CANDIDATES:
-        path = shutil.which(c) or (c if os.access(c, os.X_OK) else None)
-        if path:
-            return path
-    raise HarnessError("cargo is not installed (looked for `cargo` on PATH and ~/.cargo/bin/cargo); Tansu is "
-                       "built from its crate on crates.io")
+    return _tool(CARGO_CANDIDATES, "cargo is not installed (looked for `cargo` on PATH and ~/.cargo/bin/cargo); "
+                                   "Tansu is built from its crate on crates.io")
 
 
 def tansu_root(version: str = TANSU_VERSION) -> Path:
@@ -245,12 +245,7 @@ def _image_from(tag: str, files: dict[str, Path], dockerfile, want: str, force: 
         for name, path in files.items():
             shutil.copy(path, ctxp / name)
         (ctxp / "Dockerfile").write_text(dockerfile(want))
-        res = subprocess.run(["docker", "build", "-q", "-t", tag, str(ctxp)], capture_output=True, text=True,
-                             env={**os.environ, "DOCKER_BUILDKIT": "0"})
-        if res.returncode != 0:
-            raise HarnessError(f"docker build of {tag} failed: {res.stderr.strip()[-400:]}")
-    img = find_image(tag)
-    return ForeignBuild(tag, img.id, False, time.monotonic() - t0)
+        return _docker_build(ctxp, tag, t0)
 
 
 def build_tansu(version: str = TANSU_VERSION, force: bool = False) -> ForeignBuild:
