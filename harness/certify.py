@@ -287,18 +287,26 @@ def _preflight(subject: Subject, image: str, out_dir: Path, started_at: str):
     pf = preflight(subject.distribution, image)
     _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
     if not pf.ok:
-        cert = {"schema_version": CERTIFICATE_SCHEMA, "kind": "kafka-chaos certificate",
-                "overall": INCOMPATIBLE, "overall_reason": pf.line, "exit_code": EXIT_INCOMPATIBLE,
-                "subject": subject.to_dict(), "started_at": started_at, "finished_at": _iso_now(),
-                "harness": {"version": __version__, **git_facts()}, "preflight": pf.to_dict(),
-                "scope_text": "nothing was decided: the broker does not fit its distribution file", "capabilities": []}
-        (out_dir / "certificate.json").write_text(json.dumps(cert, indent=2) + "\n")
-        _say(f"{INCOMPATIBLE}: {pf.line}; {out_dir / 'certificate.json'}")
-        print(f"{INCOMPATIBLE} {pf.line}")
+        _write_incompatible(out_dir, pf.line, subject, started_at, pf,
+                            "nothing was decided: the broker does not fit its distribution file")
     return pf
 
 
-def _required_not_applicable(plans, required: list[str], subject: Subject, *, image: str, out_dir: Path,
+def _write_incompatible(out_dir: Path, line: str, subject: Subject, started_at: str, pf, scope_text: str,
+                        **extra) -> None:
+    """An INCOMPATIBLE certificate.json (no scenario ran) with its one line, said and printed."""
+    cert = {"schema_version": CERTIFICATE_SCHEMA, "kind": "kafka-chaos certificate",
+            "overall": INCOMPATIBLE, "overall_reason": line, "exit_code": EXIT_INCOMPATIBLE,
+            "subject": subject.to_dict(), **extra, "started_at": started_at, "finished_at": _iso_now(),
+            "harness": {"version": __version__, **git_facts()},
+            **({"preflight": pf.to_dict()} if pf is not None else {}),
+            "scope_text": scope_text, "capabilities": []}
+    (out_dir / "certificate.json").write_text(json.dumps(cert, indent=2) + "\n")
+    _say(f"{INCOMPATIBLE}: {line}; {out_dir / 'certificate.json'}")
+    print(f"{INCOMPATIBLE} {line}")
+
+
+def _required_not_applicable(plans, required: list[str], subject: Subject, *, out_dir: Path,
                               started_at: str, profile: str, pf) -> bool:
     """A ``--require``'d capability that cannot apply to this broker (its plan is NOT-APPLICABLE, or
     none of its scenarios applies) makes the certificate INCOMPATIBLE at once, with that reason, and
@@ -310,17 +318,9 @@ def _required_not_applicable(plans, required: list[str], subject: Subject, *, im
     if not missing:
         return False
     line = "; ".join(f"required capability {n} is not applicable: {why}" for n, why in missing)
-    cert = {"schema_version": CERTIFICATE_SCHEMA, "kind": "kafka-chaos certificate",
-            "overall": INCOMPATIBLE, "overall_reason": line, "exit_code": EXIT_INCOMPATIBLE,
-            "subject": subject.to_dict(), "profile": profile, "started_at": started_at, "finished_at": _iso_now(),
-            "harness": {"version": __version__, **git_facts()}, "required": required,
-            "not_applicable": [{"name": n, "reason": why} for n, why in missing],
-            "scope_text": "nothing was run: a required capability cannot apply to this broker", "capabilities": []}
-    if pf is not None:
-        cert["preflight"] = pf.to_dict()
-    (out_dir / "certificate.json").write_text(json.dumps(cert, indent=2) + "\n")
-    _say(f"{INCOMPATIBLE}: {line}; {out_dir / 'certificate.json'} ({image})")
-    print(f"{INCOMPATIBLE} {line}")
+    _write_incompatible(out_dir, line, subject, started_at, pf,
+                        "nothing was run: a required capability cannot apply to this broker", profile=profile,
+                        required=required, not_applicable=[{"name": n, "reason": why} for n, why in missing])
     return True
 
 
@@ -362,7 +362,7 @@ def cmd_certify(args) -> int:
             return EXIT_INCOMPATIBLE
     plans = plan(SCENARIOS, subject, selected, only, advertised_apis=pf.api_keys if pf else None)
     todo = [(cp, sp) for cp in plans for sp in cp.applicable]
-    if required and _required_not_applicable(plans, required, subject, image=info.tag, out_dir=out_dir,
+    if required and _required_not_applicable(plans, required, subject, out_dir=out_dir,
                                              started_at=started_at, profile=profile, pf=pf):
         return EXIT_INCOMPATIBLE
     if args.merge and args.shard:
