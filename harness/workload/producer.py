@@ -21,6 +21,7 @@ from typing import Callable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from .client_threads import create_niced, nice_increment
 from .config import WorkloadConfig
 from .implicit_ack import IMPLICIT_UNCONFIRMED, EosLog, ImplicitAcks
 from .outcomes import FAIL, INFO, classify_delivery_error, error_name, msg_leader_epoch, single_attempt
@@ -149,7 +150,8 @@ class ProducerProcess:
                 "client.implicit_ack", process=self.name, topic=self.cfg.topic, instance=instance, **kw))
             conf["logger"] = EosLog(client_logger(), self._acks)
             conf.setdefault("debug", "eos")
-        return Producer(with_logger(conf))
+        # librdkafka's threads at a lower priority: they busy-loop while a leader is down (client_threads.py)
+        return create_niced(lambda: Producer(with_logger(conf)))
 
     def _check_stall(self, producer: Producer) -> None:
         """At most once a second: sends outstanding and no completion for ``stall_bound_s`` while the
@@ -210,7 +212,8 @@ class ProducerProcess:
     def _run(self) -> None:
         cfg = self.cfg
         self.emit("client.config", process=self.name, role="producer",
-                  config={k: v for k, v in self.settings.items() if k != "bootstrap.servers"})
+                  config={k: v for k, v in self.settings.items() if k != "bootstrap.servers"},
+                  threads_nice=nice_increment())
         producer = self._new_producer()
         self.life("started", None, instance=0)
         parts = cfg.partition_ids

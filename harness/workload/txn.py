@@ -24,6 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from harness.clientlog import with_logger
 
+from .client_threads import create_niced, nice_increment
 from .config import partition_ids
 from .consumer import ClientThread, consumer_settings
 from .outcomes import count_error, error_name
@@ -160,8 +161,9 @@ class TxnProducerProcess:
 
     def _new_producer(self, first: bool) -> Producer:
         self.emit("client.config", process=self.name, role="producer",
-                  config={k: v for k, v in self.settings.items() if k != "bootstrap.servers"})
-        p = Producer(with_logger(dict(self.settings)))
+                  config={k: v for k, v in self.settings.items() if k != "bootstrap.servers"},
+                  threads_nice=nice_increment())
+        p = create_niced(lambda: Producer(with_logger(dict(self.settings))))   # client_threads.py
         deadline = time.monotonic() + 2 * self.cfg.op_timeout_s
         while True:
             try:
