@@ -94,6 +94,7 @@ class Checker(WriteJudge, TopicJudge):
         self.owner: dict[int, int] = {}
         self.unpaired: tuple | None = None   # (broker, zxid, source) of a /controller creation without its epoch yet
         self.epoch_start: dict[int, int] = {}
+        self.epoch_first_write: dict[int, int] = {}   # epoch -> snapshot index at its first controller write
         self.lo: dict[int, int] = {}
         self.epoch_gap = False
         # brokers (the controller's possible views)

@@ -27,7 +27,8 @@ if TYPE_CHECKING:   # pragma: no cover
 class _WriteCtx(Record):
     """The context of one controller write (``WriteJudge._write_ctx``)."""
 
-    __slots__ = ("rs", "trs", "trs_must_be_in_isr", "removable", "deleting", "unclean", "failover_block")
+    __slots__ = ("rs", "trs", "trs_must_be_in_isr", "removable", "deleting", "unclean", "failover_block",
+                 "failover_maybe")
     rs: tuple
     trs: tuple | None            # reassignment target when a reassignment/cancel/reorder is in flight
     trs_must_be_in_isr: bool
@@ -35,6 +36,7 @@ class _WriteCtx(Record):
     deleting: bool
     unclean: bool
     failover_block: bool         # D12: the leader was dead before this controller was elected
+    failover_maybe: bool         # D12 or not: the leader registered again after that election (below)
 
 
 _EMPTY: frozenset = frozenset()
@@ -78,15 +80,25 @@ class WriteJudge:
         grants = self.unclean_grants
         unclean = (self.unclean_topic.get(topic, self.unclean_default)
                    or bool(grants and (tp in grants or (topic, None) in grants)))
-        fb = False
+        fb = maybe = False
+        first = self.epoch_first_write.setdefault(ce, len(self.snaps) - 1)
         if self.apache and prev.leader != NO_LEADER:
             start = self.epoch_start.get(ce)
             if start is not None:
                 # D12: the leader was already dead when this controller initialized, and has not come
                 # back since (had it, the controller would have seen it live and failover would not apply).
                 L = prev.leader
-                fb = (L in self.seen_brokers and L not in self.snaps[start]
-                      and self.last_registered.get(L, -1) < start)
+                if L in self.seen_brokers and L not in self.snaps[start]:
+                    back = self.last_registered.get(L, -1)
+                    fb = back < start
+                    # It registered again after the election: the new controller reads /brokers/ids
+                    # after its election, before its first write (§2.4 step 4, KC:951
+                    # initializeControllerContext), so it may have found the leader dead (step 7:
+                    # leader=-1 first, then the election of step 8) or live (no failover write).
+                    # A registration after its first write came after that read. Seen on 3.9.2:
+                    # restart.kill_all, controller elected at zxid 134, the old leader registered at
+                    # 135, the leader=-1 write at 136.
+                    maybe = not fb and back <= first
         # slot stores, not the constructor (a Python-level call): this runs per controller write
         c = new_record(_WriteCtx)
         c.rs = rs
@@ -96,6 +108,7 @@ class WriteJudge:
         c.deleting = topic in self.deleting
         c.unclean = unclean
         c.failover_block = fb
+        c.failover_maybe = maybe
         return c
 
     def _outcomes(self, prev: Obs, c: _WriteCtx, reg: frozenset, sd: frozenset) -> list[tuple]:
@@ -323,6 +336,8 @@ class WriteJudge:
         if c is None:
             return
         ctxs = (c, c._replace(deleting=False)) if pending else (c,)
+        if c.failover_maybe:
+            ctxs += tuple(cx._replace(failover_block=True) for cx in ctxs)
         if not self.apache:
             # Compatible profile: no D-rule is reported, but the Apache explanation of the write (if
             # any) still advances the controller's view frontier, which H19 relies on.

@@ -429,3 +429,28 @@ def test_noop_partition_of_a_reassignment_bumps_after_other_partitions_topic_wri
     assert_pass(h)
     h.state("t", 1, 2, 2, (2, 3, 1), 2)                  # another bump of p1: no cause left
     assert_rule(h, "D7")
+
+
+def test_d12_when_the_dead_leader_registers_again_right_after_the_new_controller_was_elected():
+    """restart.kill_all on 3.9.2: every broker killed, sessions expired; broker 2 came back and became
+    controller, the old leader 1 registered one zxid later, and the controller still found it dead
+    (it reads /brokers/ids after its election): leader=-1 for each dead replica, then the election."""
+    h = started_history(controller=1)
+    h.broker(1, up=False).broker(2, up=False).broker(3, up=False).controller_gone()
+    h.broker(2)
+    h.controller(2, 2)
+    h.broker(1)                                              # after the election, before the writes
+    h.state("t", 0, -1, 1, (2, 3), 1, ce=2)                  # §2.4 step 7: OfflineReplica(1), the leader
+    h.state("t", 0, -1, 2, (2,), 2, ce=2)                    # OfflineReplica(3)
+    h.state("t", 0, 2, 3, (2,), 3, ce=2)                     # step 8: the offline election
+    assert_pass(h)
+
+
+def test_a_leader_back_before_the_new_controller_was_elected_is_live_to_it_d1():
+    h = started_history(controller=1)
+    h.broker(1, up=False).broker(2, up=False).broker(3, up=False).controller_gone()
+    h.broker(2)
+    h.broker(1)                                              # registered before the election
+    h.controller(2, 2)
+    h.state("t", 0, -1, 1, (2, 3), 1, ce=2)                  # yet treated as dead: not Apache
+    assert_rule(h, "D1")

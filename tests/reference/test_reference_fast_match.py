@@ -37,7 +37,8 @@ def test_explains_matches_outcomes():
         rs = _ordered(rng, BROKERS, 1)
         trs = None if rng.random() < 0.5 else _ordered(rng, BROKERS, 1)
         c = _WriteCtx(rs, trs, rng.random() < 0.5, frozenset(_ordered(rng, BROKERS)) if rng.random() < 0.3
-                      else frozenset(), rng.random() < 0.15, rng.random() < 0.3, rng.random() < 0.15)
+                      else frozenset(), rng.random() < 0.15, rng.random() < 0.3, rng.random() < 0.15,
+                      False)   # failover_maybe: read by _check_controller_write only
         reg = rng.choice(sets)
         sd = rng.choice(sets) if rng.random() < 0.3 else frozenset()
         for chk in checkers:
