@@ -106,6 +106,8 @@ class GroupMemberProcess(ClientThread):
         self._op = 0
         self.generation: int | None = None
         self.assigned = False           # it got partitions of the topic at least once
+        self.owned_now: frozenset = frozenset()   # the topic's partitions it owns now (set by its thread)
+        self.commits_at_assign = 0      # its commits when it got its current partitions
         self.thread = threading.Thread(target=self._main, name=f"group-member-{name}", daemon=True)
 
     # -- control
@@ -173,6 +175,7 @@ class GroupMemberProcess(ClientThread):
             self.generation = meta["generation"] if cfg.group_protocol == "classic" else None
             epoch = {} if cfg.group_protocol == "classic" else {"member_epoch": meta["generation"]}
             owned.update(tp.partition for tp in ps if tp.topic == topic)
+            self.owned_now, self.commits_at_assign = frozenset(owned), self.commits
             self.assigned = self.assigned or any(tp.topic == topic for tp in ps)
             emit("group.assign", process=name, group=group, generation=self.generation,
                  member_id=meta["member_id"], protocol=cfg.group_protocol, partitions=parts(ps), **epoch)
@@ -184,6 +187,7 @@ class GroupMemberProcess(ClientThread):
             for p in gone:
                 done.pop(p, None)
             owned.difference_update(gone)
+            self.owned_now = frozenset(owned)
             emit("group.revoke", process=name, group=group, generation=self.generation, partitions=parts(ps),
                  lost=lost)
 
@@ -241,6 +245,28 @@ class GroupWorkload(Workload):
             if c.error is not None:
                 raise HarnessError(f"group member {c.name} ended before the group formed: {c.error}")
         return all(c.assigned and c.commits > 0 for c in self.consumers)
+
+    def taken_over(self, gone: str) -> bool:
+        """Member ``gone`` (``m1`` or with the prefix) has ended, and the members still running own every
+        partition of the topic between them, each having committed since it got its current ones: the
+        group rebalanced without it and consumes again. A member ending meanwhile raises HarnessError
+        (as in :meth:`formed`)."""
+        full = {c.name: c for c in self.consumers}
+        g = full.get(gone) or full.get(self.config.process_prefix + gone)
+        if g is None:
+            raise LookupError(f"no member {gone!r}")
+        others = [c for c in self.consumers if c is not g]
+        for c in others:
+            if c.error is not None:
+                raise HarnessError(f"group member {c.name} ended while the group took over from {g.name}: {c.error}")
+        if g.thread.is_alive():
+            return False
+        owned: set[int] = set()
+        for c in others:
+            if c.owned_now and c.commits <= c.commits_at_assign:
+                return False
+            owned |= c.owned_now
+        return owned >= set(self.config.partition_ids)
 
     def formation_bound_s(self, broker_config: dict) -> float:
         """How long forming the group may take, from the broker's own settings: its initial rebalance delay

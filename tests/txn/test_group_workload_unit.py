@@ -5,6 +5,8 @@ of the groups checker, and the coverage need ``committed_txns``."""
 from __future__ import annotations
 
 import struct
+import threading
+import time
 
 import pytest
 
@@ -121,3 +123,31 @@ def test_the_formation_bound_comes_from_the_brokers_group_settings():
     assert kip848.formation_bound_s({"group.initial.rebalance.delay.ms": "0",
                                      "group.consumer.session.timeout.ms": "10000"}) == 40.0
     assert kip848.formation_bound_s({}) == 78.0                      # defaults: 3 s + 45 s
+
+
+def test_taken_over_needs_the_member_ended_every_partition_owned_and_fresh_commits():
+    """What groups.member_kill waits for instead of a fixed 30 s (threads never started here: the
+    fields their callbacks set are set by hand)."""
+    w = make_workload("127.0.0.1:1", {"kind": "group", "topic": "grp", "partitions": 6, "members": 3},
+                      lambda *a, **k: None)
+    m0, m1, m2 = w.consumers
+    assert not w.taken_over("m1")                  # nobody owns anything (m1's thread never ran)
+    m0.owned_now, m2.owned_now = frozenset({0, 1, 2}), frozenset({3, 4})
+    m0.commits_at_assign = m2.commits_at_assign = 4
+    m0.commits, m2.commits = 5, 5
+    assert not w.taken_over("m1")                  # partition 5 has no owner yet
+    m2.owned_now = frozenset({3, 4, 5})
+    assert w.taken_over("m1")
+    m2.commits = 4
+    assert not w.taken_over("m1")                  # m2 has not committed since its new assignment
+    m2.commits = 6
+    m1.thread = threading.Thread(target=lambda: time.sleep(0.3))
+    m1.thread.start()
+    assert not w.taken_over("m1")                  # m1 still running
+    m1.thread.join()
+    assert w.taken_over("m1")
+    m0.error = "KafkaException: boom"
+    with pytest.raises(HarnessError, match="m0 ended while the group took over from m1"):
+        w.taken_over("m1")
+    with pytest.raises(LookupError):
+        w.taken_over("m7")
