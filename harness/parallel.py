@@ -164,7 +164,7 @@ def run_children(jobs: list[Job], workers: int, runs_dir: str,
         while pending or running:
             while pending and len(running) < workers:
                 start(*pending.pop(0))
-            time.sleep(0.5)
+            time.sleep(0.1)      # a slot freed is filled within 0.1 s (0.5 s left it idle 0.25 s per scenario on average)
             for c in [c for c in running if c.proc.poll() is not None]:
                 running.remove(c)
                 reap(c)
