@@ -32,11 +32,6 @@ from reference import versions
 from .common import T, state
 
 WINDOW_S = 6.0   # how long the ISR stays below min ISR
-# replica.lag.time.max.ms of these scenarios: 3 s instead of the test clusters' 5 s. What they test is the
-# producer's answers while the ISR is the leader alone (§5.12, §5.13), not how long the leader takes to
-# notice paused followers (§5.7, isr.* tests that); the shrink comes 3-4.5 s after the pause instead of
-# 5-7.5 s (the leader checks every lag/2). Measured on 3.9.2 at --parallel 1: 21-23 s runs before.
-LAG_CONFIG = {"replica.lag.time.max.ms": "3000"}
 BROKERS = 4
 # broker 3 holds no replica: in KRaft it is the voter that keeps the quorum while 2 and 4 are paused
 ASSIGN = {0: [1, 2, 4], 1: [2, 4, 1], 2: [4, 1, 2]}
@@ -160,7 +155,7 @@ def _matrix() -> list[Scenario]:
                 f"acks.a{acks}_minisr{min_isr}",
                 f"acks={acks}, min.insync.replicas={min_isr}, ISR shrunk to the leader alone (seed 001, §5.12)",
                 _shrink_below_min_isr(acks, min_isr), tags=("conformance", "chaos"),
-                broker_config={"min.insync.replicas": str(min_isr), **LAG_CONFIG}, brokers=BROKERS,
+                broker_config={"min.insync.replicas": str(min_isr)}, brokers=BROKERS,
                 topics=[TopicSpec(T, 1, 3, assignment={0: ASSIGN[0]})], workload=_workload(acks),
                 max_duration_s=150, kraft=True))
     return out
@@ -181,7 +176,7 @@ SCENARIOS: list[Scenario] = _matrix() + [
     Scenario("acks.all_below_min_isr", "idempotent acks=all with min.insync.replicas=2 while the ISR is the "
              "leader alone (refusals retried until the delivery timeout)",
              _acks_below_min_isr, tags=("conformance", "chaos"),
-             broker_config={"min.insync.replicas": "2", **LAG_CONFIG}, brokers=BROKERS, kraft=True,
+             broker_config={"min.insync.replicas": "2"}, brokers=BROKERS, kraft=True,
              topics=[TopicSpec(T, 3, 3, assignment=ASSIGN)],
              # the delivery timeout outlasts the window: a timed-out message makes librdkafka bump the
              # producer epoch and may duplicate in-flight messages (librdkafka #4953), which would
