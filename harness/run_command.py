@@ -15,7 +15,7 @@ from suites.catalog import SUITES, scenarios_for
 from . import distributions, images
 from .errors import HarnessError
 from .options import add_distribution_file_arg, add_layout_arg, config_args, config_pairs, distribution_args
-from .parallel import Job, run_parallel
+from .parallel import GATE_ENV, Job, run_parallel
 from .replay import plan_replay
 from .runner import RunOutcome, execute
 from .scenario import Scenario
@@ -76,9 +76,21 @@ def add_parser(sub) -> None:
     r.set_defaults(func=cmd_run)
 
 
+def wait_at_gate() -> bool:
+    """A child of ``--parallel`` started ahead (``$KAFKA_CHAOS_START_GATE=stdin``, harness/parallel.py):
+    wait, with everything imported and the image resolved, for the parent's "go" on stdin; False when
+    the parent closed it instead (interrupted, or gone): nothing is to run. True at once otherwise."""
+    if os.environ.get(GATE_ENV) != "stdin":
+        return True
+    return sys.stdin.readline().strip() == "go"
+
+
 def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str, endpoint: str | None = None) -> int:
     """Execute (scenario, execute-kwargs) jobs in order with a progress line each; the exit code.
     Each finished record is published to an ``s3://`` runs dir at once (harness/storage.py)."""
+    if not wait_at_gate():
+        _say("not started: the parallel run that started this process ahead ended first")
+        return 2
     pub = Publisher(runs_dir, endpoint)
     outcomes: list[RunOutcome] = []
     for n, (s, kw) in enumerate(jobs, 1):
