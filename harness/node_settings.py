@@ -17,7 +17,10 @@ ZK_CLIENT_PORT = 2181
 # Test-friendly defaults: failures are detected in seconds, not the production 18 s / 30 s.
 DEFAULT_BROKER_CONFIG: dict[str, str] = {
     "zookeeper.session.timeout.ms": "6000",
-    "zookeeper.connection.timeout.ms": "10000",
+    # only the broker's start waits this long for ZooKeeper (Kafka's ZooKeeperClient constructor; a
+    # session re-initialized later retries without a bound): a 3-node ensemble starting beside two
+    # clusters' JVMs once had no leader within 10 s (zookeeper.kill_leader, certify --parallel 2)
+    "zookeeper.connection.timeout.ms": "30000",
     "replica.lag.time.max.ms": "5000",
     "controlled.shutdown.enable": "true",
     "controlled.shutdown.max.retries": "3",
