@@ -40,7 +40,7 @@ RULES: dict[str, tuple[str, str]] = {
     "D9": ("§5.8", "a leader expands the ISR one replica at a time"),
     "D10": ("§5.2", "broker failure: elections, then one ISR-removal write per dead follower"),
     "D11": ("§2.2", "controller epoch +1 per election"),
-    "D12": ("§2.5", "failover: leader dead before the new controller → leader=-1 write, then election"),
+    "D12": ("§2.5", "failover: leader dead before the new controller read /brokers/ids → leader=-1 write, then election"),
     "D15": ("§7.1", "reassignment encoding RS' = distinct(T ++ ORS), AR/RR in RS' order"),
     "D16": ("§7.5", "reassignment LE accounting (A1, B3, B4)"),
 }
