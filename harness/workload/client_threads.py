@@ -13,8 +13,8 @@ in a loop. On a 2-core host that spin takes the CPU from the brokers under test 
 fault windows (a broker scenario's fault is what makes a leader go away).
 
 The fix here leaves the client and its load as they are: the producer is created in a short-lived
-thread whose nice value is raised by :data:`NICE` (``$KAFKA_CHAOS_PRODUCER_NICE``, 0: off); the
-threads librdkafka starts (``rdk:main``, then the broker threads ``rdk:main`` creates) inherit it,
+thread whose nice value is raised by :func:`nice_increment` (``$KAFKA_CHAOS_PRODUCER_NICE``, 10 when
+unset; 0: off); the threads librdkafka starts (``rdk:main``, then the broker threads ``rdk:main`` creates) inherit it,
 on Linux, where nice is per thread. The Python thread that paces the sends, polls and records
 completions keeps its priority. With two CPU hogs beside it the spinning threads' CPU over the same
 kill fell from 5.3 s to 1.0 s, and the steady-state send latency (p50 7-8 ms) did not change.
@@ -71,30 +71,3 @@ def create_niced(make: Callable[[], T], increment: int | None = None) -> T:
         raise box["error"]
     return box["value"]
 
-
-def thread_nice(tid: int) -> int | None:
-    """The nice value of thread ``tid`` of this process (``/proc``), None when unreadable."""
-    try:
-        with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as f:
-            s = f.read()
-        return int(s[s.rindex(")") + 2:].split()[16])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def threads_named(prefix: str) -> dict[int, str]:
-    """Threads of this process whose name starts with ``prefix``: {tid: name} (Linux ``/proc``)."""
-    out: dict[int, str] = {}
-    try:
-        tids = os.listdir("/proc/self/task")
-    except OSError:
-        return out
-    for t in tids:
-        try:
-            with open(f"/proc/self/task/{t}/comm", encoding="utf-8", errors="replace") as f:
-                name = f.read().strip()
-        except OSError:
-            continue
-        if name.startswith(prefix):
-            out[int(t)] = name
-    return out

@@ -246,15 +246,20 @@ class GroupWorkload(Workload):
                 raise HarnessError(f"group member {c.name} ended before the group formed: {c.error}")
         return all(c.assigned and c.commits > 0 for c in self.consumers)
 
+    def _member(self, name: str) -> GroupMemberProcess:
+        """Member ``name`` (``m1`` or with the prefix); LookupError naming the members when there is none."""
+        procs = {c.name: c for c in self.consumers}
+        proc = procs.get(name) or procs.get(self.config.process_prefix + name)
+        if proc is None:
+            raise LookupError(f"no member {name!r}; the group has {', '.join(sorted(procs))}")
+        return proc
+
     def taken_over(self, gone: str) -> bool:
         """Member ``gone`` (``m1`` or with the prefix) has ended, and the members still running own every
         partition of the topic between them, each having committed since it got its current ones: the
         group rebalanced without it and consumes again. A member ending meanwhile raises HarnessError
         (as in :meth:`formed`)."""
-        full = {c.name: c for c in self.consumers}
-        g = full.get(gone) or full.get(self.config.process_prefix + gone)
-        if g is None:
-            raise LookupError(f"no member {gone!r}")
+        g = self._member(gone)
         others = [c for c in self.consumers if c is not g]
         for c in others:
             if c.error is not None:
@@ -283,10 +288,7 @@ class GroupWorkload(Workload):
 
     def pause_member(self, target: str, seconds: float) -> str:
         """Stop member ``target`` (``m1`` or with the prefix) from polling for ``seconds``."""
-        procs = {c.name: c for c in self.consumers}
-        proc = procs.get(target) or procs.get(self.config.process_prefix + target)
-        if proc is None:
-            raise LookupError(f"no member {target!r}; the group has {', '.join(sorted(procs))}")
+        proc = self._member(target)
         proc.pause(seconds)
         self.emit("group.member_paused", process=proc.name, group=self.config.group, seconds=seconds)
         return proc.name

@@ -17,10 +17,38 @@ from harness.workload import client_threads as ct
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
 
 
+def thread_nice(tid: int) -> int | None:
+    """The nice value of thread ``tid`` of this process (``/proc``), None when unreadable."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as f:
+            s = f.read()
+        return int(s[s.rindex(")") + 2:].split()[16])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def threads_named(prefix: str) -> dict[int, str]:
+    """Threads of this process whose name starts with ``prefix``: {tid: name} (Linux ``/proc``)."""
+    out: dict[int, str] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for t in tids:
+        try:
+            with open(f"/proc/self/task/{t}/comm", encoding="utf-8", errors="replace") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if name.startswith(prefix):
+            out[int(t)] = name
+    return out
+
+
 def _rdk_threads(before: set[int], timeout_s: float = 5.0) -> dict[int, str]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        new = {t: n for t, n in ct.threads_named("rdk:").items() if t not in before}
+        new = {t: n for t, n in threads_named("rdk:").items() if t not in before}
         if new:
             return new
         time.sleep(0.05)
@@ -29,15 +57,15 @@ def _rdk_threads(before: set[int], timeout_s: float = 5.0) -> dict[int, str]:
 
 def test_the_producers_threads_inherit_the_higher_nice_and_the_caller_keeps_its_own():
     mine = os.getpriority(os.PRIO_PROCESS, 0)
-    before = set(ct.threads_named("rdk:"))
+    before = set(threads_named("rdk:"))
     p = ct.create_niced(lambda: Producer({"bootstrap.servers": "127.0.0.1:9", "linger.ms": 5}), 7)
     try:
         threads = _rdk_threads(before)
         assert any(n == "rdk:main" for n in threads.values()), threads
-        nices = {n: ct.thread_nice(t) for t, n in threads.items()}
+        nices = {n: thread_nice(t) for t, n in threads.items()}
         assert all(v == min(19, mine + 7) for v in nices.values()), nices
         assert os.getpriority(os.PRIO_PROCESS, 0) == mine
-        assert ct.thread_nice(threading.get_native_id()) == mine
+        assert thread_nice(threading.get_native_id()) == mine
     finally:
         p.flush(0)
         del p
