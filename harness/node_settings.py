@@ -22,6 +22,12 @@ DEFAULT_BROKER_CONFIG: dict[str, str] = {
     # clusters' JVMs once had no leader within 10 s (zookeeper.kill_leader, certify --parallel 2)
     "zookeeper.connection.timeout.ms": "30000",
     "replica.lag.time.max.ms": "5000",
+    # how long a broker's request to the controller may stay unanswered (AlterPartition, controlled
+    # shutdown; Kafka's NodeToControllerChannelManager takes it as the request timeout). Kafka's 30 s
+    # default froze every ISR change of a leader whose AlterPartition had gone to a controller paused
+    # past its session, for 30 s after the new controller was elected (docs/scenarios.md, "the acks
+    # matrix"); 10 s keeps it a third of the default, as the session timeout is (6 s of 18 s)
+    "controller.socket.timeout.ms": "10000",
     "controlled.shutdown.enable": "true",
     "controlled.shutdown.max.retries": "3",
     "controlled.shutdown.retry.backoff.ms": "1000",

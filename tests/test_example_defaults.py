@@ -1,0 +1,29 @@
+"""The example distribution files for Apache Kafka say their ``[config]`` table is the harness's own
+defaults for its clusters (harness/node_settings.py): a user who copies one gets the timings the
+scenarios were written for. This keeps them in step when a default changes."""
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from harness.node_settings import DEFAULT_BROKER_CONFIG
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+
+
+@pytest.mark.parametrize("name, zookeeper", [("apache-zk-3.9.toml", True), ("apache-kraft-4.toml", False)])
+def test_an_apache_example_carries_every_harness_default(name, zookeeper):
+    config = tomllib.loads((EXAMPLES / name).read_text())["config"]
+    want = {k: v for k, v in DEFAULT_BROKER_CONFIG.items() if zookeeper or not k.startswith("zookeeper.")}
+    differ = {k: (config.get(k), v) for k, v in want.items() if config.get(k) != v}
+    assert differ == {}, f"{name} [config] differs from DEFAULT_BROKER_CONFIG (file, default): {differ}"
+    if not zookeeper:
+        assert not [k for k in config if k.startswith("zookeeper.")]
+
+
+def test_the_controller_request_timeout_is_below_kafkas_default():
+    # docs/scenarios.md: a broker's AlterPartition to a paused controller froze its ISR changes for the
+    # whole timeout; the harness's clusters give up on it after 10 s, not Kafka's 30 s
+    assert int(DEFAULT_BROKER_CONFIG["controller.socket.timeout.ms"]) == 10000
+    assert int(DEFAULT_BROKER_CONFIG["controller.socket.timeout.ms"]) > int(DEFAULT_BROKER_CONFIG["zookeeper.session.timeout.ms"])
