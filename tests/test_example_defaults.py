@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.node_settings import DEFAULT_BROKER_CONFIG
+from harness.node_settings import DEFAULT_BROKER_CONFIG, DEFAULT_ZK_CONFIG
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
@@ -27,3 +27,17 @@ def test_the_controller_request_timeout_is_below_kafkas_default():
     # whole timeout; the harness's clusters give up on it after 10 s, not Kafka's 30 s
     assert int(DEFAULT_BROKER_CONFIG["controller.socket.timeout.ms"]) == 10000
     assert int(DEFAULT_BROKER_CONFIG["controller.socket.timeout.ms"]) > int(DEFAULT_BROKER_CONFIG["zookeeper.session.timeout.ms"])
+
+
+def test_the_zookeeper_example_carries_the_harness_zookeeper_settings():
+    # its properties are written out in the service's command (KC_CONFIG="key=value ..."); the port
+    # and the log directory are the file's own
+    service = next(s for s in tomllib.loads((EXAMPLES / "apache-zk-3.9.toml").read_text())["service"]
+                   if s["role"] == "zookeeper")
+    script = service["command"][-1]
+    props = dict(line.strip().strip('"').split("=", 1) for line in
+                 script.split('KC_CONFIG="', 1)[1].split('"', 1)[0].splitlines() if "=" in line)
+    differ = {k: (props.get(k), v) for k, v in DEFAULT_ZK_CONFIG.items()
+              if k != "clientPort" and props.get(k) != v}
+    assert differ == {}, differ
+    assert DEFAULT_ZK_CONFIG["preAllocSize"] == "1024"
