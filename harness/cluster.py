@@ -402,7 +402,7 @@ class Cluster(TopicAdmin):
         """Remove every container and the network of this cluster (idempotent)."""
         self.control.close()
         self._admin = None
-        remove_cluster(self.name)
+        remove_cluster(self.name, settle=not self.started)   # a completed start has no create in flight
         self.started = False
 
     def __enter__(self) -> "Cluster":
