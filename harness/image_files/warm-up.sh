@@ -60,9 +60,7 @@ wait_for() {
   while [ $i -lt 600 ] && kill -0 "$1" 2>/dev/null && ! grep -q "$3" "$2"; do
     sleep 0.2; i=$((i + 1))
   done
-  found=0
-  if grep -q "$3" "$2"; then found=1; fi
-  return $((1 - found))
+  grep -q "$3" "$2"
 }
 stop() { kill -TERM "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 

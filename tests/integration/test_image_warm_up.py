@@ -113,7 +113,7 @@ def test_class_data_sharing_archive_serves_kafka_classes(image):
 def test_the_archive_of_an_image_with_zookeeper_serves_zookeeper_mode_classes(image):
     """Before 4.0 the image also runs ZooKeeper servers and ZooKeeper-mode brokers: their classes are
     in the archive too (warm-up.sh lists what a ZooKeeper server and a ZooKeeper-mode broker load)."""
-    if not _sh(image, "ls /opt/kafka/libs/ | grep -c '^zookeeper-[0-9]' || true").strip().strip(b"0"):
+    if int(_sh(image, "ls /opt/kafka/libs/ | grep -c '^zookeeper-[0-9]' || true")) == 0:
         pytest.skip("no ZooKeeper in this image (Kafka 4.x)")
     # PrintSharedArchiveAndExit lists the archived classes as "N: name loader": the ZooKeeper server's
     # and the ZooKeeper-mode broker's (kafka.server.KafkaServer; KRaft runs BrokerServer / ControllerServer)
