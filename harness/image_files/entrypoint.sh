@@ -48,9 +48,10 @@ case "$mode" in
     logdir=$(printf '%s' "$dirs" | cut -d, -f1)
     logdir="${logdir:-/var/lib/kafka/data}"
     tpl=/opt/kafka-chaos/kraft-template
+    zero=__cluster_metadata-0/00000000000000000000-0000000000.checkpoint
     if [ -f "$logdir/meta.properties" ]; then
       :
-    elif [ -f "$tpl/meta.properties" ] && [ -f "$tpl/bootstrap.checkpoint" ] \
+    elif [ -f "$tpl/meta.properties" ] && { [ -f "$tpl/bootstrap.checkpoint" ] || [ -f "$tpl/$zero" ]; } \
          && ! printf '%s\n' "$KC_CONFIG" | grep -q -e '^metadata\.log\.dir=' -e '^unstable\.' -e '^log\.dir=' \
          && printf '%s\n' "$KC_CONFIG" | grep -q '^controller\.quorum\.voters=' \
          && [ -n "$dirs" ] && [ "${dirs#*,}" = "$dirs" ]; then
@@ -58,14 +59,24 @@ case "$mode" in
       # no unstable features; anything else runs the tool below) (warm-up.sh ran it when the
       # image was built): the bootstrap records as they are, meta.properties with this node's ids. A
       # directory id must not start with '-' (MetaPropertiesEnsemble.generateValidDirectoryId).
+      # The records are in bootstrap.checkpoint, on every node, until 4.3; from 4.4 in the metadata
+      # log's zero checkpoint, which the tool writes for a node with the controller role only
+      # (KAFKA-19648; warm-up.sh).
       node_id=$(printf '%s\n' "$KC_CONFIG" | sed -n 's/^node\.id=//p' | head -1)
       dir_id=-
       while [ "${dir_id#-}" != "$dir_id" ]; do
         dir_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
       done
       mkdir -p "$logdir"
-      cp "$tpl/bootstrap.checkpoint" "$logdir/bootstrap.checkpoint"
-      chmod 0644 "$logdir/bootstrap.checkpoint"
+      if [ -f "$tpl/bootstrap.checkpoint" ]; then
+        cp "$tpl/bootstrap.checkpoint" "$logdir/bootstrap.checkpoint"
+        chmod 0644 "$logdir/bootstrap.checkpoint"
+      fi
+      if [ -f "$tpl/$zero" ] && printf '%s\n' "$KC_CONFIG" | grep -q '^process\.roles=.*controller'; then
+        mkdir -p "$logdir/${zero%/*}"
+        cp "$tpl/$zero" "$logdir/$zero"
+        chmod 0644 "$logdir/$zero"
+      fi
       sed -e "s/^cluster\.id=.*/cluster.id=$KC_CLUSTER_ID/" -e "s/^node\.id=.*/node.id=$node_id/" \
           -e "s/^directory\.id=.*/directory.id=$dir_id/" "$tpl/meta.properties" > "$logdir/meta.properties.tmp"
       mv "$logdir/meta.properties.tmp" "$logdir/meta.properties"

@@ -2,7 +2,8 @@
 # Build-time warm-up of an image that can run KRaft (Kafka 3.3+); run once by `docker build`.
 #
 # 1. Formats a storage template with Kafka's own tool: /opt/kafka-chaos/kraft-template/ keeps the
-#    meta.properties and bootstrap.checkpoint it wrote. The entrypoint formats a node's empty log dir
+#    meta.properties and the bootstrap checkpoint it wrote (bootstrap.checkpoint until 4.3, the metadata
+#    log's zero checkpoint from 4.4). The entrypoint formats a node's empty log dir
 #    from it (its cluster id, node id and a fresh directory id) instead of starting the tool's JVM at
 #    every cluster start.
 # 2. Starts one combined KRaft node and, when the image has ZooKeeper (before 4.0), a ZooKeeper server
@@ -37,13 +38,27 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 EOF
 
+# The bootstrap records are where the tool puts them: bootstrap.checkpoint in the log dir until 4.3,
+# the zero checkpoint of the metadata log (__cluster_metadata-0/00000000000000000000-0000000000.checkpoint)
+# from 4.4 (KAFKA-19648, apache/kafka#20707: the Formatter appends them to the KRaft bootstrap snapshot,
+# written for controllers only). The template keeps whichever the tool wrote, under the same name.
+ZERO=__cluster_metadata-0/00000000000000000000-0000000000.checkpoint
 if java -Xmx256m $LOG4J -cp "$CP" kafka.tools.StorageTool format -t AAAAAAAAAAAAAAAAAAAAAA \
-     -c "$WORK/server.properties" > "$WORK/format.out" 2>&1 \
-   && [ -f "$WORK/data/meta.properties" ] && [ -f "$WORK/data/bootstrap.checkpoint" ]; then
-  mkdir -p "$OUT/kraft-template"
-  cp "$WORK/data/meta.properties" "$WORK/data/bootstrap.checkpoint" "$OUT/kraft-template/"
-  chmod 0444 "$OUT/kraft-template/"*
-  echo "[warm-up] storage template: $(tr '\n' ' ' < "$OUT/kraft-template/meta.properties")"
+     -c "$WORK/server.properties" > "$WORK/format.out" 2>&1 && [ -f "$WORK/data/meta.properties" ]; then
+  if [ -f "$WORK/data/bootstrap.checkpoint" ] || [ -f "$WORK/data/$ZERO" ]; then
+    mkdir -p "$OUT/kraft-template"
+    cp "$WORK/data/meta.properties" "$OUT/kraft-template/"
+    if [ -f "$WORK/data/bootstrap.checkpoint" ]; then cp "$WORK/data/bootstrap.checkpoint" "$OUT/kraft-template/"; fi
+    if [ -f "$WORK/data/$ZERO" ]; then
+      mkdir -p "$OUT/kraft-template/${ZERO%/*}"
+      cp "$WORK/data/$ZERO" "$OUT/kraft-template/$ZERO"
+    fi
+    find "$OUT/kraft-template" -type f -exec chmod 0444 {} +
+    echo "[warm-up] storage template: $(tr '\n' ' ' < "$OUT/kraft-template/meta.properties")$(cd "$OUT/kraft-template" && find . -name '*.checkpoint' | tr '\n' ' ')"
+  else
+    echo "[warm-up] the storage tool wrote no bootstrap file this script knows; nodes will run the tool at their first start:"
+    (cd "$WORK/data" && find . -type f) | head -5
+  fi
 else
   echo "[warm-up] storage format failed; nodes will run the storage tool at their first start:"
   tail -5 "$WORK/format.out"

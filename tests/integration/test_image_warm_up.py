@@ -18,13 +18,20 @@ from types import SimpleNamespace
 import pytest
 
 from harness import images
+from harness.cluster import ClusterSpec
 from harness.distributions import ApacheKraft, properties_text
+from harness.distributions_dedicated import ApacheKraftDedicated
 from harness.node_settings import DEFAULT_BROKER_CONFIG
 from harness.observer.kraft_metadata import parse_segment_bytes
 
 pytestmark = pytest.mark.docker
 
-VERSIONS = [images.resolve_version(None), os.environ.get("KAFKA_CHAOS_KAFKA4_VERSION", "4.1.2")]
+# 3.9 (ZooKeeper too), a 4.x that keeps the bootstrap records in bootstrap.checkpoint (4.1.2) and
+# one that writes them into the metadata log's zero checkpoint, for controllers only (4.4.0, KAFKA-19648)
+VERSIONS = [images.resolve_version(None), os.environ.get("KAFKA_CHAOS_KAFKA4_VERSION", "4.1.2"), "4.4.0"]
+ZERO = "__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"
+# the tool's output and the template hold the bootstrap records in one of these (the first found)
+BOOTSTRAP_FILES = ("bootstrap.checkpoint", ZERO)
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
@@ -49,11 +56,37 @@ def _node_config(node_id: int) -> str:
     return properties_text(dist.node_config(common, nodes[node_id - 1], nodes))
 
 
+def _node_config_of_role(roles: str) -> str:
+    """The server properties of a node with process.roles ``roles``: a combined node, or a broker-only
+    or controller-only node of the dedicated layout (harness/distributions_dedicated.py)."""
+    if roles == "broker,controller":
+        return _node_config(1)
+    dd = ApacheKraftDedicated()
+    brokers = [SimpleNamespace(node_id=i, alias=f"broker{i}", host_port=0, role="broker") for i in (1, 2, 3)]
+    controllers = [SimpleNamespace(node_id=i, alias=f"controller{i}", host_port=0, role="controller")
+                   for i in (101, 102, 103)]
+    common = dd.common_config(DEFAULT_BROKER_CONFIG, 3, {})
+    if roles == "broker":
+        config = dd.plan(common, brokers[0], brokers + controllers, cluster_id="cid").config
+    else:
+        (group,) = dd.node_groups(ClusterSpec(distribution="apache-kraft-dedicated"))
+        config = dd.aux_plan(group, controllers[0], controllers, common, brokers + controllers, "cid", {}).config
+    assert config["process.roles"] == roles
+    return properties_text(config)
+
+
+# the first bootstrap file under $1 (a log dir or the template), base64 on one line; "none" if none
+_B64_BOOTSTRAP = ("b64_bootstrap() { for f in " + " ".join(BOOTSTRAP_FILES) + "; do "
+                  "if [ -f \"$1/$f\" ]; then echo \"$f\"; base64 -w0 \"$1/$f\"; echo; return; fi; done; "
+                  "echo none; echo; }; ")
+
+
 def _records(blob: bytes) -> list[tuple]:
     out = []
     for batch in parse_segment_bytes(blob, "bootstrap.checkpoint").batches:
         for r in batch.records:
-            fields = {k: v for k, v in r.fields.items() if k != "lastContainedLogTimestamp"}
+            fields = {k: v for k, v in r.fields.items()
+                      if k not in ("lastContainedLogTimestamp", "last_contained_log_timestamp")}   # the format time
             out.append((r.type, r.control, r.version, sorted(fields.items())))
     return out
 
@@ -64,15 +97,15 @@ def _props(text: str) -> dict:
 
 def test_storage_template_is_what_the_storage_tool_writes_for_a_harness_node(image):
     config = _node_config(2)
-    script = ("printf '%s\\n' \"$C\" > /tmp/s.properties && "
+    script = (_B64_BOOTSTRAP + "printf '%s\\n' \"$C\" > /tmp/s.properties && "
               "java -Xmx256m -cp '/opt/kafka/libs/*' kafka.tools.StorageTool format -t MkU3OEVBNTcwNTJENDM2Qk "
               "-c /tmp/s.properties >/dev/null 2>&1 && "
-              "base64 -w0 /var/lib/kafka/data/bootstrap.checkpoint && echo && "
-              "base64 -w0 /opt/kafka-chaos/kraft-template/bootstrap.checkpoint && echo && "
+              "b64_bootstrap /var/lib/kafka/data && b64_bootstrap /opt/kafka-chaos/kraft-template && "
               "cat /var/lib/kafka/data/meta.properties && echo ---- && cat /opt/kafka-chaos/kraft-template/meta.properties")
     out = _sh(image, script, {"C": config}).decode()
-    tool_b64, tpl_b64, rest = out.split("\n", 2)
+    tool_name, tool_b64, tpl_name, tpl_b64, rest = out.split("\n", 4)
     tool_meta, tpl_meta = rest.split("----\n")
+    assert tool_name in BOOTSTRAP_FILES and tpl_name == tool_name     # the same file, where the tool put it
     tool, tpl = _records(base64.b64decode(tool_b64)), _records(base64.b64decode(tpl_b64))
     assert tool and tool == tpl
     assert any(t == "FeatureLevelRecord" and dict(f).get("name") == "metadata.version" for t, _, _, f in tpl)
@@ -85,8 +118,8 @@ def test_entrypoint_formats_from_the_template_with_the_nodes_ids(image):
     # the entrypoint's kraft mode, stopped right after the format (no server: "java" is a stub here)
     script = ("mkdir -p /tmp/bin && printf '#!/bin/sh\\necho java-stub \"$@\"\\n' > /tmp/bin/java && "
               "chmod +x /tmp/bin/java && PATH=/tmp/bin:$PATH /opt/kafka-chaos/entrypoint.sh kraft && "
-              "cat /var/lib/kafka/data/meta.properties && "
-              "cmp /var/lib/kafka/data/bootstrap.checkpoint /opt/kafka-chaos/kraft-template/bootstrap.checkpoint")
+              "cat /var/lib/kafka/data/meta.properties && cd /opt/kafka-chaos/kraft-template && "
+              "for f in $(find . -name '*.checkpoint'); do cmp $f /var/lib/kafka/data/$f || exit 1; done")
     out = _sh(image, script, {"KC_CONFIG": config, "KC_CLUSTER_ID": "MkU3OEVBNTcwNTJENDM2Qk"}).decode()
     assert "from the image's storage template" in out
     java_lines = [line for line in out.splitlines() if line.startswith("java-stub")]
@@ -97,6 +130,25 @@ def test_entrypoint_formats_from_the_template_with_the_nodes_ids(image):
     assert meta["cluster.id"] == "MkU3OEVBNTcwNTJENDM2Qk" and meta["node.id"] == "3"
     if "directory.id" in meta:
         assert len(meta["directory.id"]) == 22 and not meta["directory.id"].startswith("-")
+
+
+@pytest.mark.parametrize("roles", ["broker", "controller", "broker,controller"])
+def test_entrypoint_writes_the_files_the_storage_tool_writes_for_each_role(image, roles):
+    """From 4.4 the tool writes the bootstrap records for a node with the controller role only: a
+    broker-only node formatted from the template must get no zero checkpoint either (nor miss one)."""
+    config = _node_config_of_role(roles)
+    files = "cd /var/lib/kafka/data && find . -type f | sort && echo ---- && rm -rf /var/lib/kafka/data/* && "
+    script = ("mkdir -p /tmp/bin && printf '#!/bin/sh\\necho java-stub \"$@\"\\n' > /tmp/bin/java && "
+              "chmod +x /tmp/bin/java && printf '%s\\n' \"$KC_CONFIG\" > /tmp/s.properties && "
+              "/usr/bin/java -Xmx256m -cp '/opt/kafka/libs/*' kafka.tools.StorageTool format "
+              "-t MkU3OEVBNTcwNTJENDM2Qk -c /tmp/s.properties >/dev/null 2>&1 && " + files +
+              "PATH=/tmp/bin:$PATH /opt/kafka-chaos/entrypoint.sh kraft >/dev/null && "
+              "cd /var/lib/kafka/data && find . -type f | sort")
+    java = _sh(image, "readlink -f $(command -v java)").decode().strip()
+    out = _sh(image, script.replace("/usr/bin/java", java),
+              {"KC_CONFIG": config, "KC_CLUSTER_ID": "MkU3OEVBNTcwNTJENDM2Qk"}).decode()
+    tool, entrypoint = (part.split() for part in out.split("----\n"))
+    assert "./meta.properties" in tool and entrypoint == tool
 
 
 def test_class_data_sharing_archive_serves_kafka_classes(image):
