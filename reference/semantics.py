@@ -111,6 +111,34 @@ class Semantics:
             return 0, "no resume at a broker's startup (§9.6, §9.9)"
         return startups, f"A1 at {startups} target broker startup(s) (§7.7)"
 
+    def reassignment_completes(self, replicas: list[int], adding: list[int], removing: list[int],
+                               isr: list[int], kafka_version: str | None) -> tuple[bool | None, list[int], str]:
+        """Whether a reassignment showing RS=``replicas``, AR=``adding``, RR=``removing`` completes with the
+        ISR ``isr``, the ISR it completes with, and why. ``None``: the version is unknown (a foreign
+        image), and either outcome is Apache behaviour of some release.
+
+        ZooKeeper mode (§7.4, §7.6): once the whole target (RS − RR) is in the ISR; the ISR loses RR (B4).
+        KRaft until 4.2 (§9.6; ``PartitionReassignmentReplicas.maybeCompleteReassignment``): the ISR
+        without RR and the target without RR are not empty and the target is all in that ISR. KRaft from
+        4.3 (KAFKA-19975, apache/kafka#21114; read from the 4.3.0 and 4.4.0 jars, 4.2.0 still has the
+        old test): every *adding* replica in that ISR is enough, unless fewer are added than removed
+        (the target is smaller), when the whole target must be in it as before. A target replica that
+        was already a replica and is out of the ISR (a dead broker) no longer holds it back."""
+        target = [r for r in replicas if r not in removing]
+        new_isr = [r for r in isr if r not in removing]
+        old_rule = bool(target) and bool(new_isr) and set(target) <= set(new_isr)
+        if self.model != "kraft":
+            return set(target) <= set(isr), new_isr, "§7.4/§7.6: the whole target in the ISR"
+        new_rule = (bool(target) and bool(new_isr) and set(adding) <= set(new_isr)
+                    and (len(adding) >= len(removing) or set(target) <= set(new_isr)))
+        if kafka_version is None:
+            return (old_rule if old_rule == new_rule else None), new_isr, \
+                "§9.6: the whole target in the ISR until 4.2, the adding replicas from 4.3 (version unknown)"
+        if versions.at_least(kafka_version, "4.3"):
+            return new_rule, new_isr, ("§9.6 from 4.3 (KAFKA-19975): every adding replica in the ISR"
+                                       + ("" if len(adding) >= len(removing) else ", and the whole smaller target"))
+        return old_rule, new_isr, "§9.6 until 4.2: the whole target in the ISR"
+
     def reassignment_accepts_target(self, registered: bool, alive: bool) -> bool:
         """Whether the controller accepts (AlterPartitionReassignments) a target adding a broker that is
         ``registered`` (KRaft: has a registration, fenced or not; ZK: listed in /brokers/ids) and ``alive``

@@ -172,3 +172,27 @@ def test_semantics_per_controller_model():
     assert kr.unclean_marks_recovering(None)
     with pytest.raises(ValueError, match="unknown controller model 'raft'"):
         semantics.for_model("raft")
+
+
+def test_reassignment_completion_rule_per_model_and_version():
+    """§7.4/§7.6 and KRaft until 4.2: the whole target in the ISR; KRaft from 4.3 (KAFKA-19975): the
+    adding replicas, unless fewer are added than removed. kill_broker_mid: RS [1,3,4,2], AR [4], RR [2],
+    broker 1 (target, not adding) dead: ISR [3,4,2]."""
+    zk, kr = semantics.for_model("zk"), semantics.for_model("kraft")
+    rs, ar, rr, isr = [1, 3, 4, 2], [4], [2], [3, 4, 2]
+    assert zk.reassignment_completes(rs, ar, rr, isr, "3.9.2")[:2] == (False, [3, 4])
+    assert kr.reassignment_completes(rs, ar, rr, isr, "4.2.0")[:2] == (False, [3, 4])
+    assert kr.reassignment_completes(rs, ar, rr, isr, "4.3.0")[:2] == (True, [3, 4])
+    assert kr.reassignment_completes(rs, ar, rr, isr, "4.4.0")[:2] == (True, [3, 4])
+    assert kr.reassignment_completes(rs, ar, rr, isr, None)[0] is None          # a foreign image: either
+    # the whole target in the ISR completes in every model and version; an adding replica out of it never
+    for v in ("3.9.2", "4.1.2", "4.4.0", None):
+        assert kr.reassignment_completes(rs, ar, rr, [1, 3, 4, 2], v)[:2] == (True, [1, 3, 4])
+        assert kr.reassignment_completes(rs, ar, rr, [1, 3, 2], v)[0] is False
+    assert zk.reassignment_completes(rs, ar, rr, [1, 3, 4, 2], "3.9.2")[0] is True
+    # a smaller target (RF 3 -> 2: nothing added, 2 removed): from 4.3 too the whole target must be in it
+    assert kr.reassignment_completes([1, 3, 2], [], [2], [3, 2], "4.4.0")[0] is False
+    assert kr.reassignment_completes([1, 3, 2], [], [2], [1, 3, 2], "4.4.0")[:2] == (True, [1, 3])
+    # a target that keeps its size with a dead old member: 4.3+ completes, 4.2 waits
+    assert kr.reassignment_completes([1, 2, 3, 4], [4], [], [2, 3, 4], "4.4.0")[0] is True
+    assert kr.reassignment_completes([1, 2, 3, 4], [4], [], [2, 3, 4], "4.2.0")[0] is False
