@@ -196,3 +196,24 @@ def test_reassignment_completion_rule_per_model_and_version():
     # a target that keeps its size with a dead old member: 4.3+ completes, 4.2 waits
     assert kr.reassignment_completes([1, 2, 3, 4], [4], [], [2, 3, 4], "4.4.0")[0] is True
     assert kr.reassignment_completes([1, 2, 3, 4], [4], [], [2, 3, 4], "4.2.0")[0] is False
+
+
+def test_controller_only_failover_may_move_only_partitions_of_a_fenced_leader():
+    """network.isolate_controller on a dedicated quorum (§9.9): leaders and epochs unchanged, except
+    where the new active controller fenced the leader (§9.3; seen on 4.4.0 under load: broker 3 fenced
+    9.0 s after the new controller's activation, its leaderships moved)."""
+    from suites.scenarios.network import unmoved_unless_fenced
+
+    def st(leader, le):
+        return {"leader": leader, "leader_epoch": le}
+    before = {0: st(3, 0), 1: st(1, 0), 2: st(2, 0)}
+    moved_off_3 = {0: st(1, 1), 1: st(1, 0), 2: st(2, 0)}
+    fence_3 = [{"kind": "fence", "broker_id": 3, "broker_epoch": 22, "fenced": True, "seq": 74},
+               {"kind": "fence", "broker_id": 3, "broker_epoch": 22, "fenced": False, "seq": 76}]
+    assert unmoved_unless_fenced(before, before, [])[0]
+    assert not unmoved_unless_fenced(before, moved_off_3, [])[0]                 # nobody fenced: a FAIL
+    ok, detail = unmoved_unless_fenced(before, moved_off_3, fence_3)
+    assert ok and detail["fenced"] == [3] and detail["judged"] == [1, 2]
+    # a fenced broker excuses only its own leaderships, and an unfence alone excuses nothing
+    assert not unmoved_unless_fenced(before, {**moved_off_3, 1: st(2, 1)}, fence_3)[0]
+    assert not unmoved_unless_fenced(before, moved_off_3, fence_3[1:])[0]
