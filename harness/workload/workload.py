@@ -19,6 +19,11 @@ from .producer import ProducerProcess
 Emit = Callable[..., object]
 
 
+# how long ``stop`` lets consumers read what was acknowledged before stopping them: a few of their
+# fetch waits (fetch.wait.max.ms 100 ms); once they have, at once
+CATCH_UP_S = 1.0
+
+
 class ClientGroup:
     """The life cycle every workload shares (the interface the runner and the nemesis use): client
     processes with a ``thread``, ``name`` and ``crash()`` in ``producers`` / ``consumers``, started
@@ -55,6 +60,11 @@ class ClientGroup:
     def acknowledged(self) -> int:
         raise NotImplementedError
 
+    def _consumers_caught_up(self) -> bool:
+        """Whether the consumers read what the producers had acknowledged (``stop`` waits for it,
+        bounded by ``CATCH_UP_S``); a group without such a measure is caught up."""
+        return True
+
     def stop(self, timeout: float | None = None) -> bool:
         """Stop producing (each producer finishing what it has outstanding), then stop the consumers.
         Returns True if every thread ended within ``timeout`` (default: :meth:`_stop_timeout`)."""
@@ -65,6 +75,11 @@ class ClientGroup:
         self._stop_producers.set()
         for p in self.producers:
             p.thread.join(max(0.0, end - time.monotonic()))
+        # the consumers' last fetch may still wait at the broker (fetch.wait.max.ms, consumer_settings):
+        # give them, bounded, the time to read what was acknowledged before they stop
+        catch_up_end = min(end, time.monotonic() + CATCH_UP_S)
+        while not self._consumers_caught_up() and time.monotonic() < catch_up_end:
+            time.sleep(0.02)
         self._stop_consumers.set()
         for c in self.consumers:
             c.thread.join(max(0.0, end - time.monotonic()))
@@ -142,6 +157,12 @@ class Workload(ClientGroup):
     def acknowledged(self) -> int:
         """Writes acknowledged so far, over every producer."""
         return sum(p.counts["ok"] for p in self.producers)
+
+    def _consumers_caught_up(self) -> bool:
+        """Each assign-mode consumer (it reads every partition from the start) read at least as many
+        records as were acknowledged."""
+        acked = self.acknowledged()
+        return all(c.records >= acked for c in self.consumers if c.mode == "assign" and c.thread.is_alive())
 
     def stats(self) -> dict:
         """Per-process counts and any exception that ended a thread (for logs and verdict stats)."""
