@@ -126,9 +126,9 @@ class Semantics:
         was already a replica and is out of the ISR (a dead broker) no longer holds it back."""
         target = [r for r in replicas if r not in removing]
         new_isr = [r for r in isr if r not in removing]
-        old_rule = bool(target) and bool(new_isr) and set(target) <= set(new_isr)
         if self.model != "kraft":
             return set(target) <= set(isr), new_isr, "§7.4/§7.6: the whole target in the ISR"
+        old_rule = bool(target) and bool(new_isr) and set(target) <= set(new_isr)
         new_rule = (bool(target) and bool(new_isr) and set(adding) <= set(new_isr)
                     and (len(adding) >= len(removing) or set(target) <= set(new_isr)))
         if kafka_version is None:

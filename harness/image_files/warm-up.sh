@@ -46,13 +46,12 @@ ZERO=__cluster_metadata-0/00000000000000000000-0000000000.checkpoint
 if java -Xmx256m $LOG4J -cp "$CP" kafka.tools.StorageTool format -t AAAAAAAAAAAAAAAAAAAAAA \
      -c "$WORK/server.properties" > "$WORK/format.out" 2>&1 && [ -f "$WORK/data/meta.properties" ]; then
   if [ -f "$WORK/data/bootstrap.checkpoint" ] || [ -f "$WORK/data/$ZERO" ]; then
-    mkdir -p "$OUT/kraft-template"
-    cp "$WORK/data/meta.properties" "$OUT/kraft-template/"
-    if [ -f "$WORK/data/bootstrap.checkpoint" ]; then cp "$WORK/data/bootstrap.checkpoint" "$OUT/kraft-template/"; fi
-    if [ -f "$WORK/data/$ZERO" ]; then
-      mkdir -p "$OUT/kraft-template/${ZERO%/*}"
-      cp "$WORK/data/$ZERO" "$OUT/kraft-template/$ZERO"
-    fi
+    for f in meta.properties bootstrap.checkpoint "$ZERO"; do
+      if [ -f "$WORK/data/$f" ]; then
+        mkdir -p "$(dirname "$OUT/kraft-template/$f")"
+        cp "$WORK/data/$f" "$OUT/kraft-template/$f"
+      fi
+    done
     find "$OUT/kraft-template" -type f -exec chmod 0444 {} +
     echo "[warm-up] storage template: $(tr '\n' ' ' < "$OUT/kraft-template/meta.properties")$(cd "$OUT/kraft-template" && find . -name '*.checkpoint' | tr '\n' ' ')"
   else
