@@ -7,7 +7,7 @@ source's (no disk cost), except every 10th copy, whose events lose one drained r
 verdict changes (PASS -> FAIL where the source passed): the benchmark checks that exactly those are
 reported as changed and every other copy reproduces its stored verdict.
 
-Only the re-judging is timed (``harness.check.cmd_check`` on the whole directory, as ``kafka-chaos
+Only the re-judging is timed (``harness.commands.check.cmd_check`` on the whole directory, as ``kafka-chaos
 check DIR`` runs it, output captured): the figure is its CPU time (user + system) in this one process,
 which unlike wall-clock time does not grow when other jobs share the machine; wall-clock is printed too.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.check import cmd_check  # noqa: E402
+from harness.commands.check import cmd_check  # noqa: E402
 from harness.record import list_runs  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs" / "real"

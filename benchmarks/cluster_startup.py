@@ -22,7 +22,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 os.environ.setdefault("KAFKA_CHAOS_QUIET", "1")
 
 from harness import images  # noqa: E402
-from harness.cluster import Cluster, ClusterSpec  # noqa: E402
+from harness.cluster.cluster import Cluster, ClusterSpec  # noqa: E402
 
 
 def start_once(zk: int, brokers: int, image: str) -> float:

@@ -24,16 +24,19 @@ from pathlib import Path
 
 from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
-from . import (__version__, certify, check, completion, demo, distributions, docker_util, doctor, images,
-               lifecycle, run_command, storage)
-from .certify import capability_names
-from .cleanup import list_clusters, remove_cluster
-from .cluster import Cluster, ClusterSpec
-from .errors import HarnessError
-from .lifecycle import reap_at_start
-from .options import (add_distribution_file_arg, add_layout_arg, apply_distribution_file, apply_layout,
+from harness import __version__, distributions, images
+from harness.certify import command as certify
+from harness.commands import check, completion, demo, doctor, run as run_command
+from harness.cluster import docker_util, lifecycle
+from harness.record import storage
+from harness.certify.command import capability_names
+from harness.cluster.cleanup import list_clusters, remove_cluster
+from harness.cluster.cluster import Cluster, ClusterSpec
+from harness.errors import HarnessError
+from harness.cluster.lifecycle import reap_at_start
+from harness.options import (add_distribution_file_arg, add_layout_arg, apply_distribution_file, apply_layout,
                       check_distribution_fits, config_pairs)
-from .shard import parse_shard
+from harness.commands.shard import parse_shard
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
@@ -77,21 +80,21 @@ def cmd_images_build(args) -> int:
 
 
 def cmd_images_build_kfake(args) -> int:
-    from .foreign_images import build_kfake  # lazy: only this command builds Go
+    from harness.foreign_images import build_kfake  # lazy: only this command builds Go
     b = build_kfake(force=args.force)
     print(f"{b.tag} {'cached' if b.cached else 'built'} in {b.seconds:.1f} s (id {b.image_id.replace('sha256:', '')[:12]})")
     return EXIT_OK
 
 
 def cmd_images_build_kroxylicious(args) -> int:
-    from .foreign_images import build_kroxylicious  # lazy: only this command runs Maven
+    from harness.foreign_images import build_kroxylicious  # lazy: only this command runs Maven
     b = build_kroxylicious(args.kafka, force=args.force)
     print(f"{b.tag} {'cached' if b.cached else 'built'} in {b.seconds:.1f} s (id {b.image_id.replace('sha256:', '')[:12]})")
     return EXIT_OK
 
 
 def cmd_images_build_tansu(args) -> int:
-    from .foreign_images import build_seaweedfs, build_tansu  # lazy: only this command runs cargo and Go
+    from harness.foreign_images import build_seaweedfs, build_tansu  # lazy: only this command runs cargo and Go
     for b in (build_tansu(args.version, force=args.force), build_seaweedfs(force=args.force)):
         print(f"{b.tag} {'cached' if b.cached else 'built'} in {b.seconds:.1f} s "
               f"(id {b.image_id.replace('sha256:', '')[:12]})")
@@ -287,7 +290,7 @@ def _check_run(args) -> None:
     _check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
     sfile = None
     if args.target and args.target.endswith(".toml") and not args.replay:
-        from .scenario_file import load_file     # a scenario file: its errors name file, line and key
+        from harness.scenario.file import load_file     # a scenario file: its errors name file, line and key
         sfile = load_file(args.target)
         if args.kafka_version is None and args.broker_image is None and sfile.kafka_version:
             args.kafka_version = sfile.kafka_version
@@ -445,7 +448,7 @@ def _add_run_parser(sub) -> None:
 
 
 def _reap_at_start(args=None) -> None:
-    """Every command first removes what dead kafka-chaos processes left (harness/lifecycle.py): silent
+    """Every command first removes what dead kafka-chaos processes left (harness/cluster/lifecycle.py): silent
     and quick when there is nothing, never blocking when Docker is down. ``cleanup`` does it itself."""
     if args is not None and args.command in ("cleanup", "completion", "doctor"):
         return

@@ -34,9 +34,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import docker_util
-from .errors import HarnessError
-from .images import BASE_TAG, ensure_base_image, find_image
+from harness.cluster import docker_util
+from harness.errors import HarnessError
+from harness.images import BASE_TAG, ensure_base_image, find_image
 
 KFAKE_TAG = "kafka-chaos/kfake:latest"
 KFAKE_SRC = Path(__file__).resolve().parent.parent / "brokers" / "kfake"
@@ -144,7 +144,7 @@ def kroxylicious_dockerfile(base_tag: str, input_hash: str) -> str:
 def build_kroxylicious(kafka_version: str = KROXY_KAFKA, force: bool = False) -> ForeignBuild:
     """Build ``kafka-chaos/kroxylicious:<kafka_version>`` (cached by the hash of brokers/kroxylicious/ and
     the Kafka image it is built from)."""
-    from .images import image_for      # lazy: as the other image helpers
+    from harness.images import image_for      # lazy: as the other image helpers
     t0 = time.monotonic()
     docker_util.client()
     base = image_for(kafka_version, None, build_missing=True)
@@ -183,7 +183,7 @@ def _cargo() -> str:
 
 def tansu_root(version: str = TANSU_VERSION) -> Path:
     """Where ``cargo install`` puts the Tansu binary (``bin/tansu``), in the harness's cache."""
-    from .images import cache_dir
+    from harness.images import cache_dir
     return cache_dir() / "tansu" / f"{version}-{TANSU_FEATURES}"
 
 

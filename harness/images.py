@@ -33,8 +33,8 @@ from pathlib import Path
 
 from reference import versions
 
-from . import docker_util
-from .errors import HarnessError, ImageMissing, UnknownVersion
+from harness.cluster import docker_util
+from harness.errors import HarnessError, ImageMissing, UnknownVersion
 
 BASE_PACKAGES = ["openjdk-17-jre-headless", "iptables", "iproute2", "procps", "netcat-openbsd"]
 BASE_TAG = "kafka-chaos/base:bookworm-jre17"
@@ -53,7 +53,7 @@ FALLBACK_LOG4J = "2.24.3"
 
 _HERE = Path(__file__).resolve().parent / "image_files"
 # The JVMs of an image built here run as this unprivileged user (uid 1000), which owns only the data and
-# config directories; `docker exec` runs faults as root (harness/node.py Node.exec). Part of the input
+# config directories; `docker exec` runs faults as root (harness/cluster/node.py Node.exec). Part of the input
 # hash, so images built before (JVM as root) are rebuilt by `kafka-chaos images build`.
 RUN_USER = "kafka"
 IMAGE_LAYOUT = f"user={RUN_USER}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import HarnessError
+from harness.errors import HarnessError
 
 
 def config_pairs(pairs: list[str] | None, option: str = "--config") -> dict[str, str]:
@@ -56,7 +56,7 @@ def check_distribution_fits(kafka_version: str | None, distribution: str | None,
                             default: str | None = "apache-zk") -> None:
     """Refuse a ``--kafka-version`` the ``--distribution`` cannot run (4.x in ZooKeeper mode, KRaft
     before 3.3) before an image is built or Docker asked; the same words as the check of the image
-    itself (harness/distributions.py), which still covers ``--broker-image``. ``default`` is what no
+    itself (harness/distributions/__init__.py), which still covers ``--broker-image``. ``default`` is what no
     ``--distribution`` means (``run``, ``cluster up``: apache-zk; ``certify``: None, from the image)."""
     m = re.fullmatch(r"\s*(\d+)\.(\d+)(\.\d+)?\s*", kafka_version or "")
     if not m:
@@ -82,7 +82,7 @@ def apply_distribution_file(args) -> None:
     path = getattr(args, "distribution_file", None)
     if not path:
         return
-    from .distribution_file import PREFIX, FileDistribution   # lazy: loads the capability table
+    from harness.distributions.file import PREFIX, FileDistribution   # lazy: loads the capability table
     if args.distribution and not args.distribution.startswith(PREFIX):
         raise HarnessError("--distribution-file and --distribution cannot be combined: the file is the distribution")
     if getattr(args, "layout", None):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from .pytest_run import CLUSTER_KEYS, RUN_KEYS, KcRun, RunFailed, RunSpec, scenario_name
+from harness.pytest_run import CLUSTER_KEYS, RUN_KEYS, KcRun, RunFailed, RunSpec, scenario_name
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
@@ -108,8 +108,8 @@ def _worker() -> str:
 def kc_docker():
     """The Docker client. Fails the test when no engine answers (skips it instead when
     ``KAFKA_CHAOS_SKIP_DOCKER=1``). Tests marked ``docker`` or using a cluster fixture get it first."""
-    from .docker_util import client
-    from .errors import DockerUnavailable
+    from harness.cluster.docker_util import client
+    from harness.errors import DockerUnavailable
     try:
         return client()
     except DockerUnavailable as e:
@@ -122,7 +122,7 @@ def kc_docker():
 def kc_image(request, kc_docker):
     """The broker image of ``--kc-broker-image`` / ``--kc-kafka-version`` (an ``ImageInfo``: ``.tag``,
     ``.kafka_version``); the Apache image is built on first use (offline from cached jars, ~1-3 min)."""
-    from . import images
+    from harness import images
     image = request.config.getoption("kc_broker_image")
     if image:
         return images.inspect(image)
@@ -153,9 +153,9 @@ class ClusterPool:
         self.made: list = []
 
     def make(self, **settings):
-        from . import images
-        from .cluster import Cluster, ClusterSpec
-        from .runner import run_cluster_name
+        from harness import images
+        from harness.cluster.cluster import Cluster, ClusterSpec
+        from harness.runner import run_cluster_name
         s = {**_cluster_settings(self.defaults), **_cluster_settings(settings)}
         extra = {k: v for k, v in settings.items() if k not in CLUSTER_KEYS}
         if not s.get("image"):
@@ -171,7 +171,7 @@ class ClusterPool:
             for cl in self.made:
                 print(f"\nkafka-chaos: kept cluster {cl.name} (kafka-chaos cluster down --name {cl.name})")
             return
-        from .cleanup import list_clusters
+        from harness.cluster.cleanup import list_clusters
         for cl in self.made:
             cl.remove()
         remaining = [cl.name for cl in self.made if cl.name in list_clusters()]
@@ -181,7 +181,7 @@ class ClusterPool:
 @pytest.fixture
 def kc_cluster_factory(request, kc_spec, kc_docker):
     """``kc_cluster_factory(brokers=3, zookeepers=1, broker_config={...}, distribution=..., kafka_version=...)``
-    → a started :class:`harness.cluster.Cluster`; defaults from ``kc_spec``. Every cluster made here is
+    → a started :class:`harness.cluster.cluster.Cluster`; defaults from ``kc_spec``. Every cluster made here is
     removed at teardown (unless ``--kc-keep-cluster``), and the teardown checks none remains."""
     pool = ClusterPool(request.config, kc_spec)
     yield pool.make
@@ -191,7 +191,7 @@ def kc_cluster_factory(request, kc_spec, kc_docker):
 @pytest.fixture
 def kc_cluster(kc_cluster_factory):
     """A started cluster for one test (settings: ``kc_spec``); ``.bootstrap_servers``, ``.brokers``,
-    ``.zookeeper_connect``, ``.create_topic(...)``, ... (harness/cluster.py)."""
+    ``.zookeeper_connect``, ``.create_topic(...)``, ... (harness/cluster/cluster.py)."""
     return kc_cluster_factory()
 
 
@@ -233,13 +233,13 @@ def kc_run(request, kc_spec, kc_docker):
     request.node.user_properties.append(("kafka_chaos_record", str(out.path)))
     request.node.user_properties.append(("kafka_chaos_verdict", out.verdict))
     if not looked and error is None and out.verdict != "PASS":     # judged at teardown: not PASS is an error
-        from .pytest_run import failure_message
+        from harness.pytest_run import failure_message
         pytest.fail(failure_message(out, run.verdict()), pytrace=False)
 
 
 @pytest.fixture
 def kc_ctx(kc_run):
-    """The run's :class:`harness.scenario.RunContext`: ``fault``/``heal``, ``wait_until`` and ``expect``
+    """The run's :class:`harness.scenario.scenario.RunContext`: ``fault``/``heal``, ``wait_until`` and ``expect``
     (recorded expectations the judge checks), ``leader(t, p)``, ``isr``, ``controller()``, ``live_brokers()``,
     ``has_role``, ``semantics``, ``history_marker()``/``writes_since()``."""
     return kc_run.ctx
@@ -288,7 +288,7 @@ def kc_scenario_file(request, kc_spec, kc_docker):
     cluster, judged like ``kafka-chaos run FILE``; fails the test unless PASS (naming the rule ids and the
     record), skips it when the scenario does not apply to the cluster. Settings (``kc_spec``, then the
     call's) win over the file's ``[cluster]`` defaults. Returns the outcome (``.verdict``, ``.path``)."""
-    from .pytest_run import failure_message, run_scenario_file
+    from harness.pytest_run import failure_message, run_scenario_file
 
     def run(path, **settings):
         out, verdict = run_scenario_file(Path(path), Path(request.config.getoption("kc_runs_dir")),

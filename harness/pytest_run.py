@@ -2,7 +2,7 @@
 
 A test is the script of a run. :class:`KcRun` starts the run the way ``kafka-chaos run`` does
 (:func:`harness.runner.steps`: a fresh cluster, the observer, the nemesis, the topics, the workload),
-hands the test its :class:`~harness.scenario.RunContext`, and when the test is done (``judge()``, or
+hands the test its :class:`~harness.scenario.scenario.RunContext`, and when the test is done (``judge()``, or
 the fixture's teardown) heals, drains, writes the run record and judges it with the reference model,
 the durability checker and the test's expectations (:func:`harness.checkers.verdict.decide`).
 Nothing here runs a cluster differently from the runner: it only stops at the runner's one yield.
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import HarnessError
-from .runner import RunOutcome, resume, run_cluster_name, steps
-from .scenario import ExpectationFailed, RunContext, Scenario, TopicSpec
+from harness.errors import HarnessError
+from harness.runner import RunOutcome, resume, run_cluster_name, steps
+from harness.scenario.scenario import ExpectationFailed, RunContext, Scenario, TopicSpec
 
 # what a test may set for its run (the ``kafka_chaos`` marker, a parametrized ``kc_spec``, the options)
 RUN_KEYS = ("distribution", "kafka_version", "image", "brokers", "zookeepers", "broker_config", "topic",
@@ -141,7 +141,7 @@ class KcRun:
 
     def verdict(self) -> dict:
         """The stored ``verdict.json`` of the ended run."""
-        from .record import load_json_object
+        from harness.record import load_json_object
         return load_json_object(self.end().path / "verdict.json")
 
     def judge(self) -> RunOutcome:
@@ -194,14 +194,14 @@ def failure_message(out: RunOutcome, verdict: dict) -> str:
 
 
 def run_scenario_file(path, runs_dir, settings: dict, *, keep_cluster: bool = False, skip=None) -> tuple[RunOutcome, dict]:
-    """Run a scenario file (docs/scenario-files.md; :func:`harness.scenario_file.load_file`) the way
+    """Run a scenario file (docs/scenario-files.md; :func:`harness.scenario.file.load_file`) the way
     ``kafka-chaos run FILE`` does: ``settings`` (distribution, kafka_version, image, broker_config, seed,
     profile) win over the file's ``[cluster]`` defaults. Returns (outcome, stored verdict). ``skip(reason)``
     is called when the scenario does not apply to that cluster (e.g. it faults ZooKeeper on KRaft)."""
-    from . import distributions, images
-    from .record import load_json_object
-    from .runner import execute
-    from .scenario_file import load_file
+    from harness import distributions, images
+    from harness.record import load_json_object
+    from harness.runner import execute
+    from harness.scenario.file import load_file
     sf = load_file(path)
     dist = settings.get("distribution") or sf.distribution
     info = images.image_for(settings.get("kafka_version") or sf.kafka_version, settings.get("image"), build_missing=True)

@@ -1,7 +1,7 @@
 """Execute one scenario on a fresh cluster and write its run record (:func:`execute`).
 
 The verdict is decided from the record by :func:`harness.checkers.verdict.decide` (docs/verdicts.md);
-the ``kafka-chaos run`` command that picks scenarios from the suites is :mod:`harness.run_command`.
+the ``kafka-chaos run`` command that picks scenarios from the suites is :mod:`harness.commands.run`.
 """
 
 from __future__ import annotations
@@ -19,18 +19,19 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, container_logs, distributions, docker_util, group_coordinator, images
-from .checkers.verdict import decide
-from .cluster import Cluster, ClusterSpec
-from .errors import HarnessError
-from .lifecycle import Shield
-from .nemesis import Nemesis
-from .observer import source as observation
-from .observer.docker_events import DockerEventWatcher
-from .record import RunRecorder
-from .scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
-from .schedule import Schedule, generate_schedule
-from .workload import make_workload
+from harness import __version__, distributions, images
+from harness.cluster import container_logs, docker_util, group_coordinator
+from harness.checkers.verdict import decide
+from harness.cluster.cluster import Cluster, ClusterSpec
+from harness.errors import HarnessError
+from harness.cluster.lifecycle import Shield
+from harness.nemesis import Nemesis
+from harness.observer import source as observation
+from harness.observer.docker_events import DockerEventWatcher
+from harness.record import RunRecorder
+from harness.scenario.scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
+from harness.scenario.schedule import Schedule, generate_schedule
+from harness.workload import make_workload
 
 LOGS_WAIT_S = 60.0      # the record waits this long at most for the containers' logs
 
@@ -166,7 +167,7 @@ def steps(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | Non
     draining and judging. Drive it with :func:`drive`; an exception of the script is thrown into it
     at the yield. When the cluster does not start it returns without yielding.
 
-    ``distribution``: how the cluster runs (harness/distributions.py); its adapter names how the run
+    ``distribution``: how the cluster runs (harness/distributions/__init__.py); its adapter names how the run
     observes the control plane (harness/observer/source.py: ZooKeeper watch + transaction log for
     ``apache-zk``, the Kafka protocol for ``apache-kraft`` and ``generic``, docs/kraft.md) and the
     default profile it is judged with.
@@ -305,7 +306,7 @@ def _watch_docker(cluster: Cluster, rec: RunRecorder):
 
 
 def _remove_in_background(cluster: Cluster, rec: RunRecorder) -> threading.Thread:
-    """Save the containers' logs into the record (harness/container_logs.py), then remove the
+    """Save the containers' logs into the record (harness/cluster/container_logs.py), then remove the
     containers, while the run is judged (nothing else reads them any more). The thread's
     ``logs_saved`` event is set once the logs are in the record (or could not be saved)."""
     logs_saved = threading.Event()

@@ -1,6 +1,6 @@
 """The certificate of ``kafka-chaos certify`` as files: ``certificate.json`` and a self-contained
 ``certificate.html`` (inline CSS, no scripts, no external assets), both rendered from the
-certificate data built by :func:`harness.certify.build_certificate`.
+certificate data built by :func:`harness.certify.command.build_certificate`.
 
 The HTML puts what a reader needs first: the overall result in a large coloured badge
 (``id="overall"``), what was certified (image, Kafka version, profile, harness git sha, date),
@@ -162,7 +162,7 @@ def render_html(cert: dict) -> str:
             f'<td>{"".join(ev) or "<span class=muted>—</span>"}</td></tr>')
     unmapped = cert.get("unmapped_scenarios") or []
     unmapped_html = ("<h2>Conformance scenarios no capability claims</h2><p class=\"muted\">Not evidence for this "
-                     "certificate; map their family in harness/certify.py CAPABILITIES.</p><p>"
+                     "certificate; map their family in harness/certify/command.py CAPABILITIES.</p><p>"
                      + ", ".join(f"<code>{_e(n)}</code>" for n in unmapped) + "</p>") if unmapped else ""
     interrupted = '<p class="partial">Interrupted: some scenarios did not run.</p>' if cert.get("interrupted") else ""
     undecided = cert.get("undecided") or []

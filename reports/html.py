@@ -17,7 +17,7 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
-from harness.storage import is_remote
+from harness.record.storage import is_remote
 from reports import svg
 from reports.svg import fmt
 

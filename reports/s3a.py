@@ -10,7 +10,7 @@ later runs are offline. Path-style access; the endpoint is ``AWS_ENDPOINT_URL`` 
 configuration.
 
 Only complete records are read: the records whose manifest ``_record.json`` exists
-(:meth:`harness.storage.S3Store.list_records`); a record still being uploaded is invisible, as an
+(:meth:`harness.record.storage.S3Store.list_records`); a record still being uploaded is invisible, as an
 in-progress ``.tmp-*`` directory is locally.
 """
 
@@ -22,7 +22,7 @@ import re
 import urllib.request
 from pathlib import Path
 
-from harness.storage import ENDPOINT_ENV, is_remote, open_store
+from harness.record.storage import ENDPOINT_ENV, is_remote, open_store
 
 CACHE = Path(os.environ.get("KAFKA_CHAOS_SPARK_JARS") or Path.home() / ".cache" / "kafka-chaos" / "spark-jars")
 MAVEN = os.environ.get("KAFKA_CHAOS_MAVEN", "https://repo1.maven.org/maven2")

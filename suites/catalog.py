@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 
 import suites.scenarios
-from harness.scenario import Scenario
+from harness.scenario.scenario import Scenario
 
 # listing order: the scenario list; any other module of suites/scenarios/ follows alphabetically
 FAMILY_ORDER = ("broker_failover", "unclean", "controller_failover", "topics", "restart", "isr", "acks",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from harness.record import RunRecord, read_run
 from harness.runner import execute, judge
-from harness.scenario import Scenario
+from harness.scenario.scenario import Scenario
 from suites.catalog import scenarios_for
 
 

@@ -36,7 +36,7 @@ def test_scenario(scenario, kc_image, request):
     if scenario.workload:
         dur = verdict["checks"]["durability"]
         assert dur["verdict"] == "PASS", dur
-    # every container's own log is in the record (harness/container_logs.py)
+    # every container's own log is in the record (harness/cluster/container_logs.py)
     logs = json.loads((out.path / "metadata.json").read_text())["container_logs"]
     assert len(logs) >= scenario.brokers and all("path" in e for e in logs), logs
     texts = [gzip.decompress((out.path / e["path"]).read_bytes()).decode(errors="replace") for e in logs]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.capabilities import Subject, plan
-from harness.certify_fleet import merged_results, shard_todo
+from harness.certify.capabilities import Subject, plan
+from harness.certify.fleet import merged_results, shard_todo
 from suites.catalog import SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import certify
-from harness.certify import (CAPABILITIES, CERTIFIED, FAIL, INCONCLUSIVE, NA, NO_SCENARIO, NOT_CERTIFIED, PASS,
+from harness.certify import command as certify
+from harness.certify.command import (CAPABILITIES, CERTIFIED, FAIL, INCONCLUSIVE, NA, NO_SCENARIO, NOT_CERTIFIED, PASS,
                              UNKNOWN, Subject)
 from harness.errors import HarnessError
-from harness.scenario import Scenario, TopicSpec
+from harness.scenario.scenario import Scenario, TopicSpec
 from reports.certificate import read_certificate, render_html, write_certificate
 from reports.synthetic import RunBuilder
 
@@ -599,7 +599,7 @@ def test_scope_says_all_only_when_every_capability_was_decided(tmp_path):
 
 
 def test_container_logs_of_a_run_are_linked_from_the_certificate(tmp_path):
-    """A run whose record holds its containers' logs (harness/container_logs.py): the certificate's
+    """A run whose record holds its containers' logs (harness/cluster/container_logs.py): the certificate's
     evidence row links each log, and each link resolves relative to the certificate."""
     import gzip
     import shutil

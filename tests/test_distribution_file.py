@@ -1,4 +1,4 @@
-"""Distribution files (harness/distribution_file.py): loading, the errors that name file and key, the
+"""Distribution files (harness/distributions/file.py): loading, the errors that name file and key, the
 templates, and what the capability plan makes of declared capabilities and advertised APIs."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness import distributions
-from harness.capabilities import Subject, capability_names, plan
-from harness.distribution_file import DistributionFileError, FileDistribution, load
+from harness.certify.capabilities import Subject, capability_names, plan
+from harness.distributions.file import DistributionFileError, FileDistribution, load
 from harness.options import apply_distribution_file
 from suites.catalog import SCENARIOS
 
@@ -95,7 +95,7 @@ def test_every_example_file_loads(name):
 
 
 def test_contiguous_ports_go_to_the_nodes_in_node_id_order(tmp_path):
-    from harness.cluster import _pick_ports
+    from harness.cluster.cluster import _pick_ports
     d = FileDistribution(write(tmp_path, GOOD.replace("node_ids = [11, 12, 13]", "node_ids = [13, 11, 12]\n"
                                                                                    "ports = 'contiguous'")))
     assert d.contiguous_ports and d.broker_ids(3) == [11, 12, 13]

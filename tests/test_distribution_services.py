@@ -1,4 +1,4 @@
-"""Service containers of distribution files (harness/distribution_services.py): loading errors that name
+"""Service containers of distribution files (harness/distributions/services.py): loading errors that name
 file and key, the placeholders of brokers and services, what a zookeeper service makes of the file, the
 node groups the cluster starts, and the fault targets and network rules of services. No Docker."""
 
@@ -9,10 +9,10 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from harness.capabilities import capability_names
-from harness.cluster import ClusterSpec
-from harness.control_plane import ZkControlPlane
-from harness.distribution_file import DistributionFileError, FileDistribution, FileControlPlane, load
+from harness.certify.capabilities import capability_names
+from harness.cluster.cluster import ClusterSpec
+from harness.cluster.control_plane import ZkControlPlane
+from harness.distributions.file import DistributionFileError, FileDistribution, FileControlPlane, load
 from harness.nemesis import netrules as nr
 from harness.nemesis.catalog import PEER_LINKS, normalize_links
 from harness.nemesis.targets import TargetError, TargetUnresolved, parse_target, resolve

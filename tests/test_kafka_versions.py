@@ -61,7 +61,8 @@ def test_to_str():
 
 
 def test_callers_share_the_helper():
-    from harness import admin_ops, images
+    from harness.cluster import admin_ops
+    from harness import images
     from harness.checkers.config import parse_version
     from reference.profiles import parse_version as profile_version
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.nemesis.fault_base import FaultError
 from harness.nemesis.nemesis import Nemesis
 

@@ -1,5 +1,5 @@
-"""`--parallel`: the next child is started ahead and waits at its gate (harness/parallel.py GATE_ENV,
-harness/run_command.py wait_at_gate); real child processes, no Docker (the children here end early)."""
+"""`--parallel`: the next child is started ahead and waits at its gate (harness/commands/parallel.py GATE_ENV,
+harness/commands/run.py wait_at_gate); real child processes, no Docker (the children here end early)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import subprocess
 import sys
 import time
 
-from harness import parallel
+from harness.commands import parallel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROBE = "import sys; from harness.run_command import wait_at_gate; print(wait_at_gate()); sys.stdout.flush()"
+PROBE = "import sys; from harness.commands.run import wait_at_gate; print(wait_at_gate()); sys.stdout.flush()"
 
 
 def _probe(env_gate: str | None, stdin: bytes | None, close: bool = True) -> str:

@@ -172,7 +172,7 @@ def test_every_data_file_of_the_packages_is_package_data():
 
 def test_completion_script_names_every_command():
     from harness.cli import build_parser
-    from harness.completion import bash_script
+    from harness.commands.completion import bash_script
     script = bash_script(build_parser())
     for cmd in ("run", "check", "doctor", "demo", "completion", "images build", "cluster up"):
         assert f'"{cmd}")' in script

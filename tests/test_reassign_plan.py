@@ -1,4 +1,4 @@
-"""harness.reassign_plan: the client-side computations of ``kafka-reassign-partitions``, redone on the
+"""harness.cluster.reassign_plan: the client-side computations of ``kafka-reassign-partitions``, redone on the
 host. The expected values of the move map, the throttles and the assignment are those of Apache
 Kafka's own unit tests (``ReassignPartitionsUnitTest.testMoveMap``, ``AdminRackAwareTest``
 ``testReplicaAssignment``, trunk 1eb7644), so a difference from the tool shows here."""
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from harness import reassign_plan as rp
+from harness.cluster import reassign_plan as rp
 from harness.errors import AdminOpError
 
 
@@ -86,7 +86,7 @@ def test_generate_is_seeded_and_keeps_each_topics_replication_factor():
 def test_tool_unavailable_only_asks_a_foreign_image_once():
     from types import SimpleNamespace
 
-    from harness import admin_tool
+    from harness.cluster import admin_tool
     calls = []
 
     def node(code):

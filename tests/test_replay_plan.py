@@ -11,8 +11,8 @@ import pytest
 
 from harness import distributions
 from harness.errors import ScenarioError
-from harness.replay import plan_replay
-from harness.schedule import generate_schedule
+from harness.commands.replay import plan_replay
+from harness.scenario.schedule import generate_schedule
 from suites.scenarios.nightly import SHORT
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from harness import distributions
 from harness.errors import ScenarioError
-from harness.scenario import Scenario
+from harness.scenario.scenario import Scenario
 
 ZK, KRAFT, GENERIC = (distributions.get(n) for n in ("apache-zk", "apache-kraft", "generic"))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import ScenarioError
-from harness.scenario import Scenario
+from harness.scenario.scenario import Scenario
 from suites.catalog import scenarios_for
 
 

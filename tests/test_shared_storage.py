@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness import distributions
-from harness.capabilities import Subject, plan
-from harness.distribution_file import DistributionFileError, FileDistribution, load
+from harness.certify.capabilities import Subject, plan
+from harness.distributions.file import DistributionFileError, FileDistribution, load
 from harness.foreign_images import seaweedfs_dockerfile, tansu_dockerfile
-from harness.preflight import Incompatible, check_identity, reported_ids
+from harness.certify.preflight import Incompatible, check_identity, reported_ids
 from harness.protocol.messages import BrokerInfo
 from suites.catalog import SCENARIOS
 

@@ -1,4 +1,4 @@
-"""harness/storage.py without a server: URLs, staging directories, the bounded retry of transient errors."""
+"""harness/record/storage.py without a server: URLs, staging directories, the bounded retry of transient errors."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from harness.errors import HarnessError
-from harness.storage import is_remote, local_runs_dir, record_files, split_url, staging_dir, with_retries
+from harness.record.storage import is_remote, local_runs_dir, record_files, split_url, staging_dir, with_retries
 
 
 @pytest.mark.parametrize("url,expected", [("s3://bucket", ("bucket", "")), ("s3://bucket/", ("bucket", "")),

@@ -5,7 +5,7 @@ inconsistent offsets, send/poll ordering, acks semantics against the observed IS
 availability; see ``docs/checkers.md``.
 """
 
-from .durability import (ALLOWED, CHECK_VERDICTS, DEFAULT_OPTIONS, FAIL, PASS, UNKNOWN, check_durability,
+from harness.checkers.durability import (ALLOWED, CHECK_VERDICTS, DEFAULT_OPTIONS, FAIL, PASS, UNKNOWN, check_durability,
                          check_run_record)
 
 __all__ = ["check_durability", "check_run_record", "DEFAULT_OPTIONS", "CHECK_VERDICTS",

@@ -13,7 +13,7 @@ docs/checkers.md, "Coverage and client health".
 
 from __future__ import annotations
 
-from .measured import fault_never_applied, measure
+from harness.checkers.measured import fault_never_applied, measure
 
 PASS, UNKNOWN = "PASS", "UNKNOWN"
 

@@ -18,8 +18,8 @@ import math
 from collections import deque
 from typing import Sequence
 
-from .common import pos as _pos
-from .txn_history import COMMITTED
+from harness.checkers.common import pos as _pos
+from harness.checkers.txn_history import COMMITTED
 
 
 def strongly_connected(n: int, succ: Sequence) -> list[list[int]]:

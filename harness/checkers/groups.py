@@ -25,8 +25,8 @@ import bisect
 import math
 from typing import Iterable
 
-from .common import ALLOWED, FAIL, PASS, UNKNOWN, check_result, gc_paused, malformed, merge_options
-from .config import RunFacts, parse_bool
+from harness.checkers.common import ALLOWED, FAIL, PASS, UNKNOWN, check_result, gc_paused, malformed, merge_options
+from harness.checkers.config import RunFacts, parse_bool
 
 __all__ = ["ALLOWED", "CHECK_ORDER", "DEFAULT_OPTIONS", "FAIL", "PASS", "UNKNOWN", "GroupHistory", "check_groups"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .config import RunFacts
+from harness.checkers.config import RunFacts
 
 
 class IsrWindows:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from itertools import compress
 from operator import itemgetter, not_
 
-from .common import PositionLog, malformed
-from .config import ACKS_ALL, ProducerFacts, RunFacts, producer_facts
-from .isr import IsrObservations
+from harness.checkers.common import PositionLog, malformed
+from harness.checkers.config import ACKS_ALL, ProducerFacts, RunFacts, producer_facts
+from harness.checkers.isr import IsrObservations
 
 # the sender of a value no send invoked (a value record's first field); None is a process name a record may hold
 UNSENT = object()

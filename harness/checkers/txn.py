@@ -32,11 +32,11 @@ from __future__ import annotations
 import bisect
 from typing import Iterable
 
-from .common import ALLOWED, FAIL, PASS, UNKNOWN, check_result, gc_paused, merge_options
-from .common import pos as _pos
-from .config import RunFacts, normalize_acks
-from .cycles import GraphChecks
-from .txn_history import ABORTED, COMMITTED, UNSURE, TxnHistory
+from harness.checkers.common import ALLOWED, FAIL, PASS, UNKNOWN, check_result, gc_paused, merge_options
+from harness.checkers.common import pos as _pos
+from harness.checkers.config import RunFacts, normalize_acks
+from harness.checkers.cycles import GraphChecks
+from harness.checkers.txn_history import ABORTED, COMMITTED, UNSURE, TxnHistory
 
 __all__ = ["ABORTED", "ALLOWED", "CHECK_ORDER", "COMMITTED", "DEFAULT_OPTIONS", "FAIL", "PASS", "UNKNOWN", "UNSURE",
            "TxnHistory", "check_transactions"]

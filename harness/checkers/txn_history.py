@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from .common import PositionLog, malformed
-from .config import RunFacts
+from harness.checkers.common import PositionLog, malformed
+from harness.checkers.config import RunFacts
 
 # transaction status
 COMMITTED, ABORTED, UNSURE = 1, 2, 0

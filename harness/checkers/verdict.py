@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .coverage import check_coverage
-from .durability import check_durability
-from .groups import check_groups
-from .txn import check_transactions
+from harness.checkers.coverage import check_coverage
+from harness.checkers.durability import check_durability
+from harness.checkers.groups import check_groups
+from harness.checkers.txn import check_transactions
 
 PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
 VERDICTS = (PASS, FAIL, UNKNOWN)

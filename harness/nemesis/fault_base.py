@@ -12,15 +12,15 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness import docker_util
+from harness.cluster import docker_util
 from harness.distributions import CONTROLLER_PORT, INTERNAL_PORT
 from harness.errors import HarnessError
 from harness.nemesis import netrules
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.cluster import Cluster
+    from harness.cluster.cluster import Cluster
     from harness.nemesis.view import View
-    from harness.node import Node
+    from harness.cluster.node import Node
 
 ZK_CLIENT_PORT = 2181
 

@@ -23,8 +23,8 @@ from harness.nemesis.net_faults import Bandwidth, Bridge, Isolate, LinkCut, Loss
 from harness.nemesis.targets import TargetUnresolved, zookeeper_mode
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.cluster import Cluster
-    from harness.node import Node
+    from harness.cluster.cluster import Cluster
+    from harness.cluster.node import Node
 
 
 # -- process faults -------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.lifecycle import Shield
+from harness.cluster.lifecycle import Shield
 from harness.nemesis import netrules
 from harness.nemesis.catalog import FaultSpecError, fault_info, validate_params
 from harness.nemesis.fault_base import Context, Fault, FaultError
@@ -52,7 +52,7 @@ _SWEEP_SCRIPT = (netrules.flush_script()
 @contextlib.contextmanager
 def defer_sigint():
     """Hold Ctrl-C (and SIGTERM) back while healing (main thread only), with a line saying so; re-raised
-    as KeyboardInterrupt afterwards (harness/lifecycle.py Shield)."""
+    as KeyboardInterrupt afterwards (harness/cluster/lifecycle.py Shield)."""
     with Shield("healing the faults"):
         yield
 

@@ -15,7 +15,7 @@ from harness.nemesis.fault_base import Fault, FaultError, FaultUnsupported, run_
 from harness.nemesis.targets import resolve
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.node import Node
+    from harness.cluster.node import Node
 
 
 # -- network faults (iptables) ----------------------------------------------------------------------

@@ -22,7 +22,7 @@ or dedicated controllers). On a cluster whose distribution runs no controller ro
 they are a :class:`TargetError`: they can never name anything there.
 
 ``service:<name>`` names every node of a distribution file's ``[[service]]`` of that name (its object
-store, its database, its ZooKeeper), ``service:<name>:<id>`` one of them (harness/distribution_services.py).
+store, its database, its ZooKeeper), ``service:<name>:<id>`` one of them (harness/distributions/services.py).
 
 ``txn-coordinator(<id>)`` and ``group-coordinator(<group>)`` name the broker that coordinates that
 transactional id / consumer group now, as FindCoordinator answers (``cluster.coordinator``: the leader
@@ -43,9 +43,9 @@ from typing import TYPE_CHECKING
 from harness.nemesis.catalog import FaultSpecError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from harness.cluster import Cluster
+    from harness.cluster.cluster import Cluster
     from harness.nemesis.view import View
-    from harness.node import Node
+    from harness.cluster.node import Node
 
 SIMPLE = ("controller", "random-broker", "random-zk", "random-minority", "zookeeper-leader",
           "all-brokers", "all-zk", "quorum-leader", "quorum-follower", "quorum-followers", "quorum-majority",

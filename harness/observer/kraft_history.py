@@ -4,7 +4,7 @@ truth of every decision of the controller (docs/observer.md, "KRaft metadata log
 Every node replicates ``__cluster_metadata-0`` (voters as quorum members, broker-only nodes as
 observers) under ``metadata.log.dir`` (default: the first of ``log.dirs``); in the dedicated layout
 (``apache-kraft-dedicated``) the voters are the controller-only nodes, read first. The segments are copied out
-with ``docker cp`` semantics (:meth:`harness.cluster.Node.read_file`), which also works on a stopped or
+with ``docker cp`` semantics (:meth:`harness.cluster.cluster.Node.read_file`), which also works on a stopped or
 killed container. A node's log may lack the tail that was not yet replicated to it, and the leader's
 may end with records not yet committed; the most complete readable history is kept.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import sys
 
-from .kraft_events import KraftHistory, history_from_metadata_log
-from .kraft_metadata import offset_from_name, parse_segment_bytes, read_metadata_blobs
+from harness.observer.kraft_events import KraftHistory, history_from_metadata_log
+from harness.observer.kraft_metadata import offset_from_name, parse_segment_bytes, read_metadata_blobs
 
 METADATA_PARTITION = "__cluster_metadata-0"
 

@@ -34,11 +34,11 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .crc32c import crc32c
-from .crc32c import all_intact
-from .gc_pause import gc_paused
-from .kraft_records import fast_records, read_records
-from .kraft_wire import (COMPRESSION, CONTROL_RECORDS, METADATA_RECORDS, F, KraftLogError, MetaRecord, Reader,
+from harness.observer.crc32c import crc32c
+from harness.observer.crc32c import all_intact
+from harness.observer.gc_pause import gc_paused
+from harness.observer.kraft_records import fast_records, read_records
+from harness.observer.kraft_wire import (COMPRESSION, CONTROL_RECORDS, METADATA_RECORDS, F, KraftLogError, MetaRecord, Reader,
                          _Short, decode_control, decode_metadata_value, read_struct)
 
 __all__ = ["COMPRESSION", "CONTROL_RECORDS", "METADATA_RECORDS", "F", "KraftLogError", "MetaRecord", "Reader",

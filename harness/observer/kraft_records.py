@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import struct
 
-from .kraft_wire import METADATA_RECORDS, KraftLogError, MetaRecord, Reader, decode_control, decode_metadata_value
+from harness.observer.kraft_wire import METADATA_RECORDS, KraftLogError, MetaRecord, Reader, decode_control, decode_metadata_value
 
 
 def read_records(r: Reader, count: int, base_offset: int, base_ts: int, epoch: int, control: bool) -> list[MetaRecord]:

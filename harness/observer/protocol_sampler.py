@@ -117,7 +117,7 @@ class ProtocolSampler(PeriodicSampler):
 
     @classmethod
     def for_cluster(cls, cluster, emit=None, **kw) -> "ProtocolSampler":
-        """A sampler of every broker of a :class:`harness.cluster.Cluster`."""
+        """A sampler of every broker of a :class:`harness.cluster.cluster.Cluster`."""
         return cls({b: cluster.brokers[b].host_port for b in cluster.broker_ids}, emit, **kw)
 
     # -- one sample ----------------------------------------------------------------------------

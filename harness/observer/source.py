@@ -17,14 +17,14 @@ branches on the mode itself.
 
 from __future__ import annotations
 
-from .admin_sampler import AdminSampler
-from .kraft_events import emit_history
-from .kraft_history import read_kraft_history
-from .protocol_sampler import ProtocolSampler
-from .protocol_view import ProtocolView
-from .reconcile import emit_reconciled, reconcile
-from .zk_history import read_zk_history
-from .zk_watcher import ZkWatcher
+from harness.observer.admin_sampler import AdminSampler
+from harness.observer.kraft_events import emit_history
+from harness.observer.kraft_history import read_kraft_history
+from harness.observer.protocol_sampler import ProtocolSampler
+from harness.observer.protocol_view import ProtocolView
+from harness.observer.reconcile import emit_reconciled, reconcile
+from harness.observer.zk_history import read_zk_history
+from harness.observer.zk_watcher import ZkWatcher
 
 
 class ObservationSource:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from .txn_events import history_from_txnlog
-from .txnlog import read_txnlog_blobs
+from harness.observer.txn_events import history_from_txnlog
+from harness.observer.txnlog import read_txnlog_blobs
 
 ZK_LOG_DIR = "/var/lib/zookeeper/version-2"   # Apache's image; a distribution file may say otherwise
 

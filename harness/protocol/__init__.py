@@ -4,10 +4,10 @@ epochs (Metadata v7+), the KRaft quorum (DescribeQuorum), ongoing reassignments
 transaction coordinators (FindCoordinator). See :mod:`.messages` and :mod:`.client`.
 """
 
-from .client import ProtocolClient, ProtocolError, UnsupportedApi, first_answer
-from .messages import (ApiVersionsResult, BrokerInfo, CoordinatorInfo, MetadataResult, OngoingReassignment, PartitionInfo,
+from harness.protocol.client import ProtocolClient, ProtocolError, UnsupportedApi, first_answer
+from harness.protocol.messages import (ApiVersionsResult, BrokerInfo, CoordinatorInfo, MetadataResult, OngoingReassignment, PartitionInfo,
                        QuorumInfo, ReassignmentsResult, ReplicaState, TopicInfo, TopicPartitionsResult, error_name)
-from .wire import DecodeError
+from harness.protocol.wire import DecodeError
 
 __all__ = ["ProtocolClient", "ProtocolError", "UnsupportedApi", "first_answer", "ApiVersionsResult",
            "BrokerInfo", "CoordinatorInfo", "MetadataResult", "OngoingReassignment", "PartitionInfo", "QuorumInfo", "ReassignmentsResult",

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .messages import _check_version, encode_request_header, error_name
-from .wire import Reader, Writer
+from harness.protocol.messages import _check_version, encode_request_header, error_name
+from harness.protocol.wire import Reader, Writer
 
 API_DESCRIBE_LOG_DIRS = 35
 API_ALTER_PARTITION_REASSIGNMENTS = 45

@@ -18,9 +18,9 @@ import struct
 import time
 from typing import Callable, Iterable, TypeVar
 
-from ..errors import HarnessError
-from . import messages as m
-from .wire import DecodeError, Reader
+from harness.errors import HarnessError
+from harness.protocol import messages as m
+from harness.protocol.wire import DecodeError, Reader
 
 T = TypeVar("T")
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024

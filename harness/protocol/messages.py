@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .wire import DecodeError, Reader, Writer
+from harness.protocol.wire import DecodeError, Reader, Writer
 
 API_METADATA = 3
 API_FIND_COORDINATOR = 10
@@ -485,7 +485,7 @@ def decode_find_coordinator_response(body: bytes, version: int, key: str = "", k
 
 # The administrative requests live in their own module; re-exported so ``messages`` stays the one
 # place callers import request codecs from (imported last: it uses the header helpers above).
-from .admin_messages import (ALTER_PARTITION_REASSIGNMENTS_VERSIONS, API_ALTER_PARTITION_REASSIGNMENTS,  # noqa: E402
+from harness.protocol.admin_messages import (ALTER_PARTITION_REASSIGNMENTS_VERSIONS, API_ALTER_PARTITION_REASSIGNMENTS,  # noqa: E402
                              API_DESCRIBE_LOG_DIRS, API_LIST_PARTITION_REASSIGNMENTS, DESCRIBE_LOG_DIRS_VERSIONS,
                              LIST_PARTITION_REASSIGNMENTS_VERSIONS, AlterReassignmentsResult, LogDir, LogDirsResult,
                              OngoingReassignment, ReassignmentsResult,

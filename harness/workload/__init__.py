@@ -6,12 +6,12 @@
 and the drain's end offsets as ``partition.end`` (docs/run-record.md).
 """
 
-from .config import WorkloadConfig
-from .drain import drain
-from .outcomes import classify_delivery_error, single_attempt
-from .groups import GroupWorkload, GroupWorkloadConfig
-from .txn import TxnWorkload, TxnWorkloadConfig
-from .workload import Workload
+from harness.workload.config import WorkloadConfig
+from harness.workload.drain import drain
+from harness.workload.outcomes import classify_delivery_error, single_attempt
+from harness.workload.groups import GroupWorkload, GroupWorkloadConfig
+from harness.workload.txn import TxnWorkload, TxnWorkloadConfig
+from harness.workload.workload import Workload
 
 __all__ = ["Workload", "WorkloadConfig", "TxnWorkload", "TxnWorkloadConfig", "GroupWorkload", "GroupWorkloadConfig", "make_workload", "drain",
            "classify_delivery_error", "single_attempt"]

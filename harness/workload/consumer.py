@@ -17,9 +17,9 @@ from typing import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from .config import WorkloadConfig
-from .outcomes import count_error, msg_leader_epoch
-from .producer import CRASH_ERROR
+from harness.workload.config import WorkloadConfig
+from harness.workload.outcomes import count_error, msg_leader_epoch
+from harness.workload.producer import CRASH_ERROR
 
 Emit = Callable[..., object]
 

@@ -21,8 +21,8 @@ from typing import Callable, Iterable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from .consumer import consumer_settings
-from .outcomes import error_name, msg_leader_epoch
+from harness.workload.consumer import consumer_settings
+from harness.workload.outcomes import error_name, msg_leader_epoch
 
 Emit = Callable[..., object]
 

@@ -33,10 +33,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from harness.clientlog import with_logger
 from harness.errors import HarnessError
 
-from .config import WorkloadConfig
-from .consumer import ClientThread, consumer_settings
-from .outcomes import count_error, error_name
-from .workload import Workload
+from harness.workload.config import WorkloadConfig
+from harness.workload.consumer import ClientThread, consumer_settings
+from harness.workload.outcomes import count_error, error_name
+from harness.workload.workload import Workload
 
 Emit = Callable[..., object]
 _MAGIC = b"CGMDv2:"

@@ -21,10 +21,10 @@ from typing import Callable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from .client_threads import create_niced, nice_increment
-from .config import WorkloadConfig
-from .implicit_ack import IMPLICIT_UNCONFIRMED, EosLog, ImplicitAcks
-from .outcomes import FAIL, INFO, classify_delivery_error, error_name, msg_leader_epoch, single_attempt
+from harness.workload.client_threads import create_niced, nice_increment
+from harness.workload.config import WorkloadConfig
+from harness.workload.implicit_ack import IMPLICIT_UNCONFIRMED, EosLog, ImplicitAcks
+from harness.workload.outcomes import FAIL, INFO, classify_delivery_error, error_name, msg_leader_epoch, single_attempt
 
 Emit = Callable[..., object]
 MAX_RECREATE = 5  # new producer instances after fatal errors (e.g. idempotence fencing)

@@ -24,11 +24,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from harness.clientlog import with_logger
 
-from .client_threads import create_niced, nice_increment
-from .config import partition_ids
-from .consumer import ClientThread, consumer_settings
-from .outcomes import count_error, error_name
-from .workload import ClientGroup
+from harness.workload.client_threads import create_niced, nice_increment
+from harness.workload.config import partition_ids
+from harness.workload.consumer import ClientThread, consumer_settings
+from harness.workload.outcomes import count_error, error_name
+from harness.workload.workload import ClientGroup
 
 Emit = Callable[..., object]
 

@@ -11,10 +11,10 @@ import threading
 import time
 from typing import Callable
 
-from .config import WorkloadConfig
-from .consumer import ConsumerProcess
-from .drain import drain
-from .producer import ProducerProcess
+from harness.workload.config import WorkloadConfig
+from harness.workload.consumer import ConsumerProcess
+from harness.workload.drain import drain
+from harness.workload.producer import ProducerProcess
 
 Emit = Callable[..., object]
 

@@ -18,7 +18,7 @@ the history (``fail``, never to be read back: the durability check ``failed_visi
 the delivery timeout).
 
 Layout: four brokers, the partitions on brokers 1, 2 and 4 (``chaos-0`` = [1, 2, 4]). In KRaft the
-first three nodes are the controller quorum (harness/distributions.py), so pausing the followers 2
+first three nodes are the controller quorum (harness/distributions/__init__.py), so pausing the followers 2
 and 4 leaves two of the three voters running: the quorum keeps a leader, fences the paused brokers
 and takes the leader's ISR shrink (§9.3), as ZooKeeper mode does with its ensemble untouched. On three
 combined nodes the same pauses would stop the quorum itself and the ISR could not shrink.
@@ -26,7 +26,7 @@ combined nodes the same pauses would stop the quorum itself and the ISR could no
 
 from __future__ import annotations
 
-from harness.scenario import RunContext, Scenario, TopicSpec
+from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 from reference import versions
 
 from .common import T, state

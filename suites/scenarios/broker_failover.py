@@ -12,7 +12,7 @@ reference model checks every write on the txn log (KRaft: every sample) anyway.
 
 from __future__ import annotations
 
-from harness.scenario import RunContext, Scenario
+from harness.scenario.scenario import RunContext, Scenario
 
 from .common import T, state
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from harness.nemesis import netrules
-from harness.scenario import RunContext, StepTimeout
+from harness.scenario.scenario import RunContext, StepTimeout
 
 # log lines worth keeping when a broker does not rejoin: replication, ISR changes, controller requests
 _DIAG_KEYS = ("Fetcher", "fetch", "Error", "WARN", "ERROR", "LeaderAndIsr", "Truncat", "AlterPartition",

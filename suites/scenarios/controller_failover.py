@@ -7,7 +7,7 @@ failover raises it by at least one (every candidacy takes a new epoch), not by e
 
 from __future__ import annotations
 
-from harness.scenario import RunContext, Scenario
+from harness.scenario.scenario import RunContext, Scenario
 
 from .common import T
 

@@ -29,7 +29,7 @@ is also ``conformance``: the certificate's evidence for the ``consumer-groups`` 
 
 from __future__ import annotations
 
-from harness.scenario import RunContext, Scenario, TopicSpec
+from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 
 TOPIC = "grp"
 PARTITIONS = 6

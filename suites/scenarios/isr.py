@@ -27,7 +27,7 @@ kept, §9.2), after which acks=all writes continue; nothing stalls until the hea
 from __future__ import annotations
 
 from harness.errors import NotSupported
-from harness.scenario import RunContext, Scenario, TopicSpec
+from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, fault_times, state
 

@@ -8,7 +8,7 @@ at 1,000 messages a second with ``retries=5``, a jumbled reassignment of every p
 gets the replica list of another partition, shuffled), every other broker cleanly restarted while it
 runs, and the reassignment verified complete within 60 s after the restarts. Kafka's test runs
 ``kafka-reassign-partitions``; here its ``--execute`` and ``--verify`` are done from the host through
-the protocol (harness/admin_ops.py, recorded ``via="api"``): the tool is not what the test is about. Kafka's test then checks
+the protocol (harness/cluster/admin_ops.py, recorded ``via="api"``): the tool is not what the test is about. Kafka's test then checks
 that every acknowledged message is consumed; here the durability checker does that (and more: the
 duplicates its ``ProduceConsumeValidateTest`` turned off, KAFKA-18905 / KAFKA-9199, are findings with
 their evidence), the conformance checker judges every controller write, and the run's coverage says
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import random
 
-from harness import admin_ops as ao
-from harness.scenario import RunContext, Scenario, TopicSpec
+from harness.cluster import admin_ops as ao
+from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T
 

@@ -25,7 +25,7 @@ view asks the brokers the quorum leader reports behind last (harness/observer/pr
 
 from __future__ import annotations
 
-from harness.scenario import RunContext, Scenario
+from harness.scenario.scenario import RunContext, Scenario
 
 from .common import T, state, wait_or_diagnose
 

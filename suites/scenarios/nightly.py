@@ -1,13 +1,13 @@
 """11. Randomized chaos: a seeded random schedule of mixed faults over a longer workload.
 
-The schedule comes from the run's seed and the fault mix below (harness.schedule.generate_schedule),
+The schedule comes from the run's seed and the fault mix below (harness.scenario.schedule.generate_schedule),
 is stored in metadata.json and can be re-run exactly with ``kafka-chaos run --replay RUN_DIR``.
 Length: ``kafka-chaos run nightly --length SECONDS`` (default 300 s of faults). Faults never
 overlap; each heal is followed by a quiet interval. Every fault kind here keeps a majority of the
 ISR able to recover, so the run must end with every acknowledged write readable (acks=all, min ISR 2,
 idempotent producer) and every controller decision allowed by the model.
 
-One mix serves every distribution (harness.schedule.for_roles): faults and targets that need a part the
+One mix serves every distribution (harness.scenario.schedule.for_roles): faults and targets that need a part the
 cluster lacks are left out before the seed draws, so a ZooKeeper-mode run draws the ZooKeeper faults
 (``zk_*``, ``delete_controller_znode``, ``random-zk``) and a KRaft run the quorum targets
 (``quorum-leader``, ``quorum-follower``: the active controller and a voter, docs/faults.md), and a
@@ -16,7 +16,7 @@ ZooKeeper-mode schedule for a seed is the same as before the quorum targets were
 
 from __future__ import annotations
 
-from harness.scenario import Scenario, TopicSpec
+from harness.scenario.scenario import Scenario, TopicSpec
 
 from .common import T
 

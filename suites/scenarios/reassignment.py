@@ -3,10 +3,10 @@
 Four brokers; the workload topic ``chaos`` lives on brokers 1–3 only, so broker 4 starts with no
 replica and a reassignment can move one onto it. Reassignments follow seed 003's flow of Kafka's
 ``kafka-reassign-partitions`` (generate / execute / verify / cancel, with its throttle), done from the
-host through the protocol (harness/admin_ops.py: Metadata, ListPartitionReassignments,
+host through the protocol (harness/cluster/admin_ops.py: Metadata, ListPartitionReassignments,
 AlterPartitionReassignments, IncrementalAlterConfigs; recorded ``via="api"``), or through the legacy
 ``/admin/reassign_partitions`` znode (``via="znode"``). Only ``target_down`` runs the tool itself
-(``via="tool"``, harness/admin_tool.py): its subject there is the tool's own refusal, which is
+(``via="tool"``, harness/cluster/admin_tool.py): its subject there is the tool's own refusal, which is
 NOT-APPLICABLE on an image without Kafka's tools.
 
 What the spec says and the scripts check (besides the conformance checker, which judges every
@@ -60,12 +60,12 @@ import time
 
 from confluent_kafka import Producer
 
-from harness import admin_ops as ao
-from harness import admin_tool
-from harness.control_history import of_partition
+from harness.cluster import admin_ops as ao
+from harness.cluster import admin_tool
+from harness.cluster.control_history import of_partition
 from harness.errors import HarnessError
 from harness.protocol import ProtocolClient, ProtocolError, UnsupportedApi
-from harness.scenario import RunContext, Scenario, TopicSpec
+from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, state
 
@@ -402,7 +402,7 @@ def target_down(ctx: RunContext) -> None:
     The API part runs on every distribution: the tool refuses (it checks the ids against DescribeCluster,
     which lists live brokers only — ZK: registered, KRaft: registered and unfenced: "Unknown broker id
     4"; Kafka's tool run in a broker container, ``via="tool"``: NOT-APPLICABLE where the image has no
-    tools, harness/admin_tool.py ``unavailable``); AlterPartitionReassignments sent directly meets the
+    tools, harness/cluster/admin_tool.py ``unavailable``); AlterPartitionReassignments sent directly meets the
     controller's own check. A broker id never
     registered is refused by both (INVALID_REPLICA_ASSIGNMENT); for broker 4, down, ZooKeeper mode wants
     adding replicas live (§7.3, KafkaController.validateReplicas: INVALID_REPLICA_ASSIGNMENT), KRaft

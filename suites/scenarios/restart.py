@@ -16,7 +16,7 @@ here: the durability checker names every lost write).
 
 from __future__ import annotations
 
-from harness.scenario import RunContext, Scenario
+from harness.scenario.scenario import RunContext, Scenario
 
 from .common import T, state
 

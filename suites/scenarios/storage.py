@@ -16,7 +16,7 @@ every partition). The topic has replication factor 1: replication is the store's
 
 from __future__ import annotations
 
-from harness.scenario import SHARED_STORAGE, RunContext, Scenario, TopicSpec
+from harness.scenario.scenario import SHARED_STORAGE, RunContext, Scenario, TopicSpec
 from harness.errors import ScenarioError
 
 from .common import T

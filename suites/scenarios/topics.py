@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from harness.scenario import RunContext, Scenario
+from harness.scenario.scenario import RunContext, Scenario
 
 from .common import T, state
 

@@ -26,7 +26,7 @@ The load is waited for, not assumed: the fault comes once 80 transactions commit
 the run goes on after the heal until 230 did (10-60 s): a busy machine commits fewer a second.
 
 Tagged ``chaos``; ``transactions.coordinator_kill`` is also ``conformance``: the certificate's evidence for
-the ``transactions`` capability (harness/capabilities.py selects conformance scenarios), one run of
+the ``transactions`` capability (harness/certify/capabilities.py selects conformance scenarios), one run of
 about a minute.
 """
 
@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import time
 
-from harness.scenario import RunContext, Scenario, TopicSpec
+from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 
 TOPIC = "txn"
 PARTITIONS = 4
 TXN_STATE = "__transaction_state"
-TXN_STATE_PARTITIONS = 3  # transaction.state.log.num.partitions of the test clusters (harness/cluster.py)
+TXN_STATE_PARTITIONS = 3  # transaction.state.log.num.partitions of the test clusters (harness/cluster/cluster.py)
 TX_ID = f"kc-tx-{TOPIC}"
 BEFORE, AFTER = 80, 230     # transactions committed before the fault / by the end (the coverage needs 200)
 

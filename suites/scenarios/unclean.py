@@ -42,8 +42,8 @@ transaction log, the KRaft metadata log), which carry the ELR and the leader rec
 
 from __future__ import annotations
 
-from harness.control_history import feature_levels, of_partition
-from harness.scenario import RunContext, Scenario, TopicSpec
+from harness.cluster.control_history import feature_levels, of_partition
+from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, state, wait_or_diagnose
 

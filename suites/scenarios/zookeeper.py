@@ -11,7 +11,7 @@ expire is dead for the controller (§5.2) and re-registers with a new broker epo
 from __future__ import annotations
 
 from harness.nemesis.targets import zookeeper_mode
-from harness.scenario import RunContext, Scenario
+from harness.scenario.scenario import RunContext, Scenario
 
 from .common import T, state
 

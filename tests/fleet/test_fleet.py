@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.shard import select
-from harness.storage import S3Store
+from harness.commands.shard import select
+from harness.record.storage import S3Store
 from suites.catalog import scenarios_for
 
 pytestmark = [pytest.mark.fleet, pytest.mark.docker, pytest.mark.spark, pytest.mark.s3]

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.storage import MANIFEST, Publisher, S3Store, record_files
+from harness.record.storage import MANIFEST, Publisher, S3Store, record_files
 from seaweed import free_port
 
 pytestmark = pytest.mark.s3

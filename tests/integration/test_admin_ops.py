@@ -1,4 +1,4 @@
-"""harness.admin_ops and harness.admin_tool: reassignment through Kafka's tool (run in a broker
+"""harness.cluster.admin_ops and harness.cluster.admin_tool: reassignment through Kafka's tool (run in a broker
 container) and the znode, cancel, throttles and preferred election on a real 4-broker cluster
 (``-m docker``), plus the pure parts (plans, tool output parsing, version switch). The protocol path
 (host-side, no exec) is tests/integration/test_admin_protocol.py.
@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import admin_ops as ao
-from harness import admin_tool as at
+from harness.cluster import admin_ops as ao
+from harness.cluster import admin_tool as at
 from waiting import wait_for  # noqa: E402  (tests/integration is on sys.path)
 
 
@@ -64,7 +64,7 @@ def test_tool_class_and_version_gates():
 # ---------------------------------------------------------------------------- real cluster
 @pytest.fixture(scope="module")
 def cluster(kc_image):
-    from harness.cluster import Cluster, ClusterSpec
+    from harness.cluster.cluster import Cluster, ClusterSpec
     # small replica fetches: a throttled follower gets one batch per quota window, not 1 MB
     cl = Cluster(ClusterSpec(brokers=4, image=kc_image.tag, broker_config={"replica.fetch.max.bytes": "16384"}))
     cl.start()
@@ -83,7 +83,7 @@ def test_kraft_cluster_zookeeper_helpers_name_the_substitute(kc_image):
 
     Placed before the first test of the module cluster, with its own cluster removed at its end, so
     only one cluster of this module exists at a time."""
-    from harness.cluster import Cluster, ClusterSpec
+    from harness.cluster.cluster import Cluster, ClusterSpec
     from harness.errors import NotSupported
     from harness.runner import classify_exception
     cl = Cluster(ClusterSpec(brokers=3, distribution="apache-kraft", image=kc_image.tag, startup_timeout_s=240))

@@ -1,4 +1,4 @@
-"""harness.admin_ops' host-side reassignment on a real 4-broker cluster, ZooKeeper mode (3.9.2) and KRaft
+"""harness.cluster.admin_ops' host-side reassignment on a real 4-broker cluster, ZooKeeper mode (3.9.2) and KRaft
 (4.1.2): generate, execute, a throttle set as ``kafka-reassign-partitions --throttle`` sets it
 (DescribeConfigs shows it), verify (clearing the throttles once done), list and cancel — through the
 protocol only: every broker container's ``exec`` is made unusable for the test and no call reaches it.
@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from harness import admin_ops as ao
-from harness import reassign_plan as rp
+from harness.cluster import admin_ops as ao
+from harness.cluster import reassign_plan as rp
 from waiting import wait_for  # noqa: E402  (tests/integration is on sys.path)
 
 pytestmark = pytest.mark.docker
@@ -24,7 +24,7 @@ CASES = [("apache-zk", "3.9.2"), ("apache-kraft", "4.1.2")]
 @pytest.fixture(scope="module", params=CASES, ids=[f"{d}-{v}" for d, v in CASES])
 def cluster(request, kc_docker):
     from harness import images
-    from harness.cluster import Cluster, ClusterSpec
+    from harness.cluster.cluster import Cluster, ClusterSpec
     dist, version = request.param
     image = images.image_for(version, build_missing=True)
     # small replica fetches: a throttled follower gets one batch per quota window, not 1 MB

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness.cleanup import list_clusters, reap_orphans
+from harness.cluster.cleanup import list_clusters, reap_orphans
 from tests.subproc import sigint_default
 
 pytestmark = pytest.mark.docker
@@ -80,7 +80,7 @@ def test_cluster_up_kraft(cli_cluster_name, kc_image):
     st = kc("cluster", "status", "--name", name)
     assert st.returncode == 0 and "distribution=apache-kraft" in st.stdout
     assert "zk" not in "".join(l.split()[1] for l in st.stdout.splitlines() if l.startswith("# kc-"))
-    from harness.cluster import Cluster
+    from harness.cluster.cluster import Cluster
     q = Cluster.attach(name).quorum()
     assert q.error is None and q.leader_id in (1, 2, 3) and sorted(v.replica_id for v in q.voters) == [1, 2, 3]
 
@@ -132,7 +132,7 @@ def test_orphans_of_a_killed_harness_process_are_reaped(kc_image):
     """A harness process killed with SIGKILL leaves containers; the next start (or cleanup) removes them."""
     script = textwrap.dedent(f"""
         import sys, time
-        from harness.cluster import Cluster, ClusterSpec
+        from harness.cluster.cluster import Cluster, ClusterSpec
         c = Cluster(ClusterSpec(brokers=1, zookeepers=1, name="orphan{os.getpid() % 10000}",
                                 image="{kc_image.tag}"))
         c.wait_ready = lambda *a, **k: None

@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from harness.cleanup import list_clusters
-from harness.cluster import Cluster
+from harness.cluster.cleanup import list_clusters
+from harness.cluster.cluster import Cluster
 
 pytestmark = pytest.mark.docker
 

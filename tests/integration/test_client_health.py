@@ -16,7 +16,7 @@ import pytest
 from harness.checkers.coverage import check_coverage
 from harness.record import read_run
 from harness.runner import execute
-from harness.scenario import Scenario, TopicSpec
+from harness.scenario.scenario import Scenario, TopicSpec
 
 pytestmark = pytest.mark.docker
 

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from harness.cleanup import leftovers
-from harness.docker_util import LABEL_CLUSTER
+from harness.cluster.cleanup import leftovers
+from harness.cluster.docker_util import LABEL_CLUSTER
 
 pytestmark = pytest.mark.docker
 
@@ -120,8 +120,8 @@ def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(kc_image
     refuses to publish it, and the cluster starts again on newly picked ports."""
     import socket
 
-    from harness import cluster as cl_mod
-    from harness.cluster import Cluster, ClusterSpec, _port_taken
+    from harness.cluster import cluster as cl_mod
+    from harness.cluster.cluster import Cluster, ClusterSpec, _port_taken
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))
     squatter.listen()
@@ -153,8 +153,8 @@ def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(kc_image
 def test_node_jvms_run_c1_only_unless_overridden(kc_image, monkeypatch, override):
     """Images built here run every JVM with -XX:TieredStopAtLevel=1 (the C1 JIT: far less CPU on a
     small host); KAFKA_CHAOS_JVM_OPTS replaces that for every node."""
-    from harness.cluster import Cluster, ClusterSpec
-    from harness.node_settings import JVM_OPTS_ENV
+    from harness.cluster.cluster import Cluster, ClusterSpec
+    from harness.cluster.node_settings import JVM_OPTS_ENV
     if override is None:
         monkeypatch.delenv(JVM_OPTS_ENV, raising=False)
     else:

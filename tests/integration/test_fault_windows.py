@@ -36,7 +36,7 @@ ACTIONS = ("kill", "die", "stop", "start", "pause", "unpause")
 
 @pytest.fixture(scope="module")
 def cluster(kc_image):
-    from harness.cluster import Cluster, ClusterSpec
+    from harness.cluster.cluster import Cluster, ClusterSpec
     cl = Cluster(ClusterSpec(brokers=2, zookeepers=1, image=kc_image.tag,
                              name=f"h5-fw-{uuid.uuid4().hex[:6]}"))
     try:
@@ -74,7 +74,7 @@ def _fault_times(rec: RunRecorder, fault_id: int) -> dict[str, float]:
 
 def _docker_events(container: str, since: float) -> list[tuple[str, float]]:
     """``(action, seconds)`` of the container's lifecycle events from ``since`` until now, in order."""
-    from harness import docker_util
+    from harness.cluster import docker_util
     until = int(time.time()) + 1
     stream = docker_util.client().events(since=int(since) - 1, until=until, decode=True,
                                          filters={"container": container, "type": "container"})

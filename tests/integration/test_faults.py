@@ -15,7 +15,7 @@ import pytest
 from harness.nemesis import FaultUnsupported, Nemesis, ZkView, nemesis_guard
 from harness.nemesis.faults import wait_started
 from harness.record import RunRecorder, read_run
-from harness.schedule import generate_schedule, load_schedule, run_schedule
+from harness.scenario.schedule import generate_schedule, load_schedule, run_schedule
 
 from waiting import wait_for  # noqa: E402  (tests/integration is on sys.path)
 

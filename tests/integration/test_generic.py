@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from harness import distributions, images
-from harness.cleanup import leftovers
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster.cleanup import leftovers
+from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.errors import HarnessError
 from harness.record import read_run
 from harness.runner import execute

@@ -18,10 +18,10 @@ from types import SimpleNamespace
 import pytest
 
 from harness import images
-from harness.cluster import ClusterSpec
+from harness.cluster.cluster import ClusterSpec
 from harness.distributions import ApacheKraft, properties_text
-from harness.distributions_dedicated import ApacheKraftDedicated
-from harness.node_settings import DEFAULT_BROKER_CONFIG
+from harness.distributions.dedicated import ApacheKraftDedicated
+from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
 from harness.observer.kraft_metadata import parse_segment_bytes
 
 pytestmark = pytest.mark.docker
@@ -58,7 +58,7 @@ def _node_config(node_id: int) -> str:
 
 def _node_config_of_role(roles: str) -> str:
     """The server properties of a node with process.roles ``roles``: a combined node, or a broker-only
-    or controller-only node of the dedicated layout (harness/distributions_dedicated.py)."""
+    or controller-only node of the dedicated layout (harness/distributions/dedicated.py)."""
     if roles == "broker,controller":
         return _node_config(1)
     dd = ApacheKraftDedicated()

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from harness import images
-from harness.cleanup import list_clusters
+from harness.cluster.cleanup import list_clusters
 from harness.record import read_run
 from harness.runner import execute
 from suites.catalog import scenarios_for

@@ -1,6 +1,6 @@
 """A broker that is not Apache Kafka through a distribution file, on real containers: franz-go's
 kfake (kafka-chaos/kfake:latest, built offline by `kafka-chaos images build-kfake`). The preflight
-(harness/preflight.py) decides in seconds: INCOMPATIBLE with one precise line when the file's node
+(harness/certify/preflight.py) decides in seconds: INCOMPATIBLE with one precise line when the file's node
 ids do not match what the broker reports or a required API is missing, NOT-APPLICABLE capabilities
 for the admin APIs it does not advertise, PASS for docs/examples/kfake.toml. One cluster at a time,
 each removed before the next starts."""
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.capabilities import Subject, plan
-from harness import docker_util
-from harness.cluster import Cluster, ClusterSpec
+from harness.certify.capabilities import Subject, plan
+from harness.cluster import docker_util
+from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.nemesis.fault_base import FaultError
 from harness.nemesis.nemesis import Nemesis
 from harness.foreign_images import KFAKE_TAG, build_kfake
-from harness.preflight import EXIT_INCOMPATIBLE, preflight
+from harness.certify.preflight import EXIT_INCOMPATIBLE, preflight
 from suites.catalog import SCENARIOS
 
 pytestmark = pytest.mark.docker

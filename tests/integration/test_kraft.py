@@ -15,9 +15,9 @@ import uuid
 import pytest
 
 from harness import images
-from harness.cleanup import leftovers
-from harness.cluster import Cluster, ClusterSpec
-from harness.docker_util import LABEL_CLUSTER
+from harness.cluster.cleanup import leftovers
+from harness.cluster.cluster import Cluster, ClusterSpec
+from harness.cluster.docker_util import LABEL_CLUSTER
 from harness.errors import HarnessError
 from harness.observer.protocol_sampler import ProtocolSampler
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.errors import HarnessError
 from harness.nemesis.fault_base import Context
 from harness.nemesis.faults import start_node

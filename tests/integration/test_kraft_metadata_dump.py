@@ -137,7 +137,7 @@ def test_run_record_holds_every_partition_change_kafka_dump_log_decodes(kc_docke
     ``meta.partition`` event of the record at the same offset, with the same values for what it set."""
     from harness.record import read_run
     from harness.runner import execute
-    from harness.scenario import Scenario, TopicSpec
+    from harness.scenario.scenario import Scenario, TopicSpec
 
     sc = Scenario("observer.many_changes", "kill and restart brokers 2 and 3 in turn under 16 partitions",
                   _many_changes, tags=("test",), topics=[TopicSpec("many", 16, 3)],

@@ -15,8 +15,8 @@ import uuid
 import pytest
 
 from harness import images
-from harness.cleanup import leftovers
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster.cleanup import leftovers
+from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.observer.kraft_history import events_since, metadata_marker, read_kraft_history, read_node_history
 
 pytestmark = pytest.mark.docker

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import docker_util
+from harness.cluster import docker_util
 from harness.foreign_images import build_kroxylicious
-from harness.preflight import preflight
+from harness.certify.preflight import preflight
 
 pytestmark = [pytest.mark.docker, pytest.mark.nightly]
 

@@ -12,7 +12,7 @@ import pytest
 from harness.record import read_run
 from harness.runner import execute
 from harness import distributions
-from harness.schedule import generate_schedule
+from harness.scenario.schedule import generate_schedule
 from suites.catalog import scenarios_for
 from suites.scenarios.nightly import SHORT
 

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from harness import docker_util
-from harness.cleanup import list_clusters
+from harness.cluster import docker_util
+from harness.cluster.cleanup import list_clusters
 from harness.runner import run_cluster_name
 from harness.record import read_run
 from tests.subproc import sigint_default

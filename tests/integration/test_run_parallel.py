@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness.cleanup import list_clusters
+from harness.cluster.cleanup import list_clusters
 from harness.record import read_run
 
 pytestmark = pytest.mark.docker

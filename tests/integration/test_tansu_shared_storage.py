@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import docker_util
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import docker_util
+from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.foreign_images import build_seaweedfs, build_tansu
 from harness.nemesis import Nemesis
-from harness.preflight import preflight
+from harness.certify.preflight import preflight
 from harness.record import RunRecorder
 
 # long: the first `images build-tansu` compiles Tansu with cargo (15-45 min on 2 cores), far past the CI

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import images
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster.cluster import Cluster, ClusterSpec
 
 pytestmark = pytest.mark.docker
 

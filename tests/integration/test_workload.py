@@ -17,7 +17,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError
 
-from harness import group_coordinator
+from harness.cluster import group_coordinator
 from harness.checkers import ALLOWED, PASS, UNKNOWN, check_durability
 from harness.record import RunRecorder, read_run
 from harness.workload import Workload, WorkloadConfig, classify_delivery_error, drain, single_attempt
@@ -313,7 +313,7 @@ def test_group_coordinator_settles_and_acked_writes_to_a_deleted_topic_are_lost(
     with the deletion recorded as the scenario's own ``delete_topic`` action is ALLOWED."""
     cluster = kc_cluster_factory(brokers=1, zookeepers=1)
     assert "__consumer_offsets" not in cluster.admin().list_topics(timeout=10).topics
-    # the runner's step before any workload (harness/group_coordinator.py): a coordinator is asked
+    # the runner's step before any workload (harness/cluster/group_coordinator.py): a coordinator is asked
     # for, which creates the group topic, and its ISR is waited for
     st = group_coordinator.settle(cluster)
     assert st["coordinator"] is True and st["full_isr"] is True, st

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import docker_util
-from harness.cluster import Cluster, ClusterSpec
+from harness.cluster import docker_util
+from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.nemesis import Nemesis, ZkView
 from harness.nemesis.targets import resolve, zookeeper_mode
 from harness.observer.zk_history import read_zk_history

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from harness.nemesis.fault_base import FaultError
-from harness.schedule import Schedule, ScheduleItem, run_schedule
+from harness.scenario.schedule import Schedule, ScheduleItem, run_schedule
 
 
 class _Handle:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.schedule import (Schedule, ScheduleError, generate_schedule, load_schedule,
+from harness.scenario.schedule import (Schedule, ScheduleError, generate_schedule, load_schedule,
                               parse_mix)
 
 MIX = {
@@ -152,12 +152,12 @@ def test_seed_must_be_an_integer():
         generate_schedule("42", MIX)
 
 
-# -- one mix for every distribution (harness.schedule.for_roles) ----------------------------------------------
+# -- one mix for every distribution (harness.scenario.schedule.for_roles) ----------------------------------------------
 ZK_ROLES, KRAFT_ROLES = ("broker", "zookeeper"), ("broker", "controller")
 
 
 def test_for_roles_drops_faults_and_targets_a_cluster_cannot_have():
-    from harness.schedule import for_roles
+    from harness.scenario.schedule import for_roles
     mix = {"length": 60, "faults": {"kill": {"targets": ["random-broker", "quorum-leader", "random-zk"]},
                                     "zk_expire_session": 1, "delete_controller_znode": 1,
                                     "pause": {"targets": ["quorum-follower"]}}}

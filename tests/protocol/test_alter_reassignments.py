@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 from scripted_server import ScriptedServer, h
 
-from harness import admin_ops as ao
+from harness.cluster import admin_ops as ao
 from harness.protocol import ProtocolClient
 
 APIS = "04" "0003 0000 000c 00" "0012 0000 0003 00" "002d 0000 0000 00" "00000000" "00"

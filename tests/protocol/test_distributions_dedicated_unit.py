@@ -1,5 +1,5 @@
-"""The dedicated-quorum KRaft layout (harness/distributions_dedicated.py) and the node groups every
-distribution declares (harness/node_groups.py): node configs, ids, the cluster's nodes, the controller
+"""The dedicated-quorum KRaft layout (harness/distributions/dedicated.py) and the node groups every
+distribution declares (harness/cluster/node_groups.py): node configs, ids, the cluster's nodes, the controller
 target, link classes and metadata-log order — without Docker (the cluster itself:
 tests/integration/test_kraft_dedicated.py)."""
 
@@ -11,16 +11,16 @@ from dataclasses import dataclass
 import pytest
 
 from harness import distributions as d
-from harness.cluster import Cluster, ClusterSpec
-from harness.control_plane import ProtocolControlPlane
-from harness.distributions_dedicated import ApacheKraftDedicated
+from harness.cluster.cluster import Cluster, ClusterSpec
+from harness.cluster.control_plane import ProtocolControlPlane
+from harness.distributions.dedicated import ApacheKraftDedicated
 from harness.errors import HarnessError
 from harness.nemesis import netrules
 from harness.nemesis.catalog import fault_info
 from harness.nemesis.targets import resolve
-from harness.node import Node
-from harness.node_groups import make_nodes
-from harness.node_settings import DEFAULT_BROKER_CONFIG
+from harness.cluster.node import Node
+from harness.cluster.node_groups import make_nodes
+from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
 from harness.observer import kraft_history
 
 

@@ -1,4 +1,4 @@
-"""Distribution adapters (harness/distributions.py): node configs, container commands and
+"""Distribution adapters (harness/distributions/__init__.py): node configs, container commands and
 environments, image checks — without Docker (the KRaft cluster itself is in
 tests/integration/test_kraft.py, ZooKeeper mode in tests/integration/test_cluster.py)."""
 
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import pytest
 
 from harness import distributions as d
-from harness.cluster import Cluster, ClusterSpec
-from harness.node_settings import DEFAULT_BROKER_CONFIG
-from harness.control_plane import ProtocolControlPlane, ZkControlPlane
+from harness.cluster.cluster import Cluster, ClusterSpec
+from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
+from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane
 from harness.errors import HarnessError, NotSupported
 
 
@@ -144,7 +144,7 @@ def test_unknown_distribution_is_a_clear_error():
 
 
 def test_each_distribution_names_its_control_plane():
-    """harness/control_plane.py: ZooKeeper mode observes ZooKeeper, KRaft and generic the protocol."""
+    """harness/cluster/control_plane.py: ZooKeeper mode observes ZooKeeper, KRaft and generic the protocol."""
     assert isinstance(Cluster(ClusterSpec(distribution="apache-zk")).control, ZkControlPlane)
     for name in ("apache-kraft", "generic"):
         cl = Cluster(ClusterSpec(distribution=name))

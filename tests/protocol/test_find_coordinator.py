@@ -85,7 +85,7 @@ def test_round_trip_negotiates_the_version():
 
 
 def test_cluster_coordinator_skips_error_answers_and_asks_last_ones_last():
-    from harness.cluster import Cluster
+    from harness.cluster.cluster import Cluster
 
     def server(node, err):
         def answer(key, ver, cid):

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import lifecycle, owner
-from harness.docker_util import LABEL, LABEL_OWNER_PID
+from harness.cluster import lifecycle, owner
+from harness.cluster.docker_util import LABEL, LABEL_OWNER_PID
 from tests.subproc import sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,7 +120,7 @@ def _kc(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 def _owned_by(pid: int) -> list[str]:
     """Names of labelled containers, networks and volumes whose owner label is ``pid``."""
-    from harness import docker_util
+    from harness.cluster import docker_util
     api = docker_util.client().api
     f = {"label": [f"{LABEL}=1", f"{LABEL_OWNER_PID}={pid}"]}
     return ([c["Names"][0] for c in api.containers(all=True, filters=f)] + [n["Name"] for n in api.networks(filters=f)]
@@ -195,7 +195,7 @@ def test_cluster_up_clusters_outlive_their_creator_until_cluster_down(kc_image):
     up = _kc("cluster", "up", "--name", name, "--brokers", "1", "--broker-image", kc_image.tag)
     try:
         assert up.returncode == 0, up.stderr[-1500:]
-        from harness.cleanup import list_clusters
+        from harness.cluster.cleanup import list_clusters
         assert name in list_clusters()                   # its creator has exited
         assert _kc("images", "list").returncode == 0
         dry = _kc("cleanup", "--dead-only", "--dry-run")
@@ -204,5 +204,5 @@ def test_cluster_up_clusters_outlive_their_creator_until_cluster_down(kc_image):
     finally:
         down = _kc("cluster", "down", "--name", name)
     assert down.returncode == 0, down.stderr
-    from harness.cleanup import list_clusters
+    from harness.cluster.cleanup import list_clusters
     assert name not in list_clusters()

@@ -2,7 +2,7 @@
 
 Each test mounts its own tmpfs (``mount -t tmpfs -o size=...``, root only; skipped with the reason
 when the sandbox refuses it) and fills it with a real file, so every ENOSPC comes from the kernel.
-What must hold (harness/record.py, docs/run-record.md "Write errors"):
+What must hold (harness/record/__init__.py, docs/run-record.md "Write errors"):
 
 * a record appears complete (metadata + events + verdict) or not at all: never a visible half;
 * a disk that fills during the run ends it as UNKNOWN(disk-full) with the events that fitted, all

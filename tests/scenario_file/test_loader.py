@@ -1,4 +1,4 @@
-"""Scenario files (harness.scenario_file): a valid file gives a real Scenario; every schema error is one
+"""Scenario files (harness.scenario.file): a valid file gives a real Scenario; every schema error is one
 line naming the file, the line and the key, and is a HarnessError (exit code 2). Pure: no cluster."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.scenario import Scenario
-from harness.scenario_file import ScenarioFileError, find_line, load, load_file
+from harness.scenario.scenario import Scenario
+from harness.scenario.file import ScenarioFileError, find_line, load, load_file
 
 BASE = textwrap.dedent("""\
     name = "broker_failover.file_kill_leader"

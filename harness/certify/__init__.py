@@ -1,0 +1,1 @@
+"""certify: the capability table, the preflight, the certificate's data, fleet certification."""

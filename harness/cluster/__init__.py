@@ -1,0 +1,1 @@
+"""Clusters the harness starts: containers, nodes, the control plane and admin operations."""

@@ -1,0 +1,41 @@
+"""Access to the Docker engine, with one clear error when it is unreachable."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from harness.errors import DockerUnavailable
+
+LABEL = "kafka-chaos"                 # every object the harness creates carries LABEL=1
+LABEL_CLUSTER = "kafka-chaos.cluster"  # the cluster name
+LABEL_ROLE = "kafka-chaos.role"        # broker | zookeeper | controller | service
+LABEL_NODE_ID = "kafka-chaos.node-id"  # broker id or ZooKeeper myid
+LABEL_SERVICE = "kafka-chaos.service"  # a distribution file's service container: the service's name
+LABEL_NODE_PORTS = "kafka-chaos.node-ports"  # one process serving several node ids: "id:host port,..."
+LABEL_OWNER_PID = "kafka-chaos.owner-pid"
+LABEL_OWNER_HOST = "kafka-chaos.owner-host"
+LABEL_OWNER_START = "kafka-chaos.owner-start"  # the owner's start time (/proc/PID/stat): tells a reused pid apart
+LABEL_PERSISTENT = "kafka-chaos.persistent"  # "1" for `cluster up` clusters (no owner process)
+
+ENSURE_HINT = "start one with `sudo scripts/ensure-docker.sh` (installs Debian's docker.io and starts dockerd) or set DOCKER_HOST"
+
+
+@functools.lru_cache(maxsize=1)
+def client():
+    """A docker-py client whose engine answered a ping; raises DockerUnavailable otherwise."""
+    import docker  # imported lazily so pure modules never need it
+    try:
+        c = docker.from_env(timeout=120)
+        c.ping()
+        return c
+    except Exception as e:  # docker raises several unrelated types here
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise DockerUnavailable(f"Docker engine unreachable at {where} ({type(e).__name__}); {ENSURE_HINT}") from None
+
+
+def engine_version() -> str | None:
+    try:
+        return client().version().get("Version")
+    except DockerUnavailable:
+        return None

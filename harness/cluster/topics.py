@@ -1,0 +1,70 @@
+"""A cluster's topic administration through the Admin API: the shared AdminClient, creating a topic
+(asked again, bounded, when a loaded machine answers too late) and waiting for its leaders, deleting
+it. A mixin of :class:`harness.cluster.cluster.Cluster`, which provides ``bootstrap_servers``, ``name``,
+``_admin`` and ``_progress`` (its progress line).
+"""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from harness.clientlog import with_logger
+from harness.errors import ClusterError
+
+
+class TopicAdmin:
+    def admin(self, **conf):
+        """A shared AdminClient (a fresh one when ``conf`` is given). Keep a reference while futures are pending."""
+        if conf:
+            return AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 30000, **conf}))
+        if self._admin is None:
+            self._admin = AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers,
+                                                 "socket.timeout.ms": 30000}))
+        return self._admin
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
+                     config: dict | None = None, assignment: dict[int, list[int]] | None = None,
+                     timeout_s: float = 30.0) -> None:
+        """Create a topic and wait until every partition has a leader."""
+        if assignment:
+            # confluent-kafka 2.16 wants num_partitions = the number of assignments (not -1)
+            nt = NewTopic(name, num_partitions=len(assignment),
+                          replica_assignment=[assignment[p] for p in sorted(assignment)],
+                          config={k: str(v) for k, v in (config or {}).items()})
+            partitions = len(assignment)
+        else:
+            nt = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                          config={k: str(v) for k, v in (config or {}).items()})
+        deadline = time.monotonic() + 2 * timeout_s
+        timed_out = False
+        while True:
+            try:
+                self.admin().create_topics([nt], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
+                break
+            except KafkaException as e:
+                code = e.args[0].code() if e.args and hasattr(e.args[0], "code") else None
+                if code == KafkaError.TOPIC_ALREADY_EXISTS and timed_out:
+                    break  # our own earlier attempt created it; only its answer was lost
+                # a loaded machine can be slower than the request timeout: ask again, bounded
+                if code not in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT) or time.monotonic() > deadline:
+                    raise
+                timed_out = True
+                self._progress(f"{self.name}: creating topic {name} timed out; asking again")
+        self.wait_leaders(name, partitions, timeout_s)
+
+    def wait_leaders(self, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            md = self.admin().list_topics(topic=topic, timeout=5)
+            t = md.topics.get(topic)
+            if t is not None and t.error is None and len(t.partitions) == partitions and all(
+                    p.leader >= 0 for p in t.partitions.values()):
+                return
+            time.sleep(0.2)
+        raise ClusterError(f"topic {topic}: not every partition has a leader after {timeout_s:.0f} s")
+
+    def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+        self.admin().delete_topics([name], operation_timeout=timeout_s)[name].result(timeout=timeout_s)

@@ -1,0 +1,1 @@
+"""The CLI's commands besides run's core (harness/runner.py) and certify (harness/certify/)."""

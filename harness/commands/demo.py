@@ -1,0 +1,49 @@
+"""``kafka-chaos demo``: what ``./run.sh demo`` does after its setup, from any directory: build the
+default broker image (cached), run the smoke suite (or ``--scenario``) on local clusters, two at a time
+(``--parallel``), and write the HTML report; each step prints its own time. Run records go to
+``./runs``, the report to ``./report/report.html``.
+
+Exit code 0 when every run passed and the report's gate passed, otherwise the first non-zero one.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def cmd_demo(args) -> int:
+    from harness.cli import main
+    steps = [["images", "build"] + (["--kafka", args.kafka_version] if args.kafka_version else []),
+             ["run", args.scenario, "--runs-dir", args.runs_dir, "--parallel", str(args.parallel)]
+             + (["--kafka-version", args.kafka_version] if args.kafka_version else [])
+             + (["--distribution", args.distribution] if args.distribution else []),
+             ["report", args.runs_dir, "-o", args.report_dir]]
+    codes = []
+    t_all = time.monotonic()
+    for argv in steps:
+        print(f"[demo] kafka-chaos {' '.join(argv)}", file=sys.stderr, flush=True)
+        t0 = time.monotonic()
+        rc = main(argv)
+        codes.append(rc)
+        print(f"[demo] {argv[0]}: {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+        if argv[0] == "images" and rc != 0:
+            return rc
+    print(f"[demo] run records in ./{args.runs_dir}, report in ./{args.report_dir}/report.html "
+          f"(run exit {codes[1]}, report gate exit {codes[2]}); {time.monotonic() - t_all:.0f} s in all", file=sys.stderr)
+    return next((c for c in codes if c), 0)
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser("demo", help="build the image, run the smoke suite and write the HTML report (./run.sh demo "
+                                    "without the setup)",
+                       description="Build the default broker image, run the smoke suite on local clusters and "
+                                   "write the report (run records in ./runs, report in ./report).")
+    d.add_argument("--scenario", default="smoke", help="a suite, family or scenario instead of `smoke`")
+    d.add_argument("--kafka-version", metavar="V", help="Kafka version (default: latest 3.9.x)")
+    d.add_argument("--distribution", help="apache-zk (default), apache-kraft, apache-kraft-dedicated")
+    d.add_argument("--parallel", type=int, default=2, metavar="N",
+                   help="scenarios at a time, each on its own cluster (default 2)")
+    d.add_argument("--runs-dir", default="runs", help="where the run records go (default ./runs)")
+    d.add_argument("--report-dir", default="report", help="where the report goes (default ./report)")
+    d.set_defaults(func=cmd_demo)

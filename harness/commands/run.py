@@ -1,0 +1,244 @@
+"""The ``kafka-chaos run`` command: pick scenarios from the suite catalog, run them (one at a time, in
+parallel child processes, or one shard of the suite), print a line per run and exit with the verdicts'
+code. Running one scenario is :func:`harness.runner.execute`; this module sits on top of it and of
+:mod:`suites.catalog`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from suites.catalog import SUITES, scenarios_for
+
+from harness import distributions, images
+from harness.errors import HarnessError
+from harness.options import add_distribution_file_arg, add_layout_arg, config_args, config_pairs, distribution_args
+from harness.commands.parallel import GATE_ENV, Job, run_parallel
+from harness.commands.replay import plan_replay
+from harness.runner import RunOutcome, execute
+from harness.scenario.scenario import Scenario
+from harness.commands.shard import parse_shard, select
+from harness.record.storage import Publisher
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def add_parser(sub) -> None:
+    r = sub.add_parser("run", help="run a suite or scenario on fresh clusters, one run record each",
+                       description="Run a suite (smoke, conformance, chaos, nightly), a family or one scenario; "
+                                   "or replay a recorded run with --replay RUN_DIR. Exit codes: 0 every verdict "
+                                   "PASS, 1 a check failed, 2 usage or environment error (UNKNOWN).")
+    r.add_argument("target", metavar="SUITE_OR_SCENARIO", nargs="?",
+                   help="a suite (smoke, conformance, chaos, nightly), a family, a scenario name or a scenario file "
+                        "(PATH.toml, docs/scenario-files.md); `list` lists them (optional with --replay)")
+    r.add_argument("--runs-dir", default="runs",
+                   help="where run records go (default ./runs); s3://BUCKET/PREFIX: recorded locally, then "
+                        "published to object storage (docs/fleet.md)")
+    r.add_argument("--s3-endpoint", metavar="URL", help="S3-compatible endpoint for an s3:// --runs-dir "
+                                                         "(default: $AWS_ENDPOINT_URL, else AWS)")
+    r.add_argument("--seed", type=int, default=None,
+                   help="run seed (default 0): random targets and generated fault schedules derive from it; "
+                        "repeat i uses seed + i")
+    r.add_argument("--repeat", type=int, default=1)
+    r.add_argument("--parallel", type=int, default=1, metavar="N",
+                   help="run N scenarios at a time, each in its own process and cluster (default 1)")
+    r.add_argument("--suite", help=argparse.SUPPRESS)  # set by --parallel for its child processes
+    # set by a parent (run --parallel, certify --parallel) that ran the distribution file's preflight once
+    # already: a child does not start a cluster of its own to check the same contract again
+    r.add_argument("--preflight-passed", action="store_true", help=argparse.SUPPRESS)
+    r.add_argument("--length", type=float, metavar="SECONDS",
+                   help="seconds of faults for scenarios with a random fault schedule (nightly.*)")
+    r.add_argument("--shard", metavar="I/N",
+                   help="run only shard I of N: a deterministic slice balanced by expected durations "
+                        "(suites/durations.json), so N CI jobs cover the suite exactly once")
+    r.add_argument("--replay", metavar="RUN_DIR",
+                   help="re-run a recorded run: its scenario, seed, stored fault schedule, image and broker config")
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("--kafka-version", metavar="V")
+    g.add_argument("--broker-image", metavar="IMG")
+    r.add_argument("--distribution", choices=distributions.NAMES, default=None,
+                   help=distributions.CHOICES_HELP + "; generic is the default for an image not built here; "
+                        "scenarios that need ZooKeeper are skipped without it")
+    add_layout_arg(r)
+    add_distribution_file_arg(r)
+    r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
+                                     "or compatible)")
+    r.add_argument("--variant", metavar="NAME",
+                   help="run each chosen scenario as its variant NAME (e.g. kip848: the consumer groups with "
+                        "group.protocol=consumer); scenarios without it are skipped, the run records it")
+    r.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="broker config override on top of each scenario's own (repeatable); the run is judged "
+                        "against the configuration it ran with")
+    r.set_defaults(func=cmd_run)
+
+
+def wait_at_gate() -> bool:
+    """A child of ``--parallel`` started ahead (``$KAFKA_CHAOS_START_GATE=stdin``, harness/commands/parallel.py):
+    wait, with everything imported and the image resolved, for the parent's "go" on stdin; False when
+    the parent closed it instead (interrupted, or gone): nothing is to run. True at once otherwise."""
+    if os.environ.get(GATE_ENV) != "stdin":
+        return True
+    return sys.stdin.readline().strip() == "go"
+
+
+def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str, endpoint: str | None = None) -> int:
+    """Execute (scenario, execute-kwargs) jobs in order with a progress line each; the exit code.
+    Each finished record is published to an ``s3://`` runs dir at once (harness/record/storage.py)."""
+    if not wait_at_gate():
+        _say("not started: the parallel run that started this process ahead ended first")
+        return 2
+    pub = Publisher(runs_dir, endpoint)
+    outcomes: list[RunOutcome] = []
+    for n, (s, kw) in enumerate(jobs, 1):
+        _say(f"[{n}/{len(jobs)}] {s.label}: running ...")
+        o = execute(s, runs_dir=pub.local, **kw)
+        outcomes.append(o)
+        where = pub.publish(o.path)
+        what = f"{o.verdict}({o.cause})" if o.cause else o.verdict
+        _say(f"[{n}/{len(jobs)}] {s.label}: {what} in {o.seconds:.0f} s — {o.reason}  ({where})")
+    passed = sum(o.verdict == "PASS" for o in outcomes)
+    _say(f"{passed}/{len(outcomes)} PASS; run records under {runs_dir}/")
+    pub.raise_failed()
+    if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):
+        return 2
+    return 0 if passed == len(outcomes) else 1
+
+
+def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
+    plan = plan_replay(args.replay)
+    from_file = None
+    if args.target and args.target.endswith(".toml"):      # the record of a scenario file: the file again
+        from harness.scenario.file import load
+        from_file = load(args.target)
+        if from_file.name != plan.scenario:
+            raise HarnessError(f"--replay {args.replay} is a run of {plan.scenario!r}; {args.target} describes "
+                               f"{from_file.name!r}")
+    elif args.target and args.target != plan.scenario:
+        raise HarnessError(f"--replay {args.replay} is a run of {plan.scenario!r}, not {args.target!r}; "
+                           "leave SUITE_OR_SCENARIO out")
+    if args.seed is not None or args.length is not None:
+        raise HarnessError("--seed and --length cannot be combined with --replay: the recorded seed and "
+                           "schedule are used")
+    if args.config:
+        raise HarnessError("--config cannot be combined with --replay: the recorded broker configuration is used")
+    found = [from_file] if from_file else [s for s in scenarios_for(plan.scenario) if s.name == plan.scenario]
+    if not found:
+        raise HarnessError(f"--replay {args.replay}: scenario {plan.scenario!r} is not in this harness version "
+                           "(`kafka-chaos run list`; a scenario file's run: give the file too, "
+                           "`run FILE.toml --replay RUN_DIR`)")
+    if args.variant and args.variant != plan.variant:
+        raise HarnessError(f"--variant cannot change a replay: {plan.run_id} ran variant {plan.variant!r}")
+    found = [found[0].with_variant(plan.variant)]
+    if args.kafka_version or args.broker_image:   # replay the same schedule against another broker
+        info = images.image_for(args.kafka_version, args.broker_image, build_missing=False)
+        profile = args.profile
+    elif plan.broker_image and images.find_image(plan.broker_image) is not None:
+        info, profile = images.image_for(None, plan.broker_image), args.profile or plan.profile
+    elif plan.kafka_version:
+        info, profile = images.image_for(plan.kafka_version, None, build_missing=True), args.profile or plan.profile
+    else:
+        what = f"the recorded image {plan.broker_image!r} is not here" if plan.broker_image else "the record names no image"
+        raise HarnessError(f"--replay {args.replay}: {what} and no Kafka version; pass --broker-image")
+    _say(f"replaying {plan.run_id}: {plan.scenario}, seed {plan.seed}, {len(plan.schedule)} scheduled fault(s), "
+         f"image {info.tag}")
+    kw = dict(image=info.tag, suite=plan.suite, seed=plan.seed, profile=profile, broker_config=plan.broker_config,
+              schedule=plan.schedule, replay_of=plan.run_id, distribution=args.distribution or plan.distribution)
+    return [(found[0], kw)] * args.repeat
+
+
+def cmd_run(args) -> int:
+    if args.repeat < 1:
+        raise HarnessError("--repeat must be at least 1")
+    if args.parallel < 1:
+        raise HarnessError("--parallel must be at least 1")
+    if args.shard:
+        parse_shard(args.shard)          # a malformed value is a usage error before any Docker work
+    if args.replay:
+        if args.shard:
+            raise HarnessError("--shard cannot be combined with --replay")
+        jobs = _replay_jobs(args)        # a bad record or option is one error line, before any note
+        if args.parallel > 1:
+            _say("(--parallel is not used with --replay: replays run one at a time)")
+        return _run_many(jobs, args.runs_dir, args.s3_endpoint)
+    if not args.target:
+        raise HarnessError("name a suite or scenario (`kafka-chaos run list`), or give --replay RUN_DIR")
+    if args.target == "list":
+        for s in scenarios_for("all"):
+            print(f"{s.name:45} {','.join(s.tags):28} {s.description}")
+        return 0
+    overrides = config_pairs(args.config)
+    if args.target.endswith(".toml"):        # a scenario file (docs/scenario-files.md)
+        from harness.scenario.file import load_file
+        sf = load_file(args.target)
+        chosen = [sf.scenario]
+        if args.kafka_version is None and args.broker_image is None and sf.kafka_version:
+            args.kafka_version = sf.kafka_version
+        if args.distribution is None and sf.distribution:
+            args.distribution = sf.distribution
+    else:
+        chosen = scenarios_for(args.target)
+    if not chosen:
+        raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
+    if args.variant:
+        if not any(args.variant in s.variants for s in chosen):
+            raise HarnessError(f"no scenario of {args.target!r} has the variant {args.variant!r}")
+        for s in chosen:
+            if args.variant not in s.variants:
+                _say(f"skipped {s.name}: has no variant {args.variant!r}")
+        chosen = [s.with_variant(args.variant) for s in chosen if args.variant in s.variants]
+    info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
+                            and args.broker_image is None)
+    if args.distribution is None and info.distribution == "generic":
+        args.distribution = "generic"          # an image not built here runs no other way
+    distributions.get(args.distribution).check_image(info)   # a broker that does not fit: before any run
+    suite = args.suite or (args.target if args.target in SUITES else "adhoc")
+    seed = args.seed or 0
+    if args.length is not None:
+        chosen = [s.with_length(args.length) for s in chosen]
+    dist = distributions.get(args.distribution)
+    skipped = [(s.name, s.not_applicable(info.kafka_version, dist)) for s in chosen]
+    skipped = [(n, why) for n, why in skipped if why]
+    for n, why in skipped:
+        _say(f"skipped {n}: {why}")
+    chosen = [s for s in chosen if not s.not_applicable(info.kafka_version, dist)]
+    if not chosen:
+        raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
+                           f" ({dist.name})")
+    if getattr(dist, "foreign", False) and dist.name.startswith("file:") and not args.preflight_passed:
+        from harness.certify.preflight import EXIT_INCOMPATIBLE, preflight   # lazy: starts a cluster
+        pf = preflight(dist.name, info.tag)
+        _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
+        if not pf.ok:
+            print(f"INCOMPATIBLE {pf.line}")
+            return EXIT_INCOMPATIBLE
+    if args.shard:
+        mine = set(select([s.name for s in chosen], args.shard))
+        _say(f"shard {args.shard}: {len(mine)} of {len(chosen)} scenario(s)")
+        chosen = [s for s in chosen if s.name in mine]
+        if not chosen:
+            return 0
+    if args.parallel > 1 and len(chosen) * args.repeat > 1:
+        extra = (["--profile", args.profile] if args.profile else []) + (
+            distribution_args(args.distribution)) + (
+            ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides) + (
+            ["--variant", args.variant] if args.variant else []) + (
+            ["--preflight-passed"] if dist.name.startswith("file:") else [])
+        pub = Publisher(args.runs_dir, args.s3_endpoint)   # children record locally; this process publishes
+        before = set(os.listdir(pub.local)) if os.path.isdir(pub.local) else set()
+        target = args.target if args.target.endswith(".toml") else None     # a file's scenario is the file
+        pjobs = [Job(s.name, [target or s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
+                              pub.local, "--suite", suite, *extra])
+                 for i in range(args.repeat) for s in chosen]
+        try:
+            return run_parallel(pjobs, args.parallel, pub.local)
+        finally:
+            pub.publish_new(before)
+            pub.raise_failed()
+    jobs = [(s, dict(image=info.tag, suite=suite, seed=seed + i, profile=args.profile,
+                     distribution=args.distribution, broker_config=overrides or None))
+            for i in range(args.repeat) for s in chosen]
+    return _run_many(jobs, args.runs_dir, args.s3_endpoint)

@@ -1,0 +1,1 @@
+"""Scenarios: the Python API, scenario files and their schema, steps, fault schedules."""
