@@ -21,13 +21,13 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from reference import check_conformance  # noqa: E402
-from reference import random_history  # noqa: E402
-from reference.render import metadata_for  # noqa: E402
+from tests.reference import random_history  # noqa: E402
+from tests.reference.render import metadata_for  # noqa: E402
 from reference.state import ModelConfig  # noqa: E402
 
 
 def generate(n_events: int, seed: int) -> tuple[list[dict], dict]:
-    """The history (reference/random_history.py: 12 partitions of topic "bench") and its metadata."""
+    """The history (tests/reference/random_history.py: 12 partitions of topic "bench") and its metadata."""
     return random_history.generate(n_events, seed, partitions=12, topic="bench"), \
         metadata_for(ModelConfig(version=(3, 9)), "apache-zk-3.9")
 

@@ -1,6 +1,6 @@
 """How long the compacted table of run summaries takes to take in new records.
 
-Generates ``--base`` synthetic run records (reports.synthetic.bulk_runs), builds their compacted
+Generates ``--base`` synthetic run records (tests.reports.synthetic.bulk_runs), builds their compacted
 table (RUNS/_summaries, reports.compact.update) and times it, then adds ``--new`` records and
 times the incremental update (only the new records are read and appended as one batch), and the
 report read from the updated table (tables, Parquet, HTML, JUnit; no record re-read).
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from reports import compact  # noqa: E402
 from reports.job import Options, run_report  # noqa: E402
 from reports.spark import build_session  # noqa: E402
-from reports.synthetic import bulk_runs  # noqa: E402
+from tests.reports.synthetic import bulk_runs  # noqa: E402
 
 
 def main() -> None:

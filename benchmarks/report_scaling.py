@@ -1,6 +1,6 @@
 """How the report job's cost grows with the number of run records.
 
-Generates N synthetic run records (reports.synthetic.bulk_runs: ~52 events each, 10 % FAIL,
+Generates N synthetic run records (tests.reports.synthetic.bulk_runs: ~52 events each, 10 % FAIL,
 3 % UNKNOWN) in a temporary directory for each size, then times the whole report job on one
 local SparkSession (tables, Parquet, HTML with 50 timelines, JUnit, summary). Spark start-up
 and a small warm-up run are excluded and printed separately. Each size prints the load phase
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reports.job import Options, run_report  # noqa: E402
 from reports.spark import build_session  # noqa: E402
-from reports.synthetic import bulk_runs  # noqa: E402
+from tests.reports.synthetic import bulk_runs  # noqa: E402
 
 
 def main() -> None:

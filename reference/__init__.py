@@ -18,7 +18,6 @@ rule (``D1``..``D20``) it implements. Where to find a rule:
 * ``kraft.py``       -- §8.1, §9: KRaft runs judged from protocol samples (``check_protocol_conformance``)
 * ``kraft_rules.py`` / ``kraft_samples.py`` / ``kraft_liveness.py`` -- the KRaft rule table, protocol
   samples as records, faults as the KRaft checker's liveness signal
-* ``render.py``      -- model writes rendered as run-record events
 """
 
 import importlib

@@ -21,7 +21,7 @@ from harness.certify.command import (CAPABILITIES, CERTIFIED, FAIL, INCONCLUSIVE
 from harness.errors import HarnessError
 from harness.scenario.scenario import Scenario, TopicSpec
 from reports.certificate import read_certificate, render_html, write_certificate
-from reports.synthetic import RunBuilder
+from tests.reports.synthetic import RunBuilder
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runs" / "synthetic"
 CHROMIUM = "/usr/bin/chromium"

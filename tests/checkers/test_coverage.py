@@ -1,6 +1,6 @@
 """Coverage on fabricated histories: a run is only PASS when its clients lived through the faults.
 
-Built with :class:`harness.checkers.synthetic.History` plus hand-written ``client.life`` events (the
+Built with :class:`tests.checkers.synthetic.History` plus hand-written ``client.life`` events (the
 format the workload records, docs/run-record.md "Additions (client health and coverage)").
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from harness.checkers.coverage import DEFAULT_NEEDS, FATAL_ERRORS, check_coverage, fatal_points_at
-from harness.checkers.synthetic import History
+from tests.checkers.synthetic import History
 
 PARTS = 2
 

@@ -7,7 +7,7 @@ import pytest
 
 from harness.checkers import FAIL, PASS, check_durability
 from harness.checkers.config import RunFacts, normalize_acks, parse_bool, parse_version, producer_facts
-from harness.checkers.synthetic import History
+from tests.checkers.synthetic import History
 
 
 def history(min_isr: str = "2", rf: int = 3, version: str | None = "3.9.0", acks: str = "all") -> History:

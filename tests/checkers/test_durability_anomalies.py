@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.checkers import ALLOWED, FAIL, PASS, UNKNOWN, check_durability
-from harness.checkers.synthetic import History
+from tests.checkers.synthetic import History
 
 SAFETY_CHECKS = ("lost", "unseen", "duplicates", "inconsistent_offsets", "nonmonotonic_send",
                  "nonmonotonic_poll", "poll_skip", "acks_semantics", "failed_visible", "unexpected_values")

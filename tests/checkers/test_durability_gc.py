@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 
 from harness.checkers import FAIL, check_durability
-from harness.checkers.synthetic import History
+from tests.checkers.synthetic import History
 
 
 def _lossy() -> History:

@@ -11,7 +11,7 @@ producer a duplicate stays a FAIL.
 from __future__ import annotations
 
 from harness.checkers import ALLOWED, FAIL, PASS, check_durability
-from harness.checkers.synthetic import History
+from tests.checkers.synthetic import History
 
 
 def _history(timeouts: int, producer: str = "p0") -> History:

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.checkers import FAIL, PASS, UNKNOWN, check_durability
-from harness.checkers.synthetic import History
+from tests.checkers.synthetic import History
 
 
 @st.composite

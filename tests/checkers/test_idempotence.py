@@ -11,7 +11,7 @@ are a ``producer_fatal`` FAIL with their evidence; the client's own are listed o
 from __future__ import annotations
 
 from harness.checkers import ALLOWED, FAIL, PASS, check_durability
-from harness.checkers.synthetic import History
+from tests.checkers.synthetic import History
 
 
 def _pid(h: History, epoch: int, cnt: int, pid: int = 4001, process: str = "p0") -> None:

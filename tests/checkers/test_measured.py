@@ -6,7 +6,7 @@ import re
 
 from harness.checkers.coverage import check_coverage
 from harness.checkers.measured import measure
-from harness.checkers.synthetic import History
+from tests.checkers.synthetic import History
 
 
 def _history(*, assign_at: float | None = 3.0, outage: tuple[float, float] = (12.0, 18.5)) -> History:

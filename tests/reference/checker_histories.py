@@ -19,9 +19,9 @@ import json
 import os
 import random
 
-from reference import random_history
-from reference.random_history import BROKERS
-from reference.render import metadata_for
+from tests.reference import random_history
+from tests.reference.random_history import BROKERS
+from tests.reference.render import metadata_for
 from reference.state import ModelConfig
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "data", "checker_golden.json.gz")
@@ -29,7 +29,7 @@ PROFILES = ("apache-zk-3.9", "compatible", "apache-zk-2.8", "apache-zk-3.1")
 
 
 def generate(n_events: int, seed: int, version=(3, 9), deletes: bool = False) -> list[dict]:
-    """The benchmark's generator (reference/random_history.py), ``deletes``: topic deletions too."""
+    """The benchmark's generator (tests/reference/random_history.py), ``deletes``: topic deletions too."""
     return random_history.generate(n_events, seed, version=version, deletes=deletes)
 
 

@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def histories(extra: int) -> list[tuple]:
     """(name, events, metadata, profile) for every history compared."""
-    from reference.render import metadata_for
+    from tests.reference.render import metadata_for
     from reference.state import ModelConfig
     from tests.reference import checker_histories as ch
     from tests.reference import hash_seed_case as hs

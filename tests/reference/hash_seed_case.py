@@ -6,8 +6,9 @@ from __future__ import annotations
 import random
 import sys
 
-from reference import check_conformance, random_history
-from reference.render import metadata_for
+from reference import check_conformance
+from tests.reference import random_history
+from tests.reference.render import metadata_for
 from reference.state import ModelConfig
 
 

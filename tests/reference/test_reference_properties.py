@@ -12,7 +12,7 @@ from reference import check_conformance
 from reference.invariants import model_state_violations
 from reference.model import ControllerModel
 from reference.model_events import BrokerStartup, ControllerElected, CreateTopic, DeleteTopic
-from reference.render import Renderer, metadata_for
+from tests.reference.render import Renderer, metadata_for
 from reference.state import ModelConfig
 
 BROKERS = (1, 2, 3, 4)

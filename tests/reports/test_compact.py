@@ -19,7 +19,7 @@ import pytest
 
 from reports import compact
 from reports.job import Options, run_report
-from reports.synthetic import bulk_runs
+from tests.reports.synthetic import bulk_runs
 
 pytestmark = pytest.mark.spark
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from reports.parse import FIELDS, parse_run
-from reports.synthetic import RunBuilder
+from tests.reports.synthetic import RunBuilder
 
 pytestmark = pytest.mark.spark
 

@@ -1,6 +1,6 @@
 """reports/rowtables.py (the tables grouped on the driver) gives exactly the rows of the Spark definitions
 in reports/tables.py and reports/trends.py: the same values, types and order, on the committed fixture
-records and on generated ones (reports.synthetic.bulk_runs), null keys and one-sided regressions included."""
+records and on generated ones (tests.reports.synthetic.bulk_runs), null keys and one-sided regressions included."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_fixture_records(spark, tmp_path):
 def test_generated_records_with_nulls(spark, tmp_path):
     from pyspark.sql import functions as F
 
-    from reports.synthetic import bulk_runs
+    from tests.reports.synthetic import bulk_runs
 
     loaded = load(spark, str(bulk_runs(tmp_path / "runs", 300, seed=7)))
     try:

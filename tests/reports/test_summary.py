@@ -9,7 +9,7 @@ import os
 
 from reports import compact
 from reports.summary import SUMMARY_FIELDS, aggregate, event, events, structural_truth, summarize
-from reports.synthetic import RunBuilder
+from tests.reports.synthetic import RunBuilder
 
 
 def _line(**kw) -> bytes:

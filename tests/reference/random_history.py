@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import random
 
-from .model import ControllerModel
-from .model_events import BrokerStartup, ControllerElected, CreateTopic, DeleteTopic, Reassign
-from .render import Renderer
-from .state import ModelConfig
+from reference.model import ControllerModel
+from reference.model_events import BrokerStartup, ControllerElected, CreateTopic, DeleteTopic, Reassign
+from tests.reference.render import Renderer
+from reference.state import ModelConfig
 
 BROKERS = (1, 2, 3, 4, 5)
 
