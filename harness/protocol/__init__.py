@@ -4,9 +4,11 @@ epochs (Metadata v7+), the KRaft quorum (DescribeQuorum), ongoing reassignments
 transaction coordinators (FindCoordinator). See :mod:`.messages` and :mod:`.client`.
 """
 
+from harness.protocol.admin_messages import OngoingReassignment, ReassignmentsResult
 from harness.protocol.client import ProtocolClient, ProtocolError, UnsupportedApi, first_answer
-from harness.protocol.messages import (ApiVersionsResult, BrokerInfo, CoordinatorInfo, MetadataResult, OngoingReassignment, PartitionInfo,
-                       QuorumInfo, ReassignmentsResult, ReplicaState, TopicInfo, TopicPartitionsResult, error_name)
+from harness.protocol.header import error_name
+from harness.protocol.messages import (ApiVersionsResult, BrokerInfo, CoordinatorInfo, MetadataResult, PartitionInfo, QuorumInfo,
+                                       ReplicaState, TopicInfo, TopicPartitionsResult)
 from harness.protocol.wire import DecodeError
 
 __all__ = ["ProtocolClient", "ProtocolError", "UnsupportedApi", "first_answer", "ApiVersionsResult",

@@ -1,6 +1,6 @@
 """The administrative Kafka requests of the protocol client, encoded and decoded by hand from the
-message schemas in apache/kafka ``clients/src/main/resources/common/message/*.json`` (re-exported by
-:mod:`.messages`, which holds the headers and the cluster-state reads):
+message schemas in apache/kafka ``clients/src/main/resources/common/message/*.json`` (the headers are
+in :mod:`.header`, the cluster-state reads in :mod:`.messages`):
 
 * **ListPartitionReassignments** (key 46, v0, flexible): ongoing reassignments with their adding and
   removing replicas (spec §7.9, §9.6); confluent-kafka 2.16 has no such Admin call.
@@ -20,12 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.protocol.messages import _check_version, encode_request_header, error_name
+from harness.protocol.header import (API_ALTER_PARTITION_REASSIGNMENTS, API_DESCRIBE_LOG_DIRS, API_LIST_PARTITION_REASSIGNMENTS,
+                                     check_version, encode_request_header, error_name)
 from harness.protocol.wire import Reader, Writer
-
-API_DESCRIBE_LOG_DIRS = 35
-API_ALTER_PARTITION_REASSIGNMENTS = 45
-API_LIST_PARTITION_REASSIGNMENTS = 46
 
 LIST_PARTITION_REASSIGNMENTS_VERSIONS = (0, 0)
 ALTER_PARTITION_REASSIGNMENTS_VERSIONS = (0, 0)
@@ -54,7 +51,7 @@ def encode_list_partition_reassignments_request(version: int, correlation_id: in
                                                 topics: dict[str, list[int]] | None = None,
                                                 timeout_ms: int = 10000) -> bytes:
     """``topics=None`` lists every ongoing reassignment; else only those of {topic: [partitions]}."""
-    _check_version("ListPartitionReassignments", version, LIST_PARTITION_REASSIGNMENTS_VERSIONS)
+    check_version("ListPartitionReassignments", version, LIST_PARTITION_REASSIGNMENTS_VERSIONS)
     w = Writer()
     encode_request_header(w, API_LIST_PARTITION_REASSIGNMENTS, version, correlation_id, client_id, flexible=True)
 
@@ -69,7 +66,7 @@ def encode_list_partition_reassignments_request(version: int, correlation_id: in
 
 
 def decode_list_partition_reassignments_response(body: bytes, version: int) -> ReassignmentsResult:
-    _check_version("ListPartitionReassignments", version, LIST_PARTITION_REASSIGNMENTS_VERSIONS)
+    check_version("ListPartitionReassignments", version, LIST_PARTITION_REASSIGNMENTS_VERSIONS)
     r = Reader(body)
     throttle, err, msg = r.int32(), r.int16(), r.string(True)
 
@@ -108,7 +105,7 @@ def encode_alter_partition_reassignments_request(version: int, correlation_id: i
                                                  timeout_ms: int = 60000) -> bytes:
     """``targets``: ``{(topic, partition): replicas}``; ``None`` replicas cancel that partition's
     reassignment. Topics and partitions in sorted order."""
-    _check_version("AlterPartitionReassignments", version, ALTER_PARTITION_REASSIGNMENTS_VERSIONS)
+    check_version("AlterPartitionReassignments", version, ALTER_PARTITION_REASSIGNMENTS_VERSIONS)
     w = Writer()
     encode_request_header(w, API_ALTER_PARTITION_REASSIGNMENTS, version, correlation_id, client_id, flexible=True)
     by_topic: dict[str, list[tuple[int, list[int] | None]]] = {}
@@ -130,7 +127,7 @@ def encode_alter_partition_reassignments_request(version: int, correlation_id: i
 
 
 def decode_alter_partition_reassignments_response(body: bytes, version: int) -> AlterReassignmentsResult:
-    _check_version("AlterPartitionReassignments", version, ALTER_PARTITION_REASSIGNMENTS_VERSIONS)
+    check_version("AlterPartitionReassignments", version, ALTER_PARTITION_REASSIGNMENTS_VERSIONS)
     r = Reader(body)
     throttle, err, msg = r.int32(), r.int16(), r.string(True)
 
@@ -175,7 +172,7 @@ class LogDirsResult:
 def encode_describe_log_dirs_request(version: int, correlation_id: int, client_id: str | None,
                                      topics: dict[str, list[int]] | None = None) -> bytes:
     """``topics=None`` describes every replica the broker holds; else only {topic: [partitions]}."""
-    _check_version("DescribeLogDirs", version, DESCRIBE_LOG_DIRS_VERSIONS)
+    check_version("DescribeLogDirs", version, DESCRIBE_LOG_DIRS_VERSIONS)
     flexible = version >= 2
     w = Writer()
     encode_request_header(w, API_DESCRIBE_LOG_DIRS, version, correlation_id, client_id, flexible=flexible)
@@ -192,7 +189,7 @@ def encode_describe_log_dirs_request(version: int, correlation_id: int, client_i
 
 
 def decode_describe_log_dirs_response(body: bytes, version: int) -> LogDirsResult:
-    _check_version("DescribeLogDirs", version, DESCRIBE_LOG_DIRS_VERSIONS)
+    check_version("DescribeLogDirs", version, DESCRIBE_LOG_DIRS_VERSIONS)
     flexible = version >= 2
     r = Reader(body)
     throttle = r.int32()

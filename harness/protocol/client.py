@@ -1,9 +1,9 @@
 """A small blocking Kafka protocol client over one TCP connection to a broker on 127.0.0.1.
 
 It speaks only the requests in :mod:`harness.protocol.messages` (ApiVersions, Metadata v7+,
-DescribeQuorum, ListPartitionReassignments, AlterPartitionReassignments, DescribeLogDirs,
-DescribeTopicPartitions, FindCoordinator) and negotiates each version with ApiVersions. Every socket operation is bounded by
-``timeout`` seconds; any failure (refused, reset, timed out, malformed answer) closes the connection
+DescribeQuorum, DescribeTopicPartitions, FindCoordinator) and :mod:`harness.protocol.admin_messages`
+(ListPartitionReassignments, AlterPartitionReassignments, DescribeLogDirs) and negotiates each version
+with ApiVersions. Every socket operation is bounded by ``timeout`` seconds; any failure (refused, reset, timed out, malformed answer) closes the connection
 and raises :class:`ProtocolError` naming the address and request, so a caller sampling a cluster
 under faults can record the error and try again later.
 
@@ -19,6 +19,8 @@ import time
 from typing import Callable, Iterable, TypeVar
 
 from harness.errors import HarnessError
+from harness.protocol import admin_messages as a
+from harness.protocol import header as h
 from harness.protocol import messages as m
 from harness.protocol.wire import DecodeError, Reader
 
@@ -110,7 +112,7 @@ class ProtocolClient:
                 raise DecodeError(f"response size {size} is out of bounds")
             data = self._recv_exactly(sock, size, deadline)
             r = Reader(data)
-            got = m.decode_response_header(r, m.response_header_flexible(api_key, version))
+            got = h.decode_response_header(r, h.response_header_flexible(api_key, version))
             if got != cid:
                 raise DecodeError(f"correlation id {got} does not match the request's {cid}")
             return data[r.pos:]
@@ -128,7 +130,7 @@ class ProtocolClient:
         if self._versions is not None and not refresh:
             return self._versions
         version = m.API_VERSIONS_VERSIONS[1]
-        body = self.roundtrip(m.API_API_VERSIONS, version,
+        body = self.roundtrip(h.API_API_VERSIONS, version,
                               lambda cid: m.encode_api_versions_request(version, cid, self.client_id),
                               f"ApiVersions v{version}")
         try:
@@ -137,9 +139,9 @@ class ProtocolClient:
             self.close()
             raise ProtocolError(f"{self.host}:{self.port}: ApiVersions v{version}: {e}") from None
         if res.error == "UNSUPPORTED_VERSION":      # an old broker: ask again with what it knows
-            lo_hi = res.versions.get(m.API_API_VERSIONS, (0, 0))
+            lo_hi = res.versions.get(h.API_API_VERSIONS, (0, 0))
             v = min(lo_hi[1], version)
-            body = self.roundtrip(m.API_API_VERSIONS, v,
+            body = self.roundtrip(h.API_API_VERSIONS, v,
                                   lambda cid: m.encode_api_versions_request(v, cid, self.client_id),
                                   f"ApiVersions v{v}")
             try:
@@ -169,91 +171,91 @@ class ProtocolClient:
 
     def metadata(self, topics: list[str] | None = None) -> m.MetadataResult:
         """Metadata (v7+: with leader epochs) for ``topics`` (None = all topics, [] = none)."""
-        v = self._version(m.API_METADATA, m.METADATA_VERSIONS, "Metadata")
-        body = self.roundtrip(m.API_METADATA, v,
+        v = self._version(h.API_METADATA, m.METADATA_VERSIONS, "Metadata")
+        body = self.roundtrip(h.API_METADATA, v,
                               lambda cid: m.encode_metadata_request(v, cid, self.client_id, topics),
                               f"Metadata v{v}")
         return self._decode(m.decode_metadata_response, body, v, "Metadata")
 
     def supports_describe_quorum(self) -> bool:
-        return self.api_versions().max_version(m.API_DESCRIBE_QUORUM, m.DESCRIBE_QUORUM_VERSIONS) is not None
+        return self.api_versions().max_version(h.API_DESCRIBE_QUORUM, m.DESCRIBE_QUORUM_VERSIONS) is not None
 
     def describe_quorum(self) -> m.QuorumInfo:
         """The KRaft metadata quorum (forwarded to the active controller by a broker).
 
         Raises :class:`UnsupportedApi` on brokers without it (ZooKeeper-mode brokers).
         """
-        v = self._version(m.API_DESCRIBE_QUORUM, m.DESCRIBE_QUORUM_VERSIONS, "DescribeQuorum")
-        body = self.roundtrip(m.API_DESCRIBE_QUORUM, v,
+        v = self._version(h.API_DESCRIBE_QUORUM, m.DESCRIBE_QUORUM_VERSIONS, "DescribeQuorum")
+        body = self.roundtrip(h.API_DESCRIBE_QUORUM, v,
                               lambda cid: m.encode_describe_quorum_request(v, cid, self.client_id),
                               f"DescribeQuorum v{v}")
         return self._decode(m.decode_describe_quorum_response, body, v, "DescribeQuorum")
 
     def supports_list_partition_reassignments(self) -> bool:
-        return self.api_versions().max_version(m.API_LIST_PARTITION_REASSIGNMENTS,
-                                               m.LIST_PARTITION_REASSIGNMENTS_VERSIONS) is not None
+        return self.api_versions().max_version(h.API_LIST_PARTITION_REASSIGNMENTS,
+                                               a.LIST_PARTITION_REASSIGNMENTS_VERSIONS) is not None
 
-    def list_partition_reassignments(self, topics: dict[str, list[int]] | None = None) -> m.ReassignmentsResult:
+    def list_partition_reassignments(self, topics: dict[str, list[int]] | None = None) -> a.ReassignmentsResult:
         """Ongoing reassignments (all, or of ``{topic: [partitions]}``). In ZooKeeper mode only the
         controller answers (others say NOT_CONTROLLER); KRaft brokers forward to the controller."""
-        v = self._version(m.API_LIST_PARTITION_REASSIGNMENTS, m.LIST_PARTITION_REASSIGNMENTS_VERSIONS,
+        v = self._version(h.API_LIST_PARTITION_REASSIGNMENTS, a.LIST_PARTITION_REASSIGNMENTS_VERSIONS,
                           "ListPartitionReassignments")
         timeout_ms = int(self.timeout * 1000)
-        body = self.roundtrip(m.API_LIST_PARTITION_REASSIGNMENTS, v,
-                              lambda cid: m.encode_list_partition_reassignments_request(
+        body = self.roundtrip(h.API_LIST_PARTITION_REASSIGNMENTS, v,
+                              lambda cid: a.encode_list_partition_reassignments_request(
                                   v, cid, self.client_id, topics, timeout_ms),
                               f"ListPartitionReassignments v{v}")
-        return self._decode(m.decode_list_partition_reassignments_response, body, v, "ListPartitionReassignments")
+        return self._decode(a.decode_list_partition_reassignments_response, body, v, "ListPartitionReassignments")
 
     def alter_partition_reassignments(self, targets: dict[tuple[str, int], list[int] | None],
-                                      timeout_ms: int = 30000) -> m.AlterReassignmentsResult:
+                                      timeout_ms: int = 30000) -> a.AlterReassignmentsResult:
         """AlterPartitionReassignments: ``{(topic, partition): replicas}`` (``None``: cancel). In
         ZooKeeper mode only the controller acts (others answer NOT_CONTROLLER); KRaft brokers forward
         to the active controller. Per-partition errors are in the result, not raised."""
-        v = self._version(m.API_ALTER_PARTITION_REASSIGNMENTS, m.ALTER_PARTITION_REASSIGNMENTS_VERSIONS,
+        v = self._version(h.API_ALTER_PARTITION_REASSIGNMENTS, a.ALTER_PARTITION_REASSIGNMENTS_VERSIONS,
                           "AlterPartitionReassignments")
-        body = self.roundtrip(m.API_ALTER_PARTITION_REASSIGNMENTS, v,
-                              lambda cid: m.encode_alter_partition_reassignments_request(
+        body = self.roundtrip(h.API_ALTER_PARTITION_REASSIGNMENTS, v,
+                              lambda cid: a.encode_alter_partition_reassignments_request(
                                   v, cid, self.client_id, targets, timeout_ms),
                               f"AlterPartitionReassignments v{v}")
-        return self._decode(m.decode_alter_partition_reassignments_response, body, v,
+        return self._decode(a.decode_alter_partition_reassignments_response, body, v,
                             "AlterPartitionReassignments")
 
-    def describe_log_dirs(self, topics: dict[str, list[int]] | None = None) -> m.LogDirsResult:
+    def describe_log_dirs(self, topics: dict[str, list[int]] | None = None) -> a.LogDirsResult:
         """DescribeLogDirs: the replicas this broker holds (all, or of ``{topic: [partitions]}``), per
         log directory. Each broker answers for itself only."""
-        v = self._version(m.API_DESCRIBE_LOG_DIRS, m.DESCRIBE_LOG_DIRS_VERSIONS, "DescribeLogDirs")
-        body = self.roundtrip(m.API_DESCRIBE_LOG_DIRS, v,
-                              lambda cid: m.encode_describe_log_dirs_request(v, cid, self.client_id, topics),
+        v = self._version(h.API_DESCRIBE_LOG_DIRS, a.DESCRIBE_LOG_DIRS_VERSIONS, "DescribeLogDirs")
+        body = self.roundtrip(h.API_DESCRIBE_LOG_DIRS, v,
+                              lambda cid: a.encode_describe_log_dirs_request(v, cid, self.client_id, topics),
                               f"DescribeLogDirs v{v}")
-        return self._decode(m.decode_describe_log_dirs_response, body, v, "DescribeLogDirs")
+        return self._decode(a.decode_describe_log_dirs_response, body, v, "DescribeLogDirs")
 
     def find_coordinator(self, key: str, key_type: str | int = "group") -> m.CoordinatorInfo:
         """FindCoordinator: the broker coordinating group ``key`` (``key_type`` "group") or transactional
         id ``key`` ("transaction"). Errors (COORDINATOR_NOT_AVAILABLE while the state partition has no
         leader, COORDINATOR_LOAD_IN_PROGRESS) are in the result, not raised."""
         kt = m.COORDINATOR_KEY_TYPES[key_type] if isinstance(key_type, str) else int(key_type)
-        v = self._version(m.API_FIND_COORDINATOR, m.FIND_COORDINATOR_VERSIONS, "FindCoordinator")
-        body = self.roundtrip(m.API_FIND_COORDINATOR, v,
+        v = self._version(h.API_FIND_COORDINATOR, m.FIND_COORDINATOR_VERSIONS, "FindCoordinator")
+        body = self.roundtrip(h.API_FIND_COORDINATOR, v,
                               lambda cid: m.encode_find_coordinator_request(v, cid, self.client_id, key, kt),
                               f"FindCoordinator v{v}")
         return self._decode(lambda b, vv: m.decode_find_coordinator_response(b, vv, key, kt), body, v,
                             "FindCoordinator")
 
     def supports_describe_topic_partitions(self) -> bool:
-        return self.api_versions().max_version(m.API_DESCRIBE_TOPIC_PARTITIONS,
+        return self.api_versions().max_version(h.API_DESCRIBE_TOPIC_PARTITIONS,
                                                m.DESCRIBE_TOPIC_PARTITIONS_VERSIONS) is not None
 
     def describe_topic_partitions(self, topics: list[str] | None = None, partition_limit: int = 2000,
                                   max_pages: int = 100) -> list[m.TopicInfo]:
         """Every partition of ``topics`` (None/[] = all topics) with ELR fields, following the
         response cursor page by page (at most ``max_pages`` requests)."""
-        v = self._version(m.API_DESCRIBE_TOPIC_PARTITIONS, m.DESCRIBE_TOPIC_PARTITIONS_VERSIONS,
+        v = self._version(h.API_DESCRIBE_TOPIC_PARTITIONS, m.DESCRIBE_TOPIC_PARTITIONS_VERSIONS,
                           "DescribeTopicPartitions")
         merged: dict[str | None, m.TopicInfo] = {}
         cursor: tuple[str, int] | None = None
         for _ in range(max_pages):
-            body = self.roundtrip(m.API_DESCRIBE_TOPIC_PARTITIONS, v,
+            body = self.roundtrip(h.API_DESCRIBE_TOPIC_PARTITIONS, v,
                                   lambda cid: m.encode_describe_topic_partitions_request(
                                       v, cid, self.client_id, topics, partition_limit, cursor),
                                   f"DescribeTopicPartitions v{v}")

@@ -10,7 +10,7 @@ decoded by hand from the message schemas in apache/kafka
   watermark and each voter's log end offset. (In KRaft the Metadata ``ControllerId`` is a random
   live broker, controller-spec §9.8, and confluent-kafka's ``describe_cluster`` reports the same.)
 * **ListPartitionReassignments**, **AlterPartitionReassignments**, **DescribeLogDirs**: the
-  administrative requests, in :mod:`.admin_messages` (re-exported here).
+  administrative requests, in :mod:`.admin_messages`.
 * **FindCoordinator** (key 10, v1–v6; v3+ flexible, v4+ batched ``CoordinatorKeys``): the broker that
   coordinates a consumer group (key type 0) or a ``transactional.id`` (key type 1), i.e. the leader of
   its ``__consumer_offsets`` / ``__transaction_state`` partition (read at the apache/kafka mirror's HEAD,
@@ -21,20 +21,17 @@ decoded by hand from the message schemas in apache/kafka
   plus the eligible leader replicas (ELR) and last-known ELR (spec §9.5), paginated by a cursor.
 
 Each request has ``encode_*`` returning the whole request (header + body, without the 4-byte size
-prefix) and each response a ``decode_*`` taking the response body after the header.
+prefix) and each response a ``decode_*`` taking the response body after the header. The API keys,
+the request and response headers and the error names both message modules use are in :mod:`.header`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.protocol.header import (API_API_VERSIONS, API_DESCRIBE_QUORUM, API_DESCRIBE_TOPIC_PARTITIONS, API_FIND_COORDINATOR,
+                                     API_METADATA, check_version, encode_request_header, error_name, request_flexible)
 from harness.protocol.wire import DecodeError, Reader, Writer
-
-API_METADATA = 3
-API_FIND_COORDINATOR = 10
-API_API_VERSIONS = 18
-API_DESCRIBE_QUORUM = 55
-API_DESCRIBE_TOPIC_PARTITIONS = 75
 
 METADATA_VERSIONS = (7, 12)          # v7 is the first with LeaderEpoch
 API_VERSIONS_VERSIONS = (0, 3)
@@ -43,62 +40,6 @@ DESCRIBE_TOPIC_PARTITIONS_VERSIONS = (0, 0)
 FIND_COORDINATOR_VERSIONS = (1, 6)       # v0 (deprecated) has no key type
 COORDINATOR_KEY_TYPES = {"group": 0, "transaction": 1}
 METADATA_TOPIC = "__cluster_metadata"  # the KRaft metadata log, partition 0
-
-# Error codes used in messages here (Kafka's org.apache.kafka.common.protocol.Errors).
-_ERROR_NAMES = {
-    0: "NONE", -1: "UNKNOWN_SERVER_ERROR", 3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE",
-    6: "NOT_LEADER_OR_FOLLOWER", 7: "REQUEST_TIMED_OUT", 8: "BROKER_NOT_AVAILABLE",
-    9: "REPLICA_NOT_AVAILABLE", 14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE",
-    16: "NOT_COORDINATOR", 29: "TOPIC_AUTHORIZATION_FAILED",
-    31: "CLUSTER_AUTHORIZATION_FAILED", 35: "UNSUPPORTED_VERSION", 39: "INVALID_REPLICA_ASSIGNMENT",
-    41: "NOT_CONTROLLER", 42: "INVALID_REQUEST", 72: "LISTENER_NOT_FOUND", 74: "FENCED_LEADER_EPOCH",
-    75: "UNKNOWN_LEADER_EPOCH", 85: "NO_REASSIGNMENT_IN_PROGRESS", 100: "UNKNOWN_TOPIC_ID",
-}
-
-
-def error_name(code: int) -> str | None:
-    """``None`` for 0 (no error), else Kafka's error name (``ERROR_<code>`` when not known here)."""
-    if code == 0:
-        return None
-    return _ERROR_NAMES.get(code, f"ERROR_{code}")
-
-
-def _check_version(api: str, version: int, supported: tuple[int, int]) -> None:
-    if not supported[0] <= version <= supported[1]:
-        raise ValueError(f"{api} v{version} is not implemented (this client speaks v{supported[0]}–v{supported[1]})")
-
-
-# -- headers -------------------------------------------------------------------------------------
-def encode_request_header(w: Writer, api_key: int, api_version: int, correlation_id: int,
-                          client_id: str | None, flexible: bool) -> None:
-    """Request header v1 (non-flexible) or v2 (flexible); the client id keeps its int16 length."""
-    w.int16(api_key).int16(api_version).int32(correlation_id).string(client_id, compact=False)
-    if flexible:
-        w.empty_tagged_fields()
-
-
-def decode_response_header(r: Reader, flexible: bool) -> int:
-    """Response header v0 / v1; returns the correlation id."""
-    cid = r.int32()
-    if flexible:
-        r.tagged_fields()
-    return cid
-
-
-def response_header_flexible(api_key: int, api_version: int) -> bool:
-    """Whether the response header is v1. ApiVersions responses always use header v0 (so a client
-    that asked for a version the broker does not know can still read the error)."""
-    if api_key == API_API_VERSIONS:
-        return False
-    return request_flexible(api_key, api_version)
-
-
-def request_flexible(api_key: int, api_version: int) -> bool:
-    return {API_METADATA: api_version >= 9, API_API_VERSIONS: api_version >= 3,
-            API_DESCRIBE_QUORUM: True, API_LIST_PARTITION_REASSIGNMENTS: True,
-            API_ALTER_PARTITION_REASSIGNMENTS: True, API_DESCRIBE_LOG_DIRS: api_version >= 2,
-            API_DESCRIBE_TOPIC_PARTITIONS: True, API_FIND_COORDINATOR: api_version >= 3}[api_key]
-
 
 # -- ApiVersions ---------------------------------------------------------------------------------
 @dataclass
@@ -118,7 +59,7 @@ class ApiVersionsResult:
 
 def encode_api_versions_request(version: int, correlation_id: int, client_id: str | None,
                                 software_name: str = "kafka-chaos", software_version: str = "1") -> bytes:
-    _check_version("ApiVersions", version, API_VERSIONS_VERSIONS)
+    check_version("ApiVersions", version, API_VERSIONS_VERSIONS)
     flexible = request_flexible(API_API_VERSIONS, version)
     w = Writer()
     encode_request_header(w, API_API_VERSIONS, version, correlation_id, client_id, flexible)
@@ -195,7 +136,7 @@ class MetadataResult:
 def encode_metadata_request(version: int, correlation_id: int, client_id: str | None,
                             topics: list[str] | None = None, allow_auto_topic_creation: bool = False) -> bytes:
     """``topics=None`` asks for every topic; ``[]`` for none (brokers and controller only)."""
-    _check_version("Metadata", version, METADATA_VERSIONS)
+    check_version("Metadata", version, METADATA_VERSIONS)
     flexible = version >= 9
     w = Writer()
     encode_request_header(w, API_METADATA, version, correlation_id, client_id, flexible)
@@ -219,7 +160,7 @@ def encode_metadata_request(version: int, correlation_id: int, client_id: str | 
 
 
 def decode_metadata_response(body: bytes, version: int) -> MetadataResult:
-    _check_version("Metadata", version, METADATA_VERSIONS)
+    check_version("Metadata", version, METADATA_VERSIONS)
     flexible = version >= 9
     r = Reader(body)
     throttle = r.int32()
@@ -288,7 +229,7 @@ class QuorumInfo:
 
 def encode_describe_quorum_request(version: int, correlation_id: int, client_id: str | None,
                                    topic: str = METADATA_TOPIC, partition: int = 0) -> bytes:
-    _check_version("DescribeQuorum", version, DESCRIBE_QUORUM_VERSIONS)
+    check_version("DescribeQuorum", version, DESCRIBE_QUORUM_VERSIONS)
     w = Writer()
     encode_request_header(w, API_DESCRIBE_QUORUM, version, correlation_id, client_id, flexible=True)
 
@@ -305,7 +246,7 @@ def encode_describe_quorum_request(version: int, correlation_id: int, client_id:
 def decode_describe_quorum_response(body: bytes, version: int) -> QuorumInfo:
     """Decode the body; the first (only) partition of the first topic is returned. A top-level
     error with no partition yields ``leader_id = -1`` and empty voter lists."""
-    _check_version("DescribeQuorum", version, DESCRIBE_QUORUM_VERSIONS)
+    check_version("DescribeQuorum", version, DESCRIBE_QUORUM_VERSIONS)
     r = Reader(body)
     top_err = r.int16()
     top_msg = r.string(True) if version >= 2 else None
@@ -380,7 +321,7 @@ def encode_describe_topic_partitions_request(version: int, correlation_id: int, 
                                              topics: list[str] | None = None, partition_limit: int = 2000,
                                              cursor: tuple[str, int] | None = None) -> bytes:
     """``topics`` None or [] describes every topic; ``cursor`` continues a paginated answer."""
-    _check_version("DescribeTopicPartitions", version, DESCRIBE_TOPIC_PARTITIONS_VERSIONS)
+    check_version("DescribeTopicPartitions", version, DESCRIBE_TOPIC_PARTITIONS_VERSIONS)
     if partition_limit < 1:
         raise ValueError(f"partition_limit must be >= 1, got {partition_limit}")
     w = Writer()
@@ -393,7 +334,7 @@ def encode_describe_topic_partitions_request(version: int, correlation_id: int, 
 
 
 def decode_describe_topic_partitions_response(body: bytes, version: int) -> TopicPartitionsResult:
-    _check_version("DescribeTopicPartitions", version, DESCRIBE_TOPIC_PARTITIONS_VERSIONS)
+    check_version("DescribeTopicPartitions", version, DESCRIBE_TOPIC_PARTITIONS_VERSIONS)
     r = Reader(body)
     throttle = r.int32()
 
@@ -442,7 +383,7 @@ class CoordinatorInfo:
 
 def encode_find_coordinator_request(version: int, correlation_id: int, client_id: str | None,
                                     key: str, key_type: int) -> bytes:
-    _check_version("FindCoordinator", version, FIND_COORDINATOR_VERSIONS)
+    check_version("FindCoordinator", version, FIND_COORDINATOR_VERSIONS)
     flexible = request_flexible(API_FIND_COORDINATOR, version)
     w = Writer()
     encode_request_header(w, API_FIND_COORDINATOR, version, correlation_id, client_id, flexible)
@@ -457,7 +398,7 @@ def encode_find_coordinator_request(version: int, correlation_id: int, client_id
 
 def decode_find_coordinator_response(body: bytes, version: int, key: str = "", key_type: int = 0) -> CoordinatorInfo:
     """Decode the body (v4+: the entry for ``key``, the first one when none matches by name)."""
-    _check_version("FindCoordinator", version, FIND_COORDINATOR_VERSIONS)
+    check_version("FindCoordinator", version, FIND_COORDINATOR_VERSIONS)
     flexible = version >= 3
     r = Reader(body)
     r.int32()                                   # ThrottleTimeMs
@@ -481,15 +422,3 @@ def decode_find_coordinator_response(body: bytes, version: int, key: str = "", k
     if not coords:
         raise DecodeError("FindCoordinator response names no coordinator")
     return next((c for c in coords if c.key == key), coords[0])
-
-
-# The administrative requests live in their own module; re-exported so ``messages`` stays the one
-# place callers import request codecs from (imported last: it uses the header helpers above).
-from harness.protocol.admin_messages import (ALTER_PARTITION_REASSIGNMENTS_VERSIONS, API_ALTER_PARTITION_REASSIGNMENTS,  # noqa: E402
-                             API_DESCRIBE_LOG_DIRS, API_LIST_PARTITION_REASSIGNMENTS, DESCRIBE_LOG_DIRS_VERSIONS,
-                             LIST_PARTITION_REASSIGNMENTS_VERSIONS, AlterReassignmentsResult, LogDir, LogDirsResult,
-                             OngoingReassignment, ReassignmentsResult,
-                             decode_alter_partition_reassignments_response, decode_describe_log_dirs_response,
-                             decode_list_partition_reassignments_response,
-                             encode_alter_partition_reassignments_request, encode_describe_log_dirs_request,
-                             encode_list_partition_reassignments_request)

@@ -11,6 +11,7 @@ import pytest
 from scripted_server import ScriptedServer, h
 
 from harness.protocol import ProtocolClient, ProtocolError, UnsupportedApi, first_answer
+from harness.protocol import header as hdr
 from harness.protocol import messages as m
 
 
@@ -137,7 +138,7 @@ def test_describe_quorum_round_trip(server):
         q = c.describe_quorum()
     assert (q.leader_id, q.leader_epoch, q.high_watermark) == (1, 4, 16)
     assert [(v.replica_id, v.log_end_offset) for v in q.voters] == [(1, 16)]
-    assert m.response_header_flexible(55, 0) and not m.response_header_flexible(18, 3)
+    assert hdr.response_header_flexible(55, 0) and not hdr.response_header_flexible(18, 3)
 
 
 def test_describe_topic_partitions_follows_the_cursor(server):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.protocol import admin_messages as a
+from harness.protocol import header as hdr
 from harness.protocol import messages as m
 from harness.protocol.wire import DecodeError
 
@@ -212,19 +214,19 @@ def test_describe_quorum_error_message_v2():
 
 
 def test_error_names():
-    assert m.error_name(0) is None
-    assert m.error_name(6) == "NOT_LEADER_OR_FOLLOWER"
-    assert m.error_name(9999) == "ERROR_9999"
+    assert hdr.error_name(0) is None
+    assert hdr.error_name(6) == "NOT_LEADER_OR_FOLLOWER"
+    assert hdr.error_name(9999) == "ERROR_9999"
 
 
 # -- ListPartitionReassignments (key 46, v0, flexible) ------------------------------------------
 def test_list_partition_reassignments_requests():
-    assert m.encode_list_partition_reassignments_request(0, 3, CLIENT, None, 10000) == h(
+    assert a.encode_list_partition_reassignments_request(0, 3, CLIENT, None, 10000) == h(
         "002e 0000 00000003 0002 6b63 00",                     # key 46, v0, header v2
         "00002710",                                            # TimeoutMs 10000
         "00",                                                  # null topics: everything
         "00")
-    assert m.encode_list_partition_reassignments_request(0, 3, CLIENT, {"t": [0, 2]}, 500) == h(
+    assert a.encode_list_partition_reassignments_request(0, 3, CLIENT, {"t": [0, 2]}, 500) == h(
         "002e 0000 00000003 0002 6b63 00", "000001f4",
         "02", "02 74", "03 00000000 00000002", "00",           # topic "t", partitions [0, 2], tags
         "00")
@@ -237,7 +239,7 @@ def test_list_partition_reassignments_response():
              "02 00000004", "02 00000001", "00",               # adding [4], removing [1], tags
              "00",                                             # topic tags
              "00")
-    res = m.decode_list_partition_reassignments_response(body, 0)
+    res = a.decode_list_partition_reassignments_response(body, 0)
     assert res.error is None and res.error_message is None
     (o,) = res.partitions
     assert (o.topic, o.partition, o.replicas, o.adding_replicas, o.removing_replicas) == \
@@ -246,13 +248,13 @@ def test_list_partition_reassignments_response():
 
 def test_list_partition_reassignments_not_controller():
     body = h("00000000", "0029", "05" + b"nope".hex(), "01", "00")
-    res = m.decode_list_partition_reassignments_response(body, 0)
+    res = a.decode_list_partition_reassignments_response(body, 0)
     assert (res.error, res.error_message, res.partitions) == ("NOT_CONTROLLER", "nope", [])
 
 
 # -- AlterPartitionReassignments (key 45, v0, flexible) -----------------------------------------
 def test_alter_partition_reassignments_request():
-    assert m.encode_alter_partition_reassignments_request(0, 5, CLIENT, {("t", 2): [4, 1], ("t", 0): None}, 30000) == h(
+    assert a.encode_alter_partition_reassignments_request(0, 5, CLIENT, {("t", 2): [4, 1], ("t", 0): None}, 30000) == h(
         "002d 0000 00000005 0002 6b63 00",                     # key 45, v0, header v2
         "00007530",                                            # TimeoutMs 30000
         "02", "02 74",                                         # one topic "t"
@@ -268,10 +270,10 @@ def test_alter_partition_reassignments_response():
              "03", "00000000 0000 00 00",                      # p0: no error
              "00000002 0027 05" + b"nope".hex() + " 00",       # p2: INVALID_REPLICA_ASSIGNMENT "nope"
              "00", "00")
-    res = m.decode_alter_partition_reassignments_response(body, 0)
+    res = a.decode_alter_partition_reassignments_response(body, 0)
     assert (res.error, res.error_message) == (None, None)
     assert res.partitions == {("t", 0): (None, None), ("t", 2): ("INVALID_REPLICA_ASSIGNMENT", "nope")}
-    top = m.decode_alter_partition_reassignments_response(h("00000000", "0029", "00", "01", "00"), 0)
+    top = a.decode_alter_partition_reassignments_response(h("00000000", "0029", "00", "01", "00"), 0)
     assert (top.error, top.partitions) == ("NOT_CONTROLLER", {})
 
 
@@ -326,10 +328,10 @@ def test_describe_topic_partitions_last_page():
 # -- DescribeLogDirs (DescribeLogDirsRequest.json / DescribeLogDirsResponse.json) -------------------
 def test_describe_log_dirs_requests():
     # v1: int16 strings / int32 arrays; null topics = every replica
-    assert m.encode_describe_log_dirs_request(1, 7, CLIENT, None) == h(
+    assert a.encode_describe_log_dirs_request(1, 7, CLIENT, None) == h(
         "0023 0001 00000007 0002 6b63", "ffffffff")
     # v4: flexible header (client id stays int16-prefixed, then an empty tag section), compact arrays
-    assert m.encode_describe_log_dirs_request(4, 7, CLIENT, {"t": [0, 2]}) == h(
+    assert a.encode_describe_log_dirs_request(4, 7, CLIENT, {"t": [0, 2]}) == h(
         "0023 0004 00000007 0002 6b63 00", "02", "02 74", "03 00000000 00000002", "00", "00")
 
 
@@ -341,7 +343,7 @@ def test_describe_log_dirs_response_v4_keeps_current_logs_apart_from_future_ones
              "02", "02 74", "03") + part(0, 512, False) + part(2, 0, True) + h("00",   # topic t: 0 current, 2 future
              "ffffffffffffffff", "0000000000001000", "00",      # total, usable bytes, result tags
              "00")                                              # response tags
-    res = m.decode_describe_log_dirs_response(body, 4)
+    res = a.decode_describe_log_dirs_response(body, 4)
     assert res.error is None and res.dirs[0].path == "/d/l" and res.dirs[0].error is None
     assert res.dirs[0].partitions == {("t", 0): 512} and res.dirs[0].future == {("t", 2)}
     assert res.hosted() == {("t", 0)}
@@ -349,6 +351,6 @@ def test_describe_log_dirs_response_v4_keeps_current_logs_apart_from_future_ones
 
 def test_describe_log_dirs_response_v1_reports_a_log_dir_error():
     body = h("00000000", "00000001", "0009", "0002 2f64", "00000000")   # one dir "/d", error 9, no topics
-    res = m.decode_describe_log_dirs_response(body, 1)
+    res = a.decode_describe_log_dirs_response(body, 1)
     assert res.error is None
     assert res.dirs[0].error == "REPLICA_NOT_AVAILABLE" and res.hosted() == set()
