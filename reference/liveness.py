@@ -42,7 +42,7 @@ deletion are exempt from P1 (§6.2: no elections while deleting). Histories with
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from reference.profiles import ProgressBounds
 from reference.liveness_p3 import ReassignmentProgress
@@ -50,9 +50,6 @@ from reference.obligations import _Ob, _Ob3
 from reference.state import NO_LEADER
 
 _new_ob = object.__new__
-
-if TYPE_CHECKING:   # pragma: no cover
-    from reference.checker import Checker
 
 _ZK_NODE = re.compile(r"(?:^|[-_])zk\d*$|zookeeper")
 ZK_FAULTS = frozenset({"zk_kill", "zk_pause", "zk_stop", "zk_isolate", "zk_partition"})
@@ -74,10 +71,25 @@ def _earliest(a: float | None, b: float | None) -> float | None:
     return b if a is None or (b is not None and b < a) else a
 
 
+class CheckerState(Protocol):
+    """What :class:`Progress` reads of the checker it serves (:class:`reference.checker.Checker`, which
+    builds its ``Progress`` with itself): the observed cluster state and where findings go."""
+    metadata: dict
+    controller: int | None
+    registered: dict[int, Any]
+    seen_brokers: set[int]
+    topics: dict[str, Any]
+    parts: dict[tuple, Any]
+    deleting: set[str]
+    zk_reassign: dict[tuple, tuple]
+
+    def _report(self, rule: str, subject: str, msg: str, before=None, after=None, allowed=()) -> None: ...
+
+
 class Progress(ReassignmentProgress):
     """Open P1/P3 obligations of one :class:`reference.checker.Checker` run."""
 
-    def __init__(self, checker: "Checker", bounds: ProgressBounds):
+    def __init__(self, checker: CheckerState, bounds: ProgressBounds):
         self.c = checker
         self.b = bounds
         self.now: float | None = None
