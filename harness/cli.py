@@ -442,9 +442,9 @@ def _add_run_parser(sub) -> None:
     run_command.add_parser(sub)
     certify.add_parser(sub)
     check.add_parser(sub)
-    demo.add_parser(sub)
+    demo.add_parser(sub, main)
     doctor.add_parser(sub)
-    completion.add_parser(sub)
+    completion.add_parser(sub, build_parser)
 
 
 def _reap_at_start(args=None) -> None:

@@ -10,6 +10,8 @@ from the same parser ``kafka-chaos`` uses, so it never lists an option the CLI l
 from __future__ import annotations
 
 import argparse
+import functools
+from typing import Callable
 
 
 def _words(parser: argparse.ArgumentParser, path: str = "", out: dict | None = None) -> dict[str, list[str]]:
@@ -63,8 +65,7 @@ def _path_cases(table: dict[str, list[str]]) -> str:
             f'               done ;;')
 
 
-def cmd_completion(args) -> int:
-    from harness.cli import build_parser
+def cmd_completion(args, build_parser: Callable[[], argparse.ArgumentParser]) -> int:
     extra = {}
     try:
         from suites.catalog import SCENARIOS, SUITES
@@ -75,8 +76,9 @@ def cmd_completion(args) -> int:
     return 0
 
 
-def add_parser(sub) -> None:
+def add_parser(sub, build_parser: Callable[[], argparse.ArgumentParser]) -> None:
+    """``build_parser``: the whole CLI's parser builder (harness.cli passes its own), whose tree the script completes."""
     c = sub.add_parser("completion", help="print a shell completion script (bash; zsh through bashcompinit)",
                        description="Print a completion script: `source <(kafka-chaos completion bash)`.")
     c.add_argument("shell", choices=["bash", "zsh"], help="zsh: load it after `autoload -U +X bashcompinit && bashcompinit`")
-    c.set_defaults(func=cmd_completion)
+    c.set_defaults(func=functools.partial(cmd_completion, build_parser=build_parser))

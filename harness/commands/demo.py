@@ -8,12 +8,14 @@ Exit code 0 when every run passed and the report's gate passed, otherwise the fi
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
+from typing import Callable
 
 
-def cmd_demo(args) -> int:
-    from harness.cli import main
+def cmd_demo(args, main: Callable[[list[str]], int]) -> int:
+    """Each step is a whole ``kafka-chaos`` command line given to ``main`` (the CLI's own entry point)."""
     steps = [["images", "build"] + (["--kafka", args.kafka_version] if args.kafka_version else []),
              ["run", args.scenario, "--runs-dir", args.runs_dir, "--parallel", str(args.parallel)]
              + (["--kafka-version", args.kafka_version] if args.kafka_version else [])
@@ -34,7 +36,8 @@ def cmd_demo(args) -> int:
     return next((c for c in codes if c), 0)
 
 
-def add_parser(sub) -> None:
+def add_parser(sub, main: Callable[[list[str]], int]) -> None:
+    """``main``: the CLI's entry point (harness.cli passes its own ``main``), which runs each step."""
     d = sub.add_parser("demo", help="build the image, run the smoke suite and write the HTML report (./run.sh demo "
                                     "without the setup)",
                        description="Build the default broker image, run the smoke suite on local clusters and "
@@ -46,4 +49,4 @@ def add_parser(sub) -> None:
                    help="scenarios at a time, each on its own cluster (default 2)")
     d.add_argument("--runs-dir", default="runs", help="where the run records go (default ./runs)")
     d.add_argument("--report-dir", default="report", help="where the report goes (default ./report)")
-    d.set_defaults(func=cmd_demo)
+    d.set_defaults(func=functools.partial(cmd_demo, main=main))
