@@ -179,11 +179,6 @@ def key_name(path: tuple) -> str:
     return out
 
 
-def _key_re(key: str) -> re.Pattern:
-    k = re.escape(key)
-    return re.compile(rf'^\s*(?:{k}|"{k}"|\'{k}\')\s*=')
-
-
 def find_line(text: str, path: tuple) -> int:
     """The 1-based line of the value at ``path`` (table names, array indexes, keys) in TOML source
     ``text``: the line of its key below the innermost table header that matches a prefix of the path
