@@ -20,7 +20,7 @@ def _dict(v: Any) -> dict:
 
 def workload(metadata: dict) -> dict:
     """The run's workload settings (metadata ``workload``); {} when it had none."""
-    return _dict(metadata.get("workload"))
+    return metadata.get("workload") or {}
 
 
 def workload_kind(metadata: dict) -> str | None:
