@@ -8,7 +8,7 @@ pairs the events once and each reader takes the times it needs from the paired e
 * ``closing``: the event types that close a window (``fault.end``; or ``fault.heal`` and ``fault.end``,
   whichever comes first).
 * ``match``: ``"id"``: fault ids are keys: every closing event with a window's id belongs to it
-  (``ends``, in order), and a later ``fault.start`` with the same id replaces the window.
+  (``ends``, in order), and a later ``fault.start`` with the same id replaces the window (in its place).
   ``"open"``: a closing event closes the open window with its id and no other (later ones with that
   id are ignored); with ``replace`` False a second start of an open id opens a second window and the
   first stays open.
@@ -103,10 +103,11 @@ def fault_windows(events: Iterable[dict], *, closing: tuple[str, ...] = (FAULT_E
         if typ == FAULT_START:
             fid = e.get("fault_id")
             old = by_id.get(fid) if match == "id" else open_.get(fid)
-            if old is not None and replace:
-                out.remove(old)
             w = FaultWindow(fid, e, i)
-            out.append(w)
+            if old is not None and replace:
+                out[out.index(old)] = w         # in its place, as a dict keyed by fault id keeps it
+            else:
+                out.append(w)
             open_[fid] = by_id[fid] = w
         elif typ in closing:
             fid = e.get("fault_id")
