@@ -28,9 +28,10 @@ them and a slow broker is told as slow instead of hidden behind a timeout:
 
 from __future__ import annotations
 
+from harness.record.events import CLIENT_ASSIGN, GROUP_ASSIGN
 from harness.record.windows import fault_windows
 
-ASSIGN_EVENTS = ("group.assign", "client.assign")
+ASSIGN_EVENTS = (GROUP_ASSIGN, CLIENT_ASSIGN)
 
 
 def _r(x):

@@ -23,20 +23,15 @@ DOCKER_EVENT = "docker.event"
 CLIENT = "client"
 CLIENT_LIFE = "client.life"
 CLIENT_CONFIG = "client.config"
-CLIENT_PRODUCER_ID = "client.producer_id"
 CLIENT_ASSIGN = "client.assign"
 GROUP_ASSIGN = "group.assign"
 TXN = "txn"
-PARTITION_END = "partition.end"
-PARTITION_ABSENT = "partition.absent"
 
 # -- the observer: ZooKeeper, the admin API, the KRaft metadata log --------------------------------------
 ZK_PREFIX = "zk."
 ZK_PARTITION_STATE = "zk.partition_state"
-ZK_TOPIC = "zk.topic"
 ZK_GAP = "zk.gap"
 ADMIN_METADATA = "admin.metadata"
-META_PARTITION = "meta.partition"
 
 # -- phase names (``{"type": "phase", "name": ...}``) ----------------------------------------------------
 PHASE_RUN_END = "run.end"
@@ -47,7 +42,3 @@ PHASE_SCRIPT_FAILED = "script.failed"
 PHASE_FAULTS_HEALED = "faults.healed"
 PHASE_WORKLOAD_STOPPING = "workload.stopping"
 
-
-def is_phase(event: dict, *names: str) -> bool:
-    """Whether ``event`` is a ``phase`` event named one of ``names``."""
-    return event.get("type") == PHASE and event.get("name") in names

@@ -84,10 +84,9 @@ def schema_error(name: str, obj: dict) -> str | None:
     return None
 
 
-def verdict_error(name: str, verdict: dict, sep: str = ", ") -> str | None:
+def verdict_error(name: str, verdict: dict, listed: str = ", ".join(VERDICTS)) -> str | None:
     """``"<name>: verdict ... is not one of ..."`` unless verdict.json's ``verdict`` is a run verdict."""
     if verdict.get("verdict") not in VERDICTS:
-        listed = sep.join(VERDICTS) if sep is not None else repr(VERDICTS)
         return f"{name}: verdict {verdict.get('verdict')!r} is not one of {listed}"
     return None
 
@@ -185,7 +184,7 @@ def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
         err = schema_error(str(p / name), obj)
         if err:
             raise RecordError(err)
-    err = verdict_error(str(p / "verdict.json"), verdict, sep=None)
+    err = verdict_error(str(p / "verdict.json"), verdict, repr(VERDICTS))
     if err:
         raise RecordError(err)
     if with_events and not (p / "events.jsonl").exists():
