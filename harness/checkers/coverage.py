@@ -17,7 +17,7 @@ from harness.checkers.measured import measure
 from harness.record.events import (CLIENT, CLIENT_CONFIG, CLIENT_LIFE, PHASE, PHASE_FAULTS_HEALED,
                                    PHASE_WORKLOAD_STOPPING, TXN)
 from harness.record.verdicts import PASS, UNKNOWN
-from harness.record.windows import fault_windows
+from harness.record.windows import client_windows, fault_windows
 
 DEFAULT_NEEDS = {
     # every producer alive from the first fault to the last heal (fault.end) plus settle_s, capped at
@@ -36,8 +36,6 @@ DEFAULT_NEEDS = {
     "send_gap_s": 5.0,
 }
 
-ALIVE_STATES = ("started", "recreated")
-DEAD_STATES = ("fatal", "stopped", "died", "stalled")
 
 # librdkafka fatal errors of an idempotent producer, and whom they point at (docs/checkers.md, "Which
 # client errors are findings"; sources: librdkafka src/rdkafka_request.c
@@ -206,18 +204,9 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
     # alive intervals and errors per client
     for c in clients.values():
         if c.life:
-            cur = None
-            for t, state, err in sorted(c.life, key=lambda x: x[0]):
-                if state in ALIVE_STATES:
-                    if cur is None:
-                        cur = [t, None]
-                        c.alive.append(cur)
-                elif state in DEAD_STATES:
-                    if state != "stopped" or err:
-                        c.errors.append({"t": _r(t), "state": state, "error": err})
-                    if cur is not None:
-                        cur[1] = t
-                        cur = None
+            alive, deaths = client_windows(c.life)
+            c.alive += alive
+            c.errors += [{"t": _r(t), "state": state, "error": err} for t, state, err in deaths]
         elif c.sends:                # judged from its send events (records without client.life)
             gap = float(need["send_gap_s"])
             cur = [c.sends[0], c.sends[0]]

@@ -128,6 +128,32 @@ def fault_windows(events: Iterable[dict], *, closing: tuple[str, ...] = (FAULT_E
     return out
 
 
+# client.life states: a client runs from a start (or re-creation) to its next death or stop
+ALIVE_STATES = ("started", "recreated")
+DEAD_STATES = ("fatal", "stopped", "died", "stalled")
+
+
+def client_windows(life: Iterable[tuple]) -> tuple[list[list], list[tuple]]:
+    """A client's alive windows ``[start, end]`` (``end`` None: alive to the record's end) from its
+    ``client.life`` entries ``(t, state, error)``, and its deaths ``(t, state, error)`` (every dead state
+    but a clean ``stopped``)."""
+    alive: list[list] = []
+    deaths: list[tuple] = []
+    cur = None
+    for t, state, err in sorted(life, key=lambda x: x[0]):
+        if state in ALIVE_STATES:
+            if cur is None:
+                cur = [t, None]
+                alive.append(cur)
+        elif state in DEAD_STATES:
+            if state != "stopped" or err:
+                deaths.append((t, state, err))
+            if cur is not None:
+                cur[1] = t
+                cur = None
+    return alive, deaths
+
+
 def first_end_by_id(events: Iterable[dict]) -> dict:
     """``fault_id`` -> the first ``fault.end`` with that id, wherever it is in ``events`` (for readers
     that attribute an end to every start of its id)."""

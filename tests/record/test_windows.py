@@ -79,3 +79,13 @@ def test_a_real_kraft_record_has_closed_windows_in_both_modes():
     assert [w.fault_id for w in healed] == [w.fault_id for w in plain]
     assert all(w.end["wall"] <= p.end["wall"] for w, p in zip(healed, plain))   # the heal begins first
     assert not math.isnan(plain[0].start["t"])
+
+
+def test_client_windows_from_client_life():
+    from harness.record.windows import client_windows
+    life = [(9.0, "stopped", None), (1.0, "started", None), (4.0, "fatal", "boom"), (5.0, "recreated", None),
+            (2.0, "started", None)]
+    alive, deaths = client_windows(life)
+    assert alive == [[1.0, 4.0], [5.0, 9.0]]
+    assert deaths == [(4.0, "fatal", "boom")]                    # a clean stop is no death
+    assert client_windows([(1.0, "started", None)]) == ([[1.0, None]], [])
