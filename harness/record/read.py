@@ -163,7 +163,9 @@ def upgrade(metadata: dict, events: list[dict]) -> tuple[dict, list[dict]]:
       :func:`harness.record.facts.controller_model` from the distribution);
     * ``fault.start`` ``node_ids`` (every Kafka node a fault acts on; before, only ``broker_ids``).
 
-    The input is not changed; events that need nothing are shared."""
+    Applied by :func:`read_run` and by the conformance checker (:func:`reference.check_conformance`,
+    which also judges events that never were on disk). The input is not changed; events that need
+    nothing are shared."""
     if metadata.get("controller_model") not in facts.CONTROLLER_MODELS:
         metadata = {**metadata, "controller_model": facts.controller_model(metadata)}
     if any(e.get("type") == FAULT_START and e.get("node_ids") is None for e in events):
@@ -174,7 +176,7 @@ def upgrade(metadata: dict, events: list[dict]) -> tuple[dict, list[dict]]:
 
 # -- a record directory ---------------------------------------------------------------------------------
 def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
-    """Read and validate one run record; raises RecordError with a message naming the file."""
+    """Read and validate one run record, :func:`upgrade`\ d; raises RecordError with a message naming the file."""
     p = Path(path)
     if not p.is_dir():
         raise RecordError(f"{p}: not a run record directory")
@@ -190,6 +192,7 @@ def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
     if with_events and not (p / "events.jsonl").exists():
         raise RecordError(f"{p / 'events.jsonl'}: missing")
     events = list(iter_events(p / "events.jsonl")) if with_events else []
+    meta, events = upgrade(meta, events)
     return RunRecord(p, meta, verdict, events)
 
 

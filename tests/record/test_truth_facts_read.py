@@ -76,3 +76,14 @@ def test_verdict_constants_and_checks():
     checks = {"durability": {"verdict": "FAIL", "lost": {"verdict": "FAIL", "count": 2}, "checks": {}}}
     assert check_count(checks, "lost") == 2 and check_count(checks, "duplicates") is None
     assert failed_checks(checks) == ["durability", "durability.lost"]
+
+
+def test_read_run_upgrades_an_older_record(tmp_path):
+    import shutil
+    from pathlib import Path
+    from harness.record import read_run
+    src = next(p for p in sorted((Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "real").iterdir())
+               if p.is_dir())
+    rec = read_run(shutil.copytree(src, tmp_path / src.name))
+    assert rec.metadata["controller_model"] == "zk"
+    assert all("node_ids" in e for e in rec.of_type("fault.start"))
