@@ -28,6 +28,7 @@ from harness.cluster.lifecycle import Shield
 from harness.nemesis import Nemesis
 from harness.observer import source as observation
 from harness.observer.docker_events import DockerEventWatcher
+from harness.cluster.owner import mark_record_dir
 from harness.record import RunRecorder
 from harness.scenario.scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
 from harness.scenario.schedule import Schedule, generate_schedule
@@ -190,7 +191,7 @@ def steps(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | Non
         schedule = generate_schedule(seed, scenario.fault_mix, dist.roles)
     if schedule is not None:
         scenario = scenario.covering(schedule)
-    rec = RunRecorder(runs_dir, scenario.name, metadata={
+    rec = RunRecorder(runs_dir, scenario.name, on_open=mark_record_dir, metadata={
         "suite": suite, "harness_version": __version__, "git_sha": _git_sha(),
         "kafka_version": info.kafka_version, "broker_image": info.tag, "image_id": info.image_id,
         "distribution": dist.name, "profile": profile or default_profile,

@@ -37,6 +37,7 @@ import itertools
 from operator import itemgetter
 from typing import Any
 
+from harness.record.events import ACTION, ADMIN_METADATA, FAULT_END, FAULT_START
 from reference.events import ZK_TYPES, normalize_counted, parse_gap_path
 from reference.invariants import state_violations, transition_violations
 from reference.liveness import Progress
@@ -155,8 +156,8 @@ class Checker(WriteJudge, TopicJudge):
                     "zk.broker": self._on_broker, "zk.topic": self._on_topic,
                     "zk.partition_state": self._on_state, "zk.reassign_partitions": self._on_reassign_znode,
                     "zk.delete_topics": self._on_delete_topics, "zk.gap": self._on_gap,
-                    "fault.start": self._on_fault, "fault.end": self.progress.on_fault_end,
-                    "action": self._on_action, "admin.metadata": self._on_metadata}
+                    FAULT_START: self._on_fault, FAULT_END: self.progress.on_fault_end,
+                    ACTION: self._on_action, ADMIN_METADATA: self._on_metadata}
         prog = self.progress
         evs, n_zk = normalize_counted(events)
         now = None                  # prog.now, which only this loop moves

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from reference.checker import Checker
 from reference.kraft import check_protocol_conformance
-from reference.profiles import Profile, profile_for, run_without_zookeeper
+from harness.record.facts import KRAFT
+from harness.record.read import upgrade
+from reference.profiles import Profile, profile_for
 from reference.result import ConformanceResult
 
 __all__ = ["check_conformance"]
@@ -20,12 +22,12 @@ def check_conformance(events: list[dict], metadata: dict | None = None,
     ``"kraft-3.9"``), or None to use ``metadata["profile"]`` / ``metadata["kafka_version"]``.
 
     KRaft hook: a ``kraft-*`` profile, or any profile on a run without ZooKeeper (metadata
-    ``distribution: "apache-kraft"`` or ``cluster.zookeepers: 0``), is judged from protocol samples by
+    ``controller_model: "kraft"``; :func:`harness.record.facts.controller_model` for older records), is judged from protocol samples by
     :func:`reference.kraft.check_protocol_conformance` (same result shape). An ``apache-zk-*``
     profile on such a run is a ``ValueError``.
     """
-    metadata = metadata or {}
-    kraft_run = run_without_zookeeper(metadata)
+    metadata, events = upgrade(metadata or {}, list(events))     # an older record in the current shape
+    kraft_run = metadata["controller_model"] == KRAFT
     if not isinstance(profile, Profile):
         profile = profile_for(metadata.get("kafka_version"), profile or metadata.get("profile"), kraft_run)
     elif kraft_run and profile.mode == "zk" and profile.determinism:

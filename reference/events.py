@@ -19,9 +19,12 @@ import operator
 from operator import eq, itemgetter, lt
 from typing import Iterable
 
+from harness.record.events import ACTION, ADMIN_METADATA, EXPECT, FAULT_END, FAULT_START
+from harness.record.truth import TXNLOG
+
 ZK_TYPES = ("zk.controller", "zk.controller_epoch", "zk.broker", "zk.topic", "zk.partition_state",
             "zk.reassign_partitions", "zk.delete_topics", "zk.gap")
-OTHER_TYPES = ("fault.start", "fault.end", "action", "admin.metadata")
+OTHER_TYPES = (FAULT_START, FAULT_END, ACTION, ADMIN_METADATA)
 
 _REQUIRED = {
     "zk.controller": ("broker_id",),
@@ -259,10 +262,10 @@ def _num(x) -> bool:
 def _zk_from_txnlog(zk: list[dict]) -> bool:
     """Every zk.* event is a txn-log copy with ZooKeeper's time (and then, if every other event has
     a wall time, :func:`normalize` merges them by time)."""
-    return bool(zk) and all(e.get("source") == "txnlog" and _num(e.get("zk_time")) for e in zk)
+    return bool(zk) and all(e.get("source") == TXNLOG and _num(e.get("zk_time")) for e in zk)
 
 
-SCRIPT_TYPES = ("fault.start", "fault.end", "action", "expect")
+SCRIPT_TYPES = (FAULT_START, FAULT_END, ACTION, EXPECT)
 
 
 def _script_marks(events: Iterable[dict]) -> dict[int, float]:

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import math
 
+from harness.record.events import ACTION, ADMIN_METADATA, FAULT_END, FAULT_HEAL, FAULT_START, PHASE
 from reference.actions import partitions_of, record_unclean_permission
 from reference.kraft_liveness import Liveness
 from reference.kraft_log import judge_metadata_log
@@ -151,13 +152,13 @@ class KraftChecker:
 
     # -- driver ----------------------------------------------------------------------------------
     def run(self, events) -> ConformanceResult:
-        handlers = {"admin.metadata": self._on_metadata, "kraft.quorum": self._on_quorum,
-                    "fault.start": self._on_fault_start, "fault.end": self._on_fault_end,
-                    "fault.heal": self._on_fault_heal,
-                    "action": self._on_action, "phase": self._on_phase,
+        handlers = {ADMIN_METADATA: self._on_metadata, "kraft.quorum": self._on_quorum,
+                    FAULT_START: self._on_fault_start, FAULT_END: self._on_fault_end,
+                    FAULT_HEAL: self._on_fault_heal,
+                    ACTION: self._on_action, PHASE: self._on_phase,
                     "admin.reassignments": self._on_reassignments}
         evs = sorted((e for e in events if e.get("type") in handlers), key=lambda e: e.get("seq", 0))
-        self.live.heals_recorded = any(e["type"] == "fault.heal" for e in evs)
+        self.live.heals_recorded = any(e["type"] == FAULT_HEAL for e in evs)
         for ev in evs:
             self._ev = ev
             t = ev.get("t", ev.get("wall"))

@@ -22,9 +22,9 @@ def params_restart(fault: str, params: dict) -> bool:
 
 def node_ids(ev: dict) -> list:
     """The Kafka nodes a ``fault.start`` acts on: ``node_ids`` (brokers and dedicated controllers, so
-    the quorum's health is known on a dedicated layout too); ``broker_ids`` in records made before it."""
-    ids = ev.get("node_ids")
-    return (ids if ids is not None else ev.get("broker_ids")) or []
+    the quorum's health is known on a dedicated layout too; older records get it from ``broker_ids``
+    in :func:`harness.record.read.upgrade`)."""
+    return ev.get("node_ids") or []
 
 
 class Liveness:

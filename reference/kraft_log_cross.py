@@ -34,6 +34,8 @@ from __future__ import annotations
 import bisect
 import math
 
+from harness.record.events import FAULT_END, FAULT_HEAL
+from harness.record.windows import fault_windows
 from reference.kraft_liveness import STOP_TIMEOUT_S, node_ids, params_restart
 from reference.kraft_samples import LEADER_ERRORS, STATE_ERRORS
 
@@ -97,38 +99,36 @@ def cross_check(events: list[dict], meta: list[dict], metadata: dict, report) ->
 
 def _fault_windows(events: list[dict]) -> list[dict]:
     """Down faults as ``{fault, brokers, nodes, start, end}`` in wall seconds (``end`` inf: never healed;
-    ``nodes``: every Kafka node it downs, dedicated controllers included, for the quorum's health)."""
-    open_: dict = {}
+    ``nodes``: every Kafka node it downs, dedicated controllers included, for the quorum's health).
+
+    A down fault ends, whichever comes first in event order: at a later ``start`` / ``restart`` fault on
+    one of its nodes, at its heal (``fault.heal`` or ``fault.end``; a fault whose heal restarts the node),
+    at ``faults.healed``."""
+    paired = fault_windows(events, closing=(FAULT_HEAL, FAULT_END), match="open", replace=False,
+                           healed_phase=True, clock="wall", by_seq=True, positions="paired")
+    ids = [[int(b) for b in node_ids(w.start)] for w in paired]     # brokers and dedicated controllers
     out: list[dict] = []
-    for ev in sorted((e for e in events if e.get("type") in ("fault.start", "fault.heal", "fault.end", "phase")),
-                     key=lambda e: e.get("seq", 0)):
-        w = ev.get("wall")
-        if not isinstance(w, (int, float)):
+    for k, w in enumerate(paired):
+        ev = w.start
+        if ev.get("fault") not in L8_FAULTS or not ids[k]:
             continue
-        t, fid = ev["type"], ev.get("fault_id")
-        if t == "fault.start":
-            ids = [int(b) for b in node_ids(ev)]        # brokers and dedicated controllers
-            if ev.get("fault") in ("start", "restart"):
-                for f in out:
-                    if f["end"] == math.inf and set(f["nodes"]) & set(ids):
-                        f["end"] = w
-            if ev.get("fault") in L8_FAULTS and ids:
-                params = ev.get("params") or {}
-                start = w + float(params.get("stop_timeout_s", STOP_TIMEOUT_S)) if ev["fault"] == "stop" else w
-                brokers = [int(b) for b in ev.get("broker_ids") or []]
-                f = {"fault": ev["fault"], "brokers": brokers, "nodes": ids, "start": start, "end": math.inf,
-                     "params": params, "seq": ev.get("seq"), "t": ev.get("t")}
-                open_[fid] = f
-                out.append(f)
-        elif t in ("fault.heal", "fault.end") and fid in open_:
-            f = open_.pop(fid)
-            if params_restart(f["fault"], f["params"]):
-                f["end"] = min(f["end"], w)
-        elif t == "phase" and ev.get("name") == "faults.healed":
-            for f in out:
-                if f["end"] == math.inf:
-                    f["end"] = w
-            open_.clear()
+        params = ev.get("params") or {}
+        wall = ev["wall"]
+        ends = [(g.start_at, "start", g.start["wall"]) for j, g in enumerate(paired)
+                if g.start_at > w.start_at and g.fault in ("start", "restart") and set(ids[j]) & set(ids[k])]
+        if w.end is not None:
+            ends.append((w.end_at, "heal", w.end["wall"]))
+        ends += [(i, "phase", p["wall"]) for i, p in w.healed]
+        end = math.inf
+        for _, kind, t in sorted(ends):
+            if kind == "heal":
+                if params_restart(ev["fault"], params):
+                    end = min(end, t)
+            elif end == math.inf:
+                end = t
+        start = wall + float(params.get("stop_timeout_s", STOP_TIMEOUT_S)) if ev["fault"] == "stop" else wall
+        out.append({"fault": ev["fault"], "brokers": [int(b) for b in ev.get("broker_ids") or []], "nodes": ids[k],
+                    "start": start, "end": end, "params": params, "seq": ev.get("seq"), "t": ev.get("t")})
     return out
 
 
@@ -174,23 +174,17 @@ def fencing_deadlines(events: list[dict], meta: list[dict], session_s: float, gr
 def _any_fault_windows(events: list[dict]) -> list[tuple[float, float]]:
     """Every fault as ``(start, end)`` in wall seconds, from fault.start to fault.end (inf: never ended;
     a ``faults.healed`` phase ends them all)."""
-    start: dict = {}
-    out: list[list[float]] = []
-    for ev in sorted((e for e in events if e.get("type") in ("fault.start", "fault.end", "phase")),
-                     key=lambda e: e.get("seq", 0)):
-        w = ev.get("wall")
-        if not isinstance(w, (int, float)):
-            continue
-        if ev["type"] == "fault.start":
-            start[ev.get("fault_id")] = len(out)
-            out.append([w, math.inf])
-        elif ev["type"] == "fault.end" and ev.get("fault_id") in start:
-            out[start.pop(ev.get("fault_id"))][1] = w
-        elif ev["type"] == "phase" and ev.get("name") == "faults.healed":
-            for f in out:
-                f[1] = min(f[1], w)
-            start.clear()
-    return [(a, b) for a, b in out]
+    out = []
+    for w in fault_windows(events, match="open", replace=False, healed_phase=True, clock="wall", by_seq=True,
+                           positions="paired"):
+        ends = [(i, False, p["wall"]) for i, p in w.healed]
+        if w.end is not None:
+            ends.append((w.end_at, True, w.end["wall"]))
+        end = math.inf
+        for _, is_end, t in sorted(ends):
+            end = t if is_end else min(end, t)
+        out.append((w.start["wall"], end))
+    return out
 
 
 def served_staleness(events: list[dict], meta: list[dict], session_s: float, grace_s: float, report) -> dict:

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from harness.record.events import FAULT_END, FAULT_START, ZK_PARTITION_STATE
+from harness.record.windows import first_end_by_id
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-STRUCTURAL = ("zk.partition_state", "fault.start", "fault.end")
+STRUCTURAL = (ZK_PARTITION_STATE, FAULT_START, FAULT_END)
 
 FAULT_FIELDS = [("fault_id", T.LongType()), ("fault", T.StringType()), ("t_start", T.DoubleType()),
                 ("t_end", T.DoubleType()), ("time_to_new_leader", T.DoubleType()),
@@ -59,20 +61,17 @@ def derive_run(events: list[dict], last_t: float | None = None) -> tuple[list[di
     """(faults, windows) of one run from its partition-state and fault events (module doc)."""
     evs = sorted(events, key=_key)
     states: dict[tuple, list[dict]] = defaultdict(list)
-    starts, ends = [], {}
+    starts = []
     for e in evs:
         ty = e.get("type")
-        if ty == "zk.partition_state":
+        if ty == ZK_PARTITION_STATE:
             if e.get("deleted") or e.get("leader") is None or e.get("topic") is None or e.get("partition") is None:
                 continue
             states[(e["topic"], e["partition"])].append({"t": e["t"], "leader": e["leader"],
                                                          "isr": len(e.get("isr") or [])})
-        elif ty == "fault.start":
+        elif ty == FAULT_START:
             starts.append(e)
-        elif ty == "fault.end":
-            fid = e.get("fault_id")
-            if fid is not None and fid not in ends:
-                ends[fid] = e["t"]
+    ends = {fid: e["t"] for fid, e in first_end_by_id(evs).items()}
     full = {tp: max(s["isr"] for s in ss) for tp, ss in states.items()}
     if last_t is None:
         last_t = evs[-1]["t"] if evs else 0.0

@@ -25,6 +25,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.storagelevel import StorageLevel
 
+from harness.record.events import ZK_PREFIX
+from harness.record.truth import TXNLOG
 from reports import compact
 from reports.parse import FIELDS
 from reports.summary import AGG_FIELDS
@@ -98,7 +100,8 @@ def read_events(spark: SparkSession, paths: list[str]) -> DataFrame:
 
 
 def zk_ground_truth(events: DataFrame) -> DataFrame:
-    """One copy of each ZooKeeper transition per run, timed when ZooKeeper made it.
+    """One copy of each ZooKeeper transition per run, timed when ZooKeeper made it: the rule of
+    :mod:`harness.record.truth` (:func:`~harness.record.truth.ground_truth` with ``retime``) over a DataFrame.
 
     A real run record holds the live watcher's ``zk.*`` events (``source: "watch"``, ``t`` = when
     the harness noticed) and, when ZooKeeper's transaction log was read after the run, the complete
@@ -108,13 +111,13 @@ def zk_ground_truth(events: DataFrame) -> DataFrame:
     run's clock: ``zk_time - (wall - t)``. Runs without them keep their watcher (or source-less)
     events unchanged. Non-``zk.*`` events are untouched.
     """
-    is_zk = F.coalesce(F.col("type").startswith("zk."), F.lit(False))
-    from_txn = F.coalesce(F.col("source") == "txnlog", F.lit(False))
+    is_zk = F.coalesce(F.col("type").startswith(ZK_PREFIX), F.lit(False))
+    from_txn = F.coalesce(F.col("source") == TXNLOG, F.lit(False))
     txn_runs = events.filter(is_zk & from_txn).select("run_dir").distinct().withColumn("_txn", F.lit(True))
     ev = events.join(F.broadcast(txn_runs), "run_dir", "left")
     has_txn = F.coalesce(F.col("_txn"), F.lit(False))
-    keep = ~is_zk | (has_txn & from_txn) | (~has_txn & ~from_txn)
-    zk_t = F.col("zk_time") - (F.col("wall") - F.col("t"))
+    keep = ~is_zk | (has_txn & from_txn) | (~has_txn & ~from_txn)    # truth.keep(from_txn, has_txn)
+    zk_t = F.col("zk_time") - (F.col("wall") - F.col("t"))              # truth.change_time
     t = F.when(is_zk & from_txn & F.col("zk_time").isNotNull() & F.col("wall").isNotNull(), zk_t).otherwise(F.col("t"))
     return ev.filter(keep).withColumn("t", t).drop("_txn")
 

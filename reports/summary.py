@@ -24,6 +24,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.record.events import CLIENT, FAULT_START, ZK_PARTITION_STATE
+from harness.record.truth import TXNLOG, ground_truth
 from reports.availability import FAULT_FIELDS, STRUCTURAL, WINDOW_FIELDS, derive_run
 from reports.parse import FIELDS, parse_run
 
@@ -134,7 +136,7 @@ def aggregate(evs: list[dict]) -> dict:
         ty, t = e["type"], e["t"]
         if t > last_t:
             last_t = t
-        if ty == "client":
+        if ty == CLIENT:
             f, phase = e.get("f"), e.get("phase")
             if f == "send":
                 if phase is not None:
@@ -161,17 +163,17 @@ def aggregate(evs: list[dict]) -> dict:
             seen_txn = True
             continue
         seen_send = seen_cons = True
-        if ty == "fault.start":
+        if ty == FAULT_START:
             faults += 1
             if e.get("fault") is not None:
                 kinds.add(e["fault"])
             seen_txn = True
-        elif ty == "zk.partition_state":
+        elif ty == ZK_PARTITION_STATE:
             src = e.get("source")
             if src is not None:
                 seen_txn = True
-                ps_txn += src == "txnlog"
-            ps_other += src != "txnlog"
+                ps_txn += src == TXNLOG
+            ps_other += src != TXNLOG
         else:
             seen_txn = True
     gap = None
@@ -189,21 +191,9 @@ def aggregate(evs: list[dict]) -> dict:
 
 
 def structural_truth(events: list[dict]) -> list[dict]:
-    """The partition-state and fault events on ZooKeeper's ground truth (:func:`reports.load.zk_ground_truth`):
+    """The partition-state and fault events on ZooKeeper's ground truth (:mod:`harness.record.truth`):
     with txn-log copies only those, each at ZooKeeper's time of the change on the run's clock."""
-    has_txn = any(e["type"].startswith("zk.") and e.get("source") == "txnlog" for e in events)
-    out = []
-    for e in events:
-        if e["type"] not in STRUCTURAL:
-            continue
-        is_zk = e["type"].startswith("zk.")
-        from_txn = e.get("source") == "txnlog"
-        if is_zk and from_txn != has_txn:
-            continue
-        if is_zk and from_txn and e.get("zk_time") is not None and e.get("wall") is not None:
-            e = {**e, "t": e["zk_time"] - (e["wall"] - e["t"])}
-        out.append(e)
-    return out
+    return ground_truth(events, types=STRUCTURAL, retime=True)
 
 
 def summarize(run_dir: str, files: dict[str, bytes | None], sig: str | None = None) -> tuple:

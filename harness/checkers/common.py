@@ -9,8 +9,7 @@ import gc
 from contextlib import contextmanager
 from typing import Iterator
 
-PASS, FAIL, UNKNOWN, ALLOWED = "PASS", "FAIL", "UNKNOWN", "ALLOWED"
-CHECK_VERDICTS = (PASS, FAIL, UNKNOWN, ALLOWED)
+from harness.record.verdicts import ALLOWED, FAIL, PASS
 
 
 def merge_options(defaults: dict, options: dict | None, what: str) -> dict:

@@ -14,19 +14,7 @@ from typing import Any
 
 from reference.versions import parse_or_none as parse_version  # noqa: F401  (re-exported)
 
-ACKS_ALL = "all"
-
-
-def normalize_acks(value: Any) -> str | None:
-    """``all``/``-1`` -> ``"all"``, ``1`` -> ``"1"``, ``0`` -> ``"0"``; ``None`` stays ``None``."""
-    if value is None:
-        return None
-    s = str(value).strip().lower()
-    if s in ("all", "-1"):
-        return ACKS_ALL
-    if s in ("0", "1"):
-        return s
-    raise ValueError(f"acks must be 0, 1, all or -1, not {value!r}")
+from harness.record.facts import ACKS_ALL, normalize_acks
 
 
 def parse_bool(value: Any) -> bool | None:

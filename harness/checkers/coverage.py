@@ -13,9 +13,11 @@ docs/checkers.md, "Coverage and client health".
 
 from __future__ import annotations
 
-from harness.checkers.measured import fault_never_applied, measure
-
-PASS, UNKNOWN = "PASS", "UNKNOWN"
+from harness.checkers.measured import measure
+from harness.record.events import (CLIENT, CLIENT_CONFIG, CLIENT_LIFE, PHASE, PHASE_FAULTS_HEALED,
+                                   PHASE_WORKLOAD_STOPPING, TXN)
+from harness.record.verdicts import PASS, UNKNOWN
+from harness.record.windows import client_windows, fault_windows
 
 DEFAULT_NEEDS = {
     # every producer alive from the first fault to the last heal (fault.end) plus settle_s, capped at
@@ -34,8 +36,6 @@ DEFAULT_NEEDS = {
     "send_gap_s": 5.0,
 }
 
-ALIVE_STATES = ("started", "recreated")
-DEAD_STATES = ("fatal", "stopped", "died", "stalled")
 
 # librdkafka fatal errors of an idempotent producer, and whom they point at (docs/checkers.md, "Which
 # client errors are findings"; sources: librdkafka src/rdkafka_request.c
@@ -115,9 +115,7 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
     parts = list(range(parts)) if isinstance(parts, int) else [int(p) for p in parts or []]
 
     clients: dict[str, _Client] = {}
-    windows: dict = {}                     # fault_id -> window dict (in start order)
-    open_w: list[dict] = []
-    skipped: set = set()
+    open_w: list[dict] = []                # the windows open at the event being read
     acks: list[float] = []
     acked_after: dict = {}                 # partition -> acks after the last heal (filled in a 2nd pass)
     stop_asked = healed_at = None
@@ -133,12 +131,30 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
         return c
 
     evs = list(events)
-    for e in evs:
+    # fault_id -> window dict (in start order); its end is the last fault.end of its id
+    paired = fault_windows(evs, match="id")
+    windows: dict = {}
+    opens: dict = {}
+    closes: dict = {}
+    for fw in paired:
+        w = {"fault_id": fw.fault_id, "fault": fw.fault, "target": fw.start.get("target"),
+             "start": fw.start.get("t"), "end": fw.ends[-1].get("t") if fw.ends else None,
+             "writes": {"invoke": 0, "ok": 0, "fail": 0, "info": 0}, "reads": 0}
+        windows[w["fault_id"]] = w
+        opens[fw.start_at] = w
+        if fw.end_at is not None:
+            closes[fw.end_at] = w
+    skipped = {fw.fault_id for fw in paired if fw.never_applied}
+    for i, e in enumerate(evs):
+        if i in opens:
+            open_w.append(opens[i])
+        elif i in closes:
+            open_w.remove(closes[i])
         typ = e.get("type")
         t = e.get("t")
         if isinstance(t, (int, float)):
             last_t = max(last_t, t)
-        if typ == "client":
+        if typ == CLIENT:
             f, phase = e.get("f"), e.get("phase")
             if f == "send":
                 c = client(e.get("process"), "producer")
@@ -154,36 +170,23 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
             elif f == "poll" and phase == "ok":
                 for w in open_w:
                     w["reads"] += 1
-        elif typ == "txn" and e.get("phase") in ("ok", "fail", "info"):
+        elif typ == TXN and e.get("phase") in ("ok", "fail", "info"):
             ok, outcome = e.get("phase") == "ok", e.get("outcome")
             key = "committed" if ok and outcome == "commit" else "unsure" if e.get("phase") == "info" else "aborted"
             txns[key] += 1
             if key == "committed":
                 n = len({(o.get("topic"), o.get("partition")) for o in e.get("ops") or () if o.get("f") == "send"})
                 txns["min_partitions"] = n if txns["min_partitions"] is None else min(txns["min_partitions"], n)
-        elif typ == "client.life":
+        elif typ == CLIENT_LIFE:
             c = client(e.get("process"), e.get("role") or "unknown")
             c.life.append((t, e.get("state"), e.get("error")))
-        elif typ == "client.config":
+        elif typ == CLIENT_CONFIG:
             client(e.get("process"), e.get("role") or "producer")
-        elif typ == "fault.start":
-            w = {"fault_id": e.get("fault_id"), "fault": e.get("fault"), "target": e.get("target"),
-                 "start": t, "end": None, "writes": {"invoke": 0, "ok": 0, "fail": 0, "info": 0}, "reads": 0}
-            windows[w["fault_id"]] = w
-            open_w.append(w)
-        elif typ == "fault.end":
-            w = windows.get(e.get("fault_id"))
-            if w is not None:
-                w["end"] = t
-                if w in open_w:
-                    open_w.remove(w)
-                if fault_never_applied(e):
-                    skipped.add(w["fault_id"])
-        elif typ == "phase":
+        elif typ == PHASE:
             name = e.get("name")
-            if name == "workload.stopping" and stop_asked is None:
+            if name == PHASE_WORKLOAD_STOPPING and stop_asked is None:
                 stop_asked = t
-            elif name == "faults.healed" and healed_at is None:
+            elif name == PHASE_FAULTS_HEALED and healed_at is None:
                 healed_at = t
 
     applied = [w for fid, w in windows.items() if fid not in skipped]
@@ -201,18 +204,9 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
     # alive intervals and errors per client
     for c in clients.values():
         if c.life:
-            cur = None
-            for t, state, err in sorted(c.life, key=lambda x: x[0]):
-                if state in ALIVE_STATES:
-                    if cur is None:
-                        cur = [t, None]
-                        c.alive.append(cur)
-                elif state in DEAD_STATES:
-                    if state != "stopped" or err:
-                        c.errors.append({"t": _r(t), "state": state, "error": err})
-                    if cur is not None:
-                        cur[1] = t
-                        cur = None
+            alive, deaths = client_windows(c.life)
+            c.alive += alive
+            c.errors += [{"t": _r(t), "state": state, "error": err} for t, state, err in deaths]
         elif c.sends:                # judged from its send events (records without client.life)
             gap = float(need["send_gap_s"])
             cur = [c.sends[0], c.sends[0]]

@@ -17,12 +17,13 @@ import bisect
 import math
 from typing import Iterable
 
-from harness.checkers.common import ALLOWED, CHECK_VERDICTS, FAIL, PASS, UNKNOWN, check_result, gc_paused, merge_options
+from harness.checkers.common import check_result, gc_paused, merge_options
 from harness.checkers.common import file_example as _file
 from harness.checkers.common import pos as _pos
 from harness.checkers.config import ProducerFacts, RunFacts
 from harness.checkers.coverage import FATAL_ERRORS, fatal_points_at
 from harness.checkers.scan import Scan
+from harness.record.verdicts import ALLOWED, CHECK_VERDICTS, FAIL, PASS, UNKNOWN
 
 __all__ = ["ALLOWED", "CHECK_VERDICTS", "DEFAULT_OPTIONS", "FAIL", "PASS", "UNKNOWN", "check_durability",
            "check_run_record"]

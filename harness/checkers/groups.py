@@ -25,7 +25,8 @@ import bisect
 import math
 from typing import Iterable
 
-from harness.checkers.common import ALLOWED, FAIL, PASS, UNKNOWN, check_result, gc_paused, malformed, merge_options
+from harness.checkers.common import check_result, gc_paused, malformed, merge_options
+from harness.record.verdicts import ALLOWED, FAIL, PASS, UNKNOWN
 from harness.checkers.config import RunFacts, parse_bool
 
 __all__ = ["ALLOWED", "CHECK_ORDER", "DEFAULT_OPTIONS", "FAIL", "PASS", "UNKNOWN", "GroupHistory", "check_groups"]

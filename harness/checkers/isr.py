@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from harness.checkers.config import RunFacts
+from harness.record.truth import TXNLOG
 
 
 class IsrWindows:
@@ -106,7 +107,7 @@ class IsrObservations:
         zt, wall = ev.get("zk_time"), ev.get("wall")
         if isinstance(zt, (int, float)) and isinstance(wall, (int, float)):
             committed = ev["t"] - (wall - zt)          # ZooKeeper's clock is the host's (same kernel)
-        if ev.get("source") == "txnlog":
+        if ev.get("source") == TXNLOG:
             # copies from ZooKeeper's txn log, appended after the run: no acknowledgement comes after
             # them in the record, so they cannot delimit a window (the watch's copies do); they tell
             # every state the watch may have missed, at its commit time (the judge's acks_semantics)

@@ -28,14 +28,10 @@ them and a slow broker is told as slow instead of hidden behind a timeout:
 
 from __future__ import annotations
 
-ASSIGN_EVENTS = ("group.assign", "client.assign")
+from harness.record.events import CLIENT_ASSIGN, GROUP_ASSIGN
+from harness.record.windows import fault_windows
 
-
-def fault_never_applied(end: dict) -> bool:
-    """Whether a ``fault.end`` says its fault was never applied (skipped, or its target not resolved): it
-    opened no window."""
-    err = str(end.get("error") or "")
-    return end.get("ok") is False and (err.startswith("skipped") or err.startswith("cannot resolve"))
+ASSIGN_EVENTS = (GROUP_ASSIGN, CLIENT_ASSIGN)
 
 
 def _r(x):
@@ -48,13 +44,12 @@ def _max(values):
 
 
 def measure(events) -> dict:
+    events = list(events)
     started: dict[str, float] = {}
     roles: dict[str, str] = {}
     subscribes: set[str] = set()
     first: dict[str, dict[str, float]] = {}      # process -> {"assign"|"read"|"ack": t}
     acks: dict = {}                               # partition -> [t of acknowledged writes]
-    windows: dict = {}                            # fault_id -> [fault, target, start, end]
-    faulted: dict = {}                            # fault_id -> broker ids it hit
     leaders: list = []                            # (t, tp, leader) observations, any source
     wall_offset = None                            # t - wall of the run (places meta.partition's time_ms)
     metas: list = []
@@ -100,16 +95,15 @@ def measure(events) -> dict:
         elif typ in ASSIGN_EVENTS:
             if e.get("partitions"):
                 first.setdefault(e.get("process"), {}).setdefault("assign", t)
-        elif typ == "fault.start":
-            windows[e.get("fault_id")] = [e.get("fault"), e.get("target"), t, None]
-            faulted[e.get("fault_id")] = {b for b in e.get("broker_ids") or [] if isinstance(b, int)}
-        elif typ == "fault.end":
-            w = windows.get(e.get("fault_id"))
-            if w is not None:
-                w[3] = t
-                if fault_never_applied(e):
-                    del windows[e.get("fault_id")]
 
+    # fault_id -> [fault, target, start, end] of every applied fault (its end: the last fault.end of its id)
+    windows: dict = {}
+    faulted: dict = {}                            # fault_id -> broker ids it hit
+    for fw in fault_windows(events, match="id", clock="t", positions="paired"):
+        faulted[fw.fault_id] = {b for b in fw.start.get("broker_ids") or [] if isinstance(b, int)}
+        if not fw.never_applied:
+            windows[fw.fault_id] = [fw.fault, fw.start.get("target"), fw.start["t"],
+                                    fw.ends[-1]["t"] if fw.ends else None]
     for ts in acks.values():
         ts.sort()          # clients emit from their own threads: nearly, not strictly, in time order
     clients = {}

@@ -13,7 +13,9 @@ from itertools import compress
 from operator import itemgetter, not_
 
 from harness.checkers.common import PositionLog, malformed
-from harness.checkers.config import ACKS_ALL, ProducerFacts, RunFacts, producer_facts
+from harness.checkers.config import ProducerFacts, RunFacts, producer_facts
+from harness.record.events import FAULT_START
+from harness.record.facts import ACKS_ALL
 from harness.checkers.isr import IsrObservations
 
 # the sender of a value no send invoked (a value record's first field); None is a process name a record may hold
@@ -381,7 +383,7 @@ class Scan(PositionLog):
                     self.absent[(ev.get("topic"), ev.get("partition"))] = str(ev.get("reason") or "absent")
                 elif typ == "action" and ev.get("action") == "delete_topic":
                     self.deleted_topics.add((ev.get("params") or {}).get("topic"))
-                elif typ == "fault.start":
+                elif typ == FAULT_START:
                     self._fault_start(ev)
                 elif typ == "zk.topic":
                     isr.zk_topic(ev)

@@ -32,9 +32,11 @@ from __future__ import annotations
 import bisect
 from typing import Iterable
 
-from harness.checkers.common import ALLOWED, FAIL, PASS, UNKNOWN, check_result, gc_paused, merge_options
+from harness.checkers.common import check_result, gc_paused, merge_options
 from harness.checkers.common import pos as _pos
-from harness.checkers.config import RunFacts, normalize_acks
+from harness.checkers.config import RunFacts
+from harness.record.facts import normalize_acks
+from harness.record.verdicts import ALLOWED, FAIL, PASS, UNKNOWN
 from harness.checkers.cycles import GraphChecks
 from harness.checkers.txn_history import ABORTED, COMMITTED, UNSURE, TxnHistory
 

@@ -10,6 +10,8 @@ import math
 
 from harness.checkers.common import PositionLog, malformed
 from harness.checkers.config import RunFacts
+from harness.record.events import CLIENT_LIFE
+from harness.record.windows import ALIVE_STATES
 
 # transaction status
 COMMITTED, ABORTED, UNSURE = 1, 2, 0
@@ -155,7 +157,7 @@ class TxnHistory(PositionLog):
                         self.inits.setdefault(ev["transactional_id"], []).append((ev["t"], ev["process"]))
                 elif typ == "txn.fenced":
                     self.fenced.append((ev["t"], ev.get("process"), ev.get("transactional_id")))
-                elif typ == "group.assign" or (typ == "client.life" and ev.get("state") in ("started", "recreated")):
+                elif typ == "group.assign" or (typ == CLIENT_LIFE and ev.get("state") in ALIVE_STATES):
                     # a new assignment or a new consumer instance starts every chain of that process afresh
                     p = ev.get("process")
                     for k in [k for k in chain if k[0] == p]:

@@ -12,7 +12,7 @@ A verdict is a claim about the broker:
     writes, an expectation on broker state. Data loss found in the complete part of a record is
     FAIL whatever else went wrong.
 ``UNKNOWN``
-    the run cannot decide, with a ``cause`` from :data:`CAUSES`: something went wrong in the
+    the run cannot decide, with a ``cause`` from :data:`harness.record.verdicts.CAUSES`: something went wrong in the
     harness or on the host, or the record does not hold enough to decide.
 """
 
@@ -25,26 +25,12 @@ from harness.checkers.durability import check_durability
 from harness.checkers.groups import check_groups
 from harness.checkers.txn import check_transactions
 
-PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
-VERDICTS = (PASS, FAIL, UNKNOWN)
-
-# Why a run is UNKNOWN. Each is about the harness, the host or the evidence, never the broker.
-CAUSES: dict[str, str] = {
-    "aborted": "the run was interrupted (Ctrl-C or another signal)",
-    "harness-crash": "the harness itself failed (a bug, or its process died); the record says where",
-    "container-removed": "a container of the cluster was removed by something other than the harness",
-    "container-stopped": "a container of the cluster was stopped, killed or paused by something other "
-                         "than the harness",
-    "docker-error": "the Docker engine failed or answered a request with an error",
-    "disk-full": "the run record could not be written (no space left on the device, or another write error)",
-    "record-incomplete": "the record ends before the run did: only its complete part could be judged",
-    "contract": "the broker does not fit the harness's contract (docs/broker-contract.md)",
-    "workload": "a client died or stalled, so the run did not exercise what it claims",
-    "script": "the scenario's own script raised an error (a scenario bug, not the broker)",
-    "environment": "the cluster did not start or stopped answering for a reason outside the broker",
-    "checker-error": "a checker raised an error on this record",
-    "undecided": "the history cannot decide a check (for example no final read of the partitions)",
-}
+from harness.record import truth
+from harness.record.events import (DOCKER_EVENT, EXPECT, PHASE, PHASE_ABORTED, PHASE_DRAIN_END,
+                                   PHASE_ENVIRONMENT_ERROR, PHASE_RUN_END, PHASE_SCRIPT_FAILED)
+from harness.record.facts import workload_kind
+from harness.record.verdicts import CAUSES, FAIL, PASS, UNKNOWN, VERDICTS
+from harness.record.windows import fault_windows
 
 
 @dataclass
@@ -81,7 +67,7 @@ _WINDOW_SLACK_S = (1.0, 2.0)      # a Docker event this long before fault.start 
 
 # -- what the record holds ---------------------------------------------------------------------------
 def _phases(events: list[dict], *names: str) -> list[dict]:
-    return [e for e in events if e.get("type") == "phase" and e.get("name") in names]
+    return [e for e in events if e.get("type") == PHASE and e.get("name") in names]
 
 
 def record_complete(events: list[dict], metadata: dict) -> tuple[bool, str]:
@@ -92,32 +78,25 @@ def record_complete(events: list[dict], metadata: dict) -> tuple[bool, str]:
     (``drain.end``), or ended by an environment failure that they record.
     """
     if (metadata.get("record") or {}).get("end_marker"):
-        if _phases(events, "run.end"):
+        if _phases(events, PHASE_RUN_END):
             return True, ""
         last = events[-1] if events else None
         where = f"after event seq {last.get('seq')} at {last.get('t')} s" if last else "with no event"
         return False, f"the record has no run.end marker: its events stop {where}"
-    if not metadata.get("workload") or _phases(events, "drain.end", "aborted", "environment.error"):
+    if not metadata.get("workload") or _phases(events, PHASE_DRAIN_END, PHASE_ABORTED, PHASE_ENVIRONMENT_ERROR):
         return True, ""
     return False, "the record has a workload but no final read (drain.end) and no recorded end"
 
 
 def _fault_windows(events: list[dict]) -> dict[str, list[tuple[float, float]]]:
-    """Container name -> [(wall start, wall end)] of every fault the nemesis applied to it."""
-    start: dict[int, dict] = {}
+    """Container name -> [(wall start, wall end)] of every fault the nemesis applied to it (a fault never
+    ended: open until the record's end)."""
     out: dict[str, list[tuple[float, float]]] = {}
     last_wall = max((e.get("wall") or 0.0 for e in events), default=0.0)
-    for e in events:
-        typ = e.get("type")
-        if typ == "fault.start":
-            start[e.get("fault_id")] = e
-        elif typ == "fault.end" and e.get("fault_id") in start:
-            s = start.pop(e.get("fault_id"))
-            for n in s.get("nodes") or []:
-                out.setdefault(n, []).append((s.get("wall") or 0.0, e.get("wall") or last_wall))
-    for s in start.values():          # never ended: open until the record's end
-        for n in s.get("nodes") or []:
-            out.setdefault(n, []).append((s.get("wall") or 0.0, float("inf")))
+    for w in fault_windows(events, match="open"):
+        end = (w.end.get("wall") or last_wall) if w.end is not None else float("inf")
+        for n in w.nodes:
+            out.setdefault(n, []).append((w.start.get("wall") or 0.0, end))
     return out
 
 
@@ -126,14 +105,14 @@ def environment_failures(events: list[dict]) -> list[tuple[str, str]]:
     runner recorded (``environment.error`` / ``aborted`` phases, with their ``cause``) and Docker events
     on the cluster's containers that no fault of the nemesis explains."""
     out: list[tuple[str, str]] = []
-    for e in _phases(events, "environment.error", "aborted"):
-        cause = e.get("cause") or ("aborted" if e.get("name") == "aborted" else "environment")
+    for e in _phases(events, PHASE_ENVIRONMENT_ERROR, PHASE_ABORTED):
+        cause = e.get("cause") or ("aborted" if e.get("name") == PHASE_ABORTED else "environment")
         out.append((cause if cause in CAUSES else "environment", str(e.get("error") or e.get("name"))))
     windows = _fault_windows(events)
     before, after = _WINDOW_SLACK_S
     seen: set[tuple[str, str]] = set()
     for e in events:
-        if e.get("type") != "docker.event" or e.get("action") not in _STOPPING_ACTIONS:
+        if e.get("type") != DOCKER_EVENT or e.get("action") not in _STOPPING_ACTIONS:
             continue
         name, action, w = e.get("container"), e.get("action"), e.get("wall_docker") or e.get("wall") or 0.0
         # no fault removes a container (the harness removes them after the record ends): a removal is never
@@ -159,7 +138,7 @@ def environment_failures(events: list[dict]) -> list[tuple[str, str]]:
 def script_failures(events: list[dict]) -> tuple[list[str], list[str]]:
     """``(expectation failures, script errors)`` the runner recorded as ``script.failed`` phases."""
     exp, err = [], []
-    for e in _phases(events, "script.failed"):
+    for e in _phases(events, PHASE_SCRIPT_FAILED):
         (exp if e.get("kind") == "expectation" else err).append(str(e.get("error")))
     return exp, err
 
@@ -167,7 +146,7 @@ def script_failures(events: list[dict]) -> tuple[list[str], list[str]]:
 def expectations_from(events: list[dict]) -> list[dict]:
     """The scenario's expectations as recorded (``expect`` events)."""
     return [{k: e.get(k) for k in ("what", "ok", "waited_s", "detail", "rule") if k in e}
-            for e in events if e.get("type") == "expect"]
+            for e in events if e.get("type") == EXPECT]
 
 
 def conformance_input(events: list[dict]) -> list[dict]:
@@ -176,11 +155,7 @@ def conformance_input(events: list[dict]) -> list[dict]:
     With the txn log the history is complete, so the watcher's gap markers (and the reconciliation's
     "filled" markers) are left out; without it, the watcher's gaps tell the checker what was skipped.
     """
-    has_txn = any(e.get("source") == "txnlog" for e in events if e["type"].startswith("zk."))
-    if has_txn:
-        return [e for e in events if not e["type"].startswith("zk.")
-                or (e.get("source") == "txnlog" and e["type"] != "zk.gap")]
-    return [e for e in events if not e["type"].startswith("zk.") or e.get("source") == "watch"]
+    return truth.ground_truth(events, strict_watch=True, drop_gaps=True)
 
 
 # -- the decision ------------------------------------------------------------------------------------
@@ -221,7 +196,7 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
     if "conformance" in wanted:
         res = check_conformance(conformance_input(events), metadata, metadata.get("profile"))
         out["conformance"] = res.to_dict()
-        if res.verdict != "PASS":
+        if res.verdict != PASS:
             first = res.invariant_violations or res.divergences
             broker_fail.append("conformance: " + (f"{first[0].rule} {first[0].explanation}" if first else res.verdict))
     def data_check(name: str, check) -> None:
@@ -236,10 +211,10 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
     if "durability" in wanted and metadata.get("workload"):
         data_check("durability", check_durability)
     # the transactional workload (kind "txn", docs/transactions.md): a FAIL is the broker's, like durability
-    if "transactions" in wanted and (metadata.get("workload") or {}).get("kind") == "txn":
+    if "transactions" in wanted and workload_kind(metadata) == "txn":
         data_check("transactions", check_transactions)
     # the consumer-group workload (kind "group"): a committed offset going back or a skip is data loss too
-    if "groups" in wanted and (metadata.get("workload") or {}).get("kind") == "group":
+    if "groups" in wanted and workload_kind(metadata) == "group":
         data_check("groups", check_groups)
     # what the run exercised, judged against the scenario's needs (metadata coverage_needs; coverage.py)
     coverage = check_coverage(events, metadata) if metadata.get("workload") else None

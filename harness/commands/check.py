@@ -25,6 +25,7 @@ from harness.checkers.verdict import Verdict, decide
 from harness.record import storage
 from harness.errors import HarnessError
 from harness.record import RecordError, _write_json_atomic, list_runs, read_run
+from harness.record.verdicts import FAIL, PASS, UNKNOWN
 
 
 def add_parser(sub) -> None:
@@ -140,7 +141,7 @@ def cmd_check(args) -> int:
 def _check(args, tmp: Path) -> int:
     remote: dict[Path, tuple] = {}        # downloaded record -> (its store, its s3:// URL)
     dirs = _record_dirs(args.paths, args.s3_endpoint, tmp, remote)
-    counts = {"PASS": 0, "FAIL": 0, "UNKNOWN": 0, "unreadable": 0, "changed": 0}
+    counts = {PASS: 0, FAIL: 0, UNKNOWN: 0, "unreadable": 0, "changed": 0}
     for d in dirs:
         try:
             stored, new = rejudge(d, args.profile)
@@ -169,9 +170,9 @@ def _check(args, tmp: Path) -> int:
             if d in remote:               # publish the re-judged record again (manifest last)
                 remote[d][0].publish(d)
     if counts["unreadable"] < len(dirs):     # nothing judged: the error lines say it all
-        print(f"{len(dirs)} record(s): {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['UNKNOWN']} UNKNOWN, "
+        print(f"{len(dirs)} record(s): {counts[PASS]} PASS, {counts[FAIL]} FAIL, {counts[UNKNOWN]} UNKNOWN, "
               f"{counts['unreadable']} unreadable; {counts['changed']} changed"
               + (f" (judged with profile {args.profile})" if args.profile else ""), file=sys.stderr)
-    if counts["FAIL"]:
+    if counts[FAIL]:
         return 1
-    return 2 if counts["UNKNOWN"] or counts["unreadable"] else 0
+    return 2 if counts[UNKNOWN] or counts["unreadable"] else 0

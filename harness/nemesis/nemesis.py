@@ -27,6 +27,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.cluster.lifecycle import Shield
 from harness.nemesis import netrules
+from harness.record.events import FAULT_END, FAULT_HEAL, FAULT_START, PHASE, PHASE_FAULTS_HEALED
 from harness.nemesis.catalog import FaultSpecError, fault_info, validate_params
 from harness.nemesis.fault_base import Context, Fault, FaultError
 from harness.nemesis.faults import FAULT_CLASSES, start_node
@@ -110,14 +111,14 @@ class Nemesis:
             nodes = [] if info.kind == "client" else resolve(target, self.cluster, self.view, self.rng, notes)
         except TargetUnresolved as e:
             self._emit_start(fid, name, target, [], [], params)
-            self.recorder.emit("fault.end", fault_id=fid, fault=name, nodes=[], ok=False, error=f"skipped: {e}")
+            self.recorder.emit(FAULT_END, fault_id=fid, fault=name, nodes=[], ok=False, error=f"skipped: {e}")
             raise FaultSkipped(str(e)) from None
         except FaultSpecError:
             raise
         except Exception as e:  # noqa: BLE001 - e.g. ZooKeeper unreachable while reading the view
             self._emit_start(fid, name, target, [], [], params)
             msg = f"cannot resolve target {target!r}: {type(e).__name__}: {e}"
-            self.recorder.emit("fault.end", fault_id=fid, fault=name, nodes=[], ok=False, error=msg)
+            self.recorder.emit(FAULT_END, fault_id=fid, fault=name, nodes=[], ok=False, error=msg)
             raise FaultError(msg) from e
         bad = [n.alias for n in nodes if n.role not in info.roles]
         if bad:
@@ -136,7 +137,7 @@ class Nemesis:
             self._emit_start(fid, name, target, [n.name for n in nodes], [], params)
             msg = (f"{name} on {target}: node ids {','.join(map(str, shared))} share one process, so a fault "
                    f"cannot reach one node alone; this harness does not apply it")
-            self.recorder.emit("fault.end", fault_id=fid, fault=name, nodes=[], ok=False, error=msg)
+            self.recorder.emit(FAULT_END, fault_id=fid, fault=name, nodes=[], ok=False, error=msg)
             raise FaultError(msg)
         fault = FAULT_CLASSES[name](self.ctx, fid, target, nodes, params)
         fault.on_restore = self._emit_heal
@@ -164,7 +165,7 @@ class Nemesis:
 
     def _emit_start(self, fid, name, target, nodes, broker_ids, params, resolved=None, node_ids=None) -> None:
         extra = {"resolved": resolved} if resolved else {}
-        self.recorder.emit("fault.start", fault_id=fid, fault=name, target=target, nodes=nodes,
+        self.recorder.emit(FAULT_START, fault_id=fid, fault=name, target=target, nodes=nodes,
                            broker_ids=broker_ids, node_ids=node_ids if node_ids is not None else broker_ids,
                            params=params, **extra)
 
@@ -174,7 +175,7 @@ class Nemesis:
             if getattr(fault, "heal_recorded", False):
                 return
             fault.heal_recorded = True
-        self.recorder.emit("fault.heal", fault_id=fault.fault_id, fault=fault.name,
+        self.recorder.emit(FAULT_HEAL, fault_id=fault.fault_id, fault=fault.name,
                            nodes=[n.name for n in fault.nodes])
 
     def _finish(self, fault: Fault, ok: bool, error: str | None) -> None:
@@ -185,7 +186,7 @@ class Nemesis:
             if fault in self.active:
                 self.active.remove(fault)
         self._emit_heal(fault)      # no-op when the fault recorded it at its restore
-        self.recorder.emit("fault.end", fault_id=fault.fault_id, fault=fault.name,
+        self.recorder.emit(FAULT_END, fault_id=fault.fault_id, fault=fault.name,
                            nodes=[n.name for n in fault.nodes], ok=ok, error=error)
 
     def heal(self, fault: Fault) -> bool:
@@ -240,7 +241,7 @@ class Nemesis:
             left = self.residue(include_stopped=start_stopped)
             # seconds: how long the sweep took (its window, for telling its own Docker events apart);
             # faults: the ids still active when it began (their fault.end is in that window)
-            self.recorder.emit("phase", name="faults.healed", residue=left, errors=errors,
+            self.recorder.emit(PHASE, name=PHASE_FAULTS_HEALED, residue=left, errors=errors,
                                seconds=round(time.monotonic() - t0, 3), faults=[f.fault_id for f in active])
             return left + [e for e in errors if e not in left]
 

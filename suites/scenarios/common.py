@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from harness.nemesis import netrules
+from harness.record import windows
 from harness.scenario.scenario import RunContext, StepTimeout
 
 # log lines worth keeping when a broker does not rejoin: replication, ISR changes, controller requests
@@ -28,11 +29,7 @@ def fault_times(ctx: RunContext, handle) -> dict[str, float]:
     undone (a node started or unpaused, rules about to be removed), ``end`` when the heal was done;
     a fault with nothing to heal (restart, start, ...) has all three once ``ctx.fault`` returned
     (docs/faults.md "Recording"). Use ``heal`` for "after the fault stopped", not the time heal() returned."""
-    out: dict[str, float] = {}
-    for e in ctx.recorder.read_events():
-        if e.get("fault_id") == handle.fault_id and e.get("type") in ("fault.start", "fault.heal", "fault.end"):
-            out.setdefault(e["type"].split(".", 1)[1], e["t"])
-    return out
+    return windows.fault_times(ctx.recorder.read_events(), handle.fault_id)
 
 
 def diagnose(ctx: RunContext, brokers) -> dict:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.checkers import FAIL, PASS, check_durability
-from harness.checkers.config import RunFacts, normalize_acks, parse_bool, parse_version, producer_facts
+from harness.checkers.config import RunFacts, parse_bool, parse_version, producer_facts
+from harness.record.facts import normalize_acks
 from tests.checkers.synthetic import History
 
 

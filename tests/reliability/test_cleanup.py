@@ -46,8 +46,9 @@ def _record_left_by_a_dead_process(runs: Path, registry: Path) -> Path:
     """A real RunRecorder in a child process that dies without finishing (os._exit)."""
     code = textwrap.dedent(f"""
         import os
+        from harness.cluster.owner import mark_record_dir
         from harness.record import RunRecorder
-        rec = RunRecorder({str(runs)!r}, "x.y")
+        rec = RunRecorder({str(runs)!r}, "x.y", on_open=mark_record_dir)
         rec.phase("cluster.ready")
         os._exit(9)
     """)
@@ -65,7 +66,7 @@ def test_a_dead_owners_record_dir_is_found_through_the_registry_and_removed(tmp_
     assert len(list(registry.glob("*.json"))) == 1
     # a live owner's in-progress record (this process) is left alone
     from harness.record import RunRecorder
-    live = RunRecorder(tmp_path / "runs", "live.one")
+    live = RunRecorder(tmp_path / "runs", "live.one", on_open=owner.mark_record_dir)
     found = lifecycle.find(docker=False)                       # no runs dir given: the registry finds it
     assert [i.name for i in found] == [str(tmp)] and found[0].kind == "record"
     assert lifecycle.reap(docker=False, dry_run=True) and tmp.is_dir()   # a dry run removes nothing

@@ -13,7 +13,8 @@ import pytest
 
 from reports import gate, junit
 from reports.availability import derive_run
-from reports.parse import FIELDS, check_count, parse_run
+from harness.record.verdicts import check_count
+from reports.parse import FIELDS, parse_run
 from reports.stats import percentile, wilson
 from reports.tables import pick_pair, version_key
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.checkers.verdict import CAUSES, Verdict, decide, environment_failures, record_complete
+from harness.checkers.verdict import Verdict, decide, environment_failures, record_complete
+from harness.record.verdicts import CAUSES
 from harness.record import read_run
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "real"
