@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from harness import distributions
 from harness.runner import execute
 from suites.catalog import SCENARIOS
 
@@ -22,7 +23,7 @@ def _params() -> list:
 
 @pytest.mark.parametrize("scenario", _params())
 def test_scenario(scenario, kc_image, request):
-    why = scenario.not_applicable(kc_image.kafka_version)
+    why = scenario.not_applicable(kc_image.kafka_version, distributions.resolve())
     if why:
         pytest.skip(f"{scenario.name}: {why}")
     runs_dir = request.config.getoption("kc_runs_dir")

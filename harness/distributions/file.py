@@ -22,17 +22,18 @@ from pathlib import Path
 from harness.distributions.services import ServiceError, ServiceSpec, check_template, parse_command, parse_env
 from harness.distributions.services import parse_services
 from harness.distributions.services import render as render_template
+from harness.certify.capability_table import capability_names
+from harness.distributions.base import REPLICATED, SHARED_STORAGE, SINGLE_NODE
 from harness.errors import HarnessError, NeverServes
 
 PREFIX = "file:"
-LAYOUTS = ("single-node", "replicated", "shared-storage")
+LAYOUTS = (SINGLE_NODE, REPLICATED, SHARED_STORAGE)    # the layouts a file may declare (base.LAYOUTS)
 PORTS = ("any", "contiguous")     # how the harness picks the nodes' published ports
 # the placeholders a template may use (docs/broker-contract.md "Templates")
 PLACEHOLDERS = ("node_id", "node_ids", "advertised_host", "port", "ports", "cluster_id", "alias", "internal_port")
 ADVERTISED_HOST = "127.0.0.1"     # what every node advertises to clients: its port is published there
 INTERNAL_PORT = 9093
 SERVE_AFTER_READY_S = 30.0       # a node that logged its ready line must answer on its published port within this
-# the capability ids (harness/certify/capabilities.py); repeated here so that loading a file needs no planning code
 _KNOWN_KEYS = {"name", "image", "layout", "nodes", "node_ids", "node_pool", "command", "env", "ready_log_line",
                "capabilities", "config", "config_env_prefix", "description", "ports", "metadata_log", "service"}
 
@@ -185,7 +186,7 @@ def render(template: str, **values) -> str:
 # -- the adapter ---------------------------------------------------------------------------------
 from harness.distributions import services as services_mod  # noqa: E402
 from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id  # noqa: E402
-from harness.distributions import Distribution, NodePlan, property_env_name  # noqa: E402
+from harness.distributions.base import Distribution, NodePlan, property_env_name  # noqa: E402
 from harness.protocol import ProtocolClient, ProtocolError  # noqa: E402
 
 
@@ -262,7 +263,6 @@ class FileDistribution(Distribution):
     foreign = True
 
     def __init__(self, path: str | Path):
-        from harness.certify.capabilities import capability_names   # lazy: capabilities imports distributions
         self.spec = load(path, tuple(capability_names()))
         self.name = PREFIX + str(self.spec.path)
         self.image = self.spec.image
@@ -308,7 +308,16 @@ class FileDistribution(Distribution):
         ids = sorted(self.spec.node_ids) if self.contiguous_ports else list(self.spec.node_ids)
         return ids[:max(1, requested)] if self.spec.node_pool else ids
 
+    needs_preflight = True         # the file's contract is checked on a cluster before any scenario
+
+    def cli_args(self) -> list[str]:
+        """The file again, and that its preflight ran (a child does not start a cluster to check it again)."""
+        return ["--distribution-file", str(self.spec.path), "--preflight-passed"]
+
     def check_image(self, image) -> None:
+        return None
+
+    def fits(self, kafka_version: str | None) -> None:
         return None
 
     def default_profile(self, kafka_version: str | None) -> str:
