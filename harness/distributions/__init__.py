@@ -9,29 +9,9 @@ record's name) into the adapter object that is then passed down (``ClusterSpec.d
 runner, the observation source, the nemesis). Everything that differs by family is a field or method of
 :class:`harness.distributions.base.Distribution`, with one default there.
 
-Adapters (one module each):
-
-``apache-zk`` (default; :mod:`.apache_zk`)
-    Apache Kafka in ZooKeeper mode from an image built by :mod:`harness.images` (2.x–3.9). The
-    image's entrypoint runs ``broker`` with the properties in ``$KC_CONFIG``.
-``apache-kraft`` (:mod:`.apache_kraft`)
-    Apache Kafka in KRaft mode from the same images (3.3+; 4.x has only this mode). The first
-    ``min(3, brokers)`` nodes (1 when fewer than 3) are combined ``broker,controller`` nodes and
-    form the static quorum (``controller.quorum.voters``); the others are brokers only. The
-    CONTROLLER listener (port 9094) exists on the Docker network only. The entrypoint's ``kraft``
-    mode formats the storage with ``$KC_CLUSTER_ID`` (idempotent) and runs ``kafka.Kafka``.
-``apache-kraft-dedicated`` (:mod:`harness.distributions.dedicated`)
-    KRaft with a dedicated quorum: ``ClusterSpec.controllers`` controller-only nodes (ids 101, ...)
-    besides the broker-only nodes 1..N.
-``generic`` (:mod:`.generic`)
-    A user-supplied image, configured by environment variables the way the official
-    ``apache/kafka`` image is: every property ``a.b_c-d`` becomes ``KAFKA_A_B__C___D`` (prefix
-    configurable), plus ``CLUSTER_ID``. The image's own entrypoint and command run. It gets the same
-    KRaft configuration as ``apache-kraft``; readiness is judged by the protocol only (no log line).
-    Properties are checked to read back unchanged through the official image's decoding
-    (``kafka.docker.KafkaDockerWrapper``); docs/examples/official-style-image is such an image.
-``file:<path>`` (:mod:`.file`, ``--distribution-file``)
-    A broker described by a TOML distribution file (docs/broker-contract.md).
+Adapters, one module each: ``apache-zk`` (the default, :mod:`.apache_zk`), ``apache-kraft``
+(:mod:`.apache_kraft`), ``apache-kraft-dedicated`` (:mod:`.dedicated`), ``generic`` (:mod:`.generic`) and
+``file:<path>`` (``--distribution-file``, :mod:`.file`, docs/broker-contract.md).
 
 The nodes a cluster runs besides its brokers (a ZooKeeper ensemble, dedicated controllers) are the
 adapter's :class:`NodeGroup` s (:meth:`Distribution.node_groups`, started by harness/cluster/node_groups.py).
