@@ -30,7 +30,7 @@ from harness.cluster.cleanup import list_clusters, remove_cluster
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.errors import HarnessError
 from harness.cluster.lifecycle import reap_at_start
-from harness.options import add_distribution_file_arg, add_layout_arg, config_pairs, did_you_mean
+from harness.options import add_distribution_args, config_pairs, did_you_mean
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
@@ -286,9 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--kafka-version", metavar="V", help="Kafka version (default: latest 3.9.x)")
     g.add_argument("--broker-image", metavar="IMG", help="an image present locally")
     up.add_argument("--config", action="append", metavar="KEY=VALUE", help="broker config override (repeatable)")
-    up.add_argument("--distribution", choices=distributions.NAMES, default=None, help=distributions.CHOICES_HELP)
-    add_layout_arg(up)
-    add_distribution_file_arg(up)
+    add_distribution_args(up, distributions.CHOICES_HELP)
     up.add_argument("--controllers", type=int, default=3, choices=[1, 3, 5],
                     help="controller-only nodes of apache-kraft-dedicated (default 3; ids 101, 102, ...)")
     up.add_argument("--port-base", type=int, help="fixed host ports: brokers BASE+id, ZooKeeper BASE+100+n")

@@ -6,7 +6,7 @@ import difflib
 import os
 from pathlib import Path
 
-from harness.distributions import KRAFT_LAYOUTS
+from harness.distributions import KRAFT_LAYOUTS, NAMES
 from harness.errors import HarnessError
 from harness.record import storage
 
@@ -60,14 +60,14 @@ def config_args(overrides: dict[str, str]) -> list[str]:
     return [a for k, v in overrides.items() for a in ("--config", f"{k}={v}")]
 
 
-def add_layout_arg(parser) -> None:
+def add_distribution_args(parser, help: str) -> None:
+    """``--distribution`` (its ``help``), ``--layout`` and ``--distribution-file``: the three ways a command
+    line names the distribution adapter (resolved once: :func:`harness.distributions.resolve`)."""
+    parser.add_argument("--distribution", choices=NAMES, default=None, help=help)
     parser.add_argument("--layout", choices=tuple(KRAFT_LAYOUTS), default=None,
                         help="KRaft node layout: combined (broker+controller nodes, the apache-kraft default) or "
                              "dedicated-controllers (a controller-only quorum beside the brokers: the same as "
                              "--distribution apache-kraft-dedicated); implies --distribution apache-kraft")
-
-
-def add_distribution_file_arg(parser) -> None:
     parser.add_argument("--distribution-file", metavar="PATH",
                         help="a broker described by a TOML distribution file instead of --distribution "
                              "(docs/broker-contract.md; example docs/examples/kfake.toml): its image, per-node "

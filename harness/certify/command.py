@@ -34,7 +34,7 @@ from pathlib import Path
 from reports.certificate import write_certificate
 from suites.catalog import SCENARIOS
 
-from harness import __version__, distributions, runner
+from harness import __version__, runner
 from harness.certify.capabilities import Subject, plan, resolve_profile, unmapped_scenarios
 from harness.certify.capability_table import CAPABILITIES, NO_SCENARIO, SELECT_TAG, capability, capability_names
 from harness.certify.certificate_data import (CERTIFICATE_SCHEMA, EXIT_INCOMPATIBLE, EXIT_OK, FAIL, INCOMPATIBLE,
@@ -42,7 +42,7 @@ from harness.certify.certificate_data import (CERTIFICATE_SCHEMA, EXIT_INCOMPATI
 from harness.checkers.verdict import decide
 from harness.errors import HarnessError
 from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
-from harness.options import (add_distribution_file_arg, add_layout_arg, check_runs_dir, check_writable_dir,
+from harness.options import (add_distribution_args, check_runs_dir, check_writable_dir,
                              config_args, config_pairs, did_you_mean)
 from harness.commands.parallel import Job, run_children
 from harness.commands.shard import parse_shard
@@ -203,13 +203,10 @@ def add_parser(sub) -> None:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="run N scenarios at a time, each in its own process and cluster (default 1)")
-    c.add_argument("--distribution", choices=distributions.NAMES, default=None,
-                   help="how the image's clusters run: apache-zk (default for kafka-chaos images), apache-kraft or "
+    add_distribution_args(c, "how the image's clusters run: apache-zk (default for kafka-chaos images), apache-kraft or "
                         "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for "
                         "ZooKeeper mode only are NOT-APPLICABLE) or generic (default for any other image: configured "
                         "by KAFKA_* variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
-    add_layout_arg(c)
-    add_distribution_file_arg(c)
     c.set_defaults(func=cmd_certify, precheck=precheck)
 
 

@@ -14,7 +14,7 @@ from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
 from harness import distributions, images
 from harness.errors import HarnessError
-from harness.options import (add_distribution_file_arg, add_layout_arg, check_runs_dir, config_args, config_pairs,
+from harness.options import (add_distribution_args, check_runs_dir, config_args, config_pairs,
                              did_you_mean)
 from harness.commands.parallel import GATE_ENV, Job, run_parallel
 from harness.commands.replay import plan_replay
@@ -61,11 +61,8 @@ def add_parser(sub) -> None:
     g = r.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V")
     g.add_argument("--broker-image", metavar="IMG")
-    r.add_argument("--distribution", choices=distributions.NAMES, default=None,
-                   help=distributions.CHOICES_HELP + "; generic is the default for an image not built here; "
+    add_distribution_args(r, distributions.CHOICES_HELP + "; generic is the default for an image not built here; "
                         "scenarios that need ZooKeeper are skipped without it")
-    add_layout_arg(r)
-    add_distribution_file_arg(r)
     r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
                                      "or compatible)")
     r.add_argument("--variant", metavar="NAME",
