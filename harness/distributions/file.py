@@ -3,9 +3,9 @@
 
 A file is loaded and checked here (:func:`load`): every mistake is one :class:`DistributionFileError`
 naming the file and the key. :class:`FileDistribution` is the adapter it becomes — a
-:class:`harness.distributions.Distribution` like the built-in ones, named ``file:<absolute path>`` so
-that the runner, child processes (``--distribution file:...``) and run records pass it on by name
-(:func:`harness.distributions.get` loads it again). Readiness is "every node answers the Kafka
+:class:`harness.distributions.base.Distribution` like the built-in ones, named ``file:<absolute path>``
+in run records (:func:`harness.distributions.resolve` loads it again from that name for ``--replay``);
+child processes get ``--distribution-file`` (:meth:`FileDistribution.cli_args`). Readiness is "every node answers the Kafka
 protocol" (:class:`FileControlPlane`), never "node ids 1..N are listed": which node ids the broker
 reports is checked by the preflight (harness/certify/preflight.py), which says INCOMPATIBLE when they differ
 from the declaration.
@@ -19,12 +19,16 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.certify.capability_table import capability_names
+from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id
+from harness.distributions import services as services_mod
+from harness.distributions.base import (REPLICATED, SHARED_STORAGE, SINGLE_NODE, Distribution, NodePlan,
+                                        property_env_name)
 from harness.distributions.services import ServiceError, ServiceSpec, check_template, parse_command, parse_env
 from harness.distributions.services import parse_services
 from harness.distributions.services import render as render_template
-from harness.certify.capability_table import capability_names
-from harness.distributions.base import REPLICATED, SHARED_STORAGE, SINGLE_NODE
 from harness.errors import HarnessError, NeverServes
+from harness.protocol import ProtocolClient, ProtocolError
 
 PREFIX = "file:"
 LAYOUTS = (SINGLE_NODE, REPLICATED, SHARED_STORAGE)    # the layouts a file may declare (base.LAYOUTS)
@@ -184,11 +188,6 @@ def render(template: str, **values) -> str:
 
 
 # -- the adapter ---------------------------------------------------------------------------------
-from harness.distributions import services as services_mod  # noqa: E402
-from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id  # noqa: E402
-from harness.distributions.base import Distribution, NodePlan, property_env_name  # noqa: E402
-from harness.protocol import ProtocolClient, ProtocolError  # noqa: E402
-
 
 class FileControlPlane(ProtocolControlPlane):
     """A broker described by a distribution file: readiness is each node answering ApiVersions and
