@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import fcntl
 import json
 import os
@@ -22,35 +21,19 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from suites.catalog import SCENARIOS, SUITES, scenarios_for
-
 from harness import __version__, distributions, images
 from harness.certify import command as certify
 from harness.commands import check, completion, demo, doctor, run as run_command
 from harness.cluster import docker_util, lifecycle
 from harness.record import storage
-from harness.certify.command import capability_names
 from harness.cluster.cleanup import list_clusters, remove_cluster
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.errors import HarnessError
 from harness.cluster.lifecycle import reap_at_start
-from harness.options import (add_distribution_file_arg, add_layout_arg, apply_distribution_file, apply_layout,
-                      check_distribution_fits, config_pairs)
-from harness.commands.shard import parse_shard
+from harness.options import add_distribution_args, config_pairs, did_you_mean
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
-
-
-def did_you_mean(word: str, candidates, n: int = 1) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``candidates`` to ``word``, or ``""``.
-
-    A scenario's variant alone (``kill_leader``) finds its full ``family.variant`` names (up to 3);
-    otherwise the closest spelling (difflib)."""
-    candidates = list(dict.fromkeys(candidates))
-    close = [c for c in candidates if "." in c and c.rsplit(".", 1)[-1] == word][:3]
-    close = close or difflib.get_close_matches(word, candidates, n=n, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -159,7 +142,7 @@ def cmd_cluster_up(args) -> int:
     spec = ClusterSpec(brokers=args.brokers, zookeepers=args.zookeepers, kafka_version=args.kafka_version,
                        image=args.broker_image, broker_config=config_pairs(args.config), name=args.name,
                        persistent=True, port_base=args.port_base, build_missing=args.build,
-                       distribution=args.distribution, controllers=args.controllers)
+                       distribution=args.adapter, controllers=args.controllers)
     cl = Cluster(spec)
     with _starting(spec.name):
         cl.start()
@@ -237,114 +220,16 @@ def cmd_report(args) -> int:
     return run_report(args.rest)
 
 
-# -- checks made before any Docker work ------------------------------------------------------------
-def _check_writable_dir(path: str, option: str) -> None:
-    """A usage error unless ``path`` is, or could be created as, a writable directory (creates nothing)."""
-    probe = Path(path).expanduser().absolute()
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise HarnessError(f"{option} {path}: {probe} is not a directory")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise HarnessError(f"{option} {path}: {probe} is not writable")
-
-
-def _check_runs_dir(runs_dir: str, option: str = "--runs-dir", endpoint: str | None = None) -> None:
-    """A local runs dir must be writable; an ``s3://`` one must parse, answer and accept our credentials
-    (and its local staging directory must be writable): checked before any Docker work."""
-    if storage.is_remote(runs_dir):
-        _check_writable_dir(storage.local_runs_dir(runs_dir), f"{option} {runs_dir}: staging directory")
-        storage.open_store(runs_dir, endpoint).check()
-    else:
-        _check_writable_dir(runs_dir, option)
-
-
-def _check_profile(name: str | None, kafka_version: str | None, distribution: str | None) -> None:
-    """Refuse an unknown or mismatched ``--profile`` before an image is built or a cluster started
-    (it would otherwise only fail when the finished run is judged)."""
-    if not name:
-        return
-
-    version = kafka_version if kafka_version and re.fullmatch(r"\d+\.\d+(\.\d+)?", kafka_version) else None
-    if version is None and name in ("apache-zk", "kraft", "apache-kraft"):
-        return  # the version comes from the image, known later
-    try:
-        distributions.get(distribution).profile(name, version, same_series=False)
-    except HarnessError as e:
-        raise HarnessError(f"--profile: {e}") from None
-
-
-def _scenario_names() -> list[str]:
-    return [s.name for s in SCENARIOS]
-
-
-def _check_run(args) -> None:
-    """`run`: option values, the runs directory, the profile and the target name (with the closest
-    known name when it is misspelt)."""
-    if args.target == "list" and not args.replay:
-        return
-    if args.length is not None and not args.length > 0:
-        raise HarnessError(f"--length must be > 0 seconds, got {args.length:g}")
-    if args.seed is not None and args.seed < 0:
-        raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
-    _check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
-    sfile = None
-    if args.target and args.target.endswith(".toml") and not args.replay:
-        from harness.scenario.file import load_file     # a scenario file: its errors name file, line and key
-        sfile = load_file(args.target)
-        if args.kafka_version is None and args.broker_image is None and sfile.kafka_version:
-            args.kafka_version = sfile.kafka_version
-        if args.distribution is None and sfile.distribution:
-            args.distribution = sfile.distribution
-    apply_distribution_file(args)
-    apply_layout(args)
-    _check_profile(args.profile, args.kafka_version, args.distribution)
-    check_distribution_fits(args.kafka_version, args.distribution)
-    if not args.target or args.replay:
-        return
-    chosen = [sfile.scenario] if sfile else scenarios_for(args.target)
-    if not chosen:
-        names = [*SUITES, "all", "list", *(s.family for s in SCENARIOS), *(s.name for s in SCENARIOS)]
-        raise HarnessError(f"no suite or scenario named {args.target!r}{did_you_mean(args.target, names)}; "
-                           "`kafka-chaos run list` lists them")
-    if args.length is not None and not any(s.fault_mix for s in chosen):
-        print(f"kafka-chaos: note: --length only changes scenarios with a random fault schedule (nightly.*); "
-              f"{args.target!r} has none", file=sys.stderr)
-
-
-def _check_certify(args) -> None:
-    """`certify`: output directories, the profile, and --capability / --scenario names (closest known
-    name when misspelt), before the image is built or looked up."""
-    if args.capability and "list" in args.capability:
-        return
-    if args.seed < 0:
-        raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
-    _check_writable_dir(args.out or "certificates", "--out")
-    if args.runs_dir:
-        _check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
-    if args.shard:
-        parse_shard(args.shard)
-    apply_distribution_file(args)
-    apply_layout(args)
-    _check_profile(args.profile, args.kafka_version, args.distribution)
-    check_distribution_fits(args.kafka_version, args.distribution, default=None)
-    for n in args.capability or []:
-        if n not in capability_names():
-            raise HarnessError(f"unknown capability {n!r}{did_you_mean(n, capability_names())}; "
-                               "`kafka-chaos certify --capability list` lists them")
-    names = _scenario_names()
-    for n in args.scenario or []:
-        if n not in names:
-            raise HarnessError(f"unknown scenario {n!r}{did_you_mean(n, names)}; `kafka-chaos run list` lists them")
-
-
+# -- checks made before any Docker work (each command module has its own: ``precheck``) -----------
 def _check_cluster_up(args) -> None:
-    """`cluster up`: an unknown --kafka-version, or one the --distribution cannot run, is said before
-    Docker is asked anything."""
-    apply_distribution_file(args)
-    apply_layout(args)
+    """`cluster up`: the distribution (resolved here, once: ``args.adapter``), and an unknown
+    --kafka-version or one the distribution cannot run, said before Docker is asked anything."""
+    if args.distribution_file and args.kafka_version:
+        raise HarnessError("--kafka-version does not apply to --distribution-file: the file names its image "
+                           "(--broker-image overrides it)")
+    args.adapter = distributions.resolve(args.distribution, args.distribution_file, args.layout)
     if args.kafka_version:
-        check_distribution_fits(args.kafka_version, args.distribution)
+        args.adapter.fits(args.kafka_version)
         images.resolve_version(args.kafka_version)
 
 
@@ -355,7 +240,6 @@ def _check_images(args) -> None:
             images.resolve_version(v)
 
 
-_PRECHECKS = {"run": _check_run, "certify": _check_certify, "up": _check_cluster_up, "images": _check_images}
 
 
 # -- parser ----------------------------------------------------------------------------------------
@@ -371,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--kafka", action="append", metavar="VERSION",
                    help="Kafka version or series (default: latest 3.9.x); repeat for several")
     b.add_argument("--force", action="store_true", help="rebuild even if cached")
-    b.set_defaults(func=cmd_images_build)
+    b.set_defaults(func=cmd_images_build, precheck=_check_images)
     bk = isub.add_parser("build-kfake", help="build kafka-chaos/kfake:latest offline: franz-go's kfake (Go module) "
                                              "as a broker binary (brokers/kfake, docs/broker-contract.md)")
     bk.add_argument("--force", action="store_true", help="rebuild even if cached")
@@ -402,14 +286,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--kafka-version", metavar="V", help="Kafka version (default: latest 3.9.x)")
     g.add_argument("--broker-image", metavar="IMG", help="an image present locally")
     up.add_argument("--config", action="append", metavar="KEY=VALUE", help="broker config override (repeatable)")
-    up.add_argument("--distribution", choices=distributions.NAMES, default=None, help=distributions.CHOICES_HELP)
-    add_layout_arg(up)
-    add_distribution_file_arg(up)
+    add_distribution_args(up, distributions.CHOICES_HELP)
     up.add_argument("--controllers", type=int, default=3, choices=[1, 3, 5],
                     help="controller-only nodes of apache-kraft-dedicated (default 3; ids 101, 102, ...)")
     up.add_argument("--port-base", type=int, help="fixed host ports: brokers BASE+id, ZooKeeper BASE+100+n")
     up.add_argument("--build", action="store_true", help="build the image first if it is missing")
-    up.set_defaults(func=cmd_cluster_up)
+    up.set_defaults(func=cmd_cluster_up, precheck=_check_cluster_up)
     st = csub.add_parser("status", help="print bootstrap.servers / zookeeper.connect of running clusters")
     st.add_argument("--name")
     st.set_defaults(func=cmd_cluster_status)
@@ -518,9 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         _reap_at_start(args)
-        check = _PRECHECKS.get(getattr(args, "cluster_command", None) or args.command)
-        if check:
-            check(args)
+        if getattr(args, "precheck", None):     # each command's own checks before any Docker work
+            args.precheck(args)
         return args.func(args)
     except HarnessError as e:
         print(f"kafka-chaos: error: {e}", file=sys.stderr)

@@ -2,9 +2,45 @@
 
 from __future__ import annotations
 
-import re
+import difflib
+import os
+from pathlib import Path
 
+from harness.distributions import KRAFT_LAYOUTS, NAMES
 from harness.errors import HarnessError
+from harness.record import storage
+
+
+def did_you_mean(word: str, candidates, n: int = 1) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``candidates`` to ``word``, or ``""``.
+
+    A scenario's variant alone (``kill_leader``) finds its full ``family.variant`` names (up to 3);
+    otherwise the closest spelling (difflib)."""
+    candidates = list(dict.fromkeys(candidates))
+    close = [c for c in candidates if "." in c and c.rsplit(".", 1)[-1] == word][:3]
+    close = close or difflib.get_close_matches(word, candidates, n=n, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def check_writable_dir(path: str, option: str) -> None:
+    """A usage error unless ``path`` is, or could be created as, a writable directory (creates nothing)."""
+    probe = Path(path).expanduser().absolute()
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise HarnessError(f"{option} {path}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise HarnessError(f"{option} {path}: {probe} is not writable")
+
+
+def check_runs_dir(runs_dir: str, option: str = "--runs-dir", endpoint: str | None = None) -> None:
+    """A local runs dir must be writable; an ``s3://`` one must parse, answer and accept our credentials
+    (and its local staging directory must be writable): checked before any Docker work."""
+    if storage.is_remote(runs_dir):
+        check_writable_dir(storage.local_runs_dir(runs_dir), f"{option} {runs_dir}: staging directory")
+        storage.open_store(runs_dir, endpoint).check()
+    else:
+        check_writable_dir(runs_dir, option)
 
 
 def config_pairs(pairs: list[str] | None, option: str = "--config") -> dict[str, str]:
@@ -24,82 +60,15 @@ def config_args(overrides: dict[str, str]) -> list[str]:
     return [a for k, v in overrides.items() for a in ("--config", f"{k}={v}")]
 
 
-LAYOUTS = ("combined", "dedicated-controllers")
-# (distribution, layout) -> the distribution adapter that runs that layout (docs/kraft.md "Layouts")
-_LAYOUT_ADAPTER = {("apache-kraft", "combined"): "apache-kraft",
-                   ("apache-kraft", "dedicated-controllers"): "apache-kraft-dedicated",
-                   ("apache-kraft-dedicated", "dedicated-controllers"): "apache-kraft-dedicated"}
-
-
-def add_layout_arg(parser) -> None:
-    parser.add_argument("--layout", choices=LAYOUTS, default=None,
+def add_distribution_args(parser, help: str) -> None:
+    """``--distribution`` (its ``help``), ``--layout`` and ``--distribution-file``: the three ways a command
+    line names the distribution adapter (resolved once: :func:`harness.distributions.resolve`)."""
+    parser.add_argument("--distribution", choices=NAMES, default=None, help=help)
+    parser.add_argument("--layout", choices=tuple(KRAFT_LAYOUTS), default=None,
                         help="KRaft node layout: combined (broker+controller nodes, the apache-kraft default) or "
                              "dedicated-controllers (a controller-only quorum beside the brokers: the same as "
                              "--distribution apache-kraft-dedicated); implies --distribution apache-kraft")
-
-
-def apply_layout(args) -> None:
-    """``--layout`` into ``args.distribution`` (the adapter that runs the layout); HarnessError when the
-    distribution has no such layout (ZooKeeper mode, a generic image: their layout is the image's)."""
-    layout = getattr(args, "layout", None)
-    if layout is None:
-        return
-    dist = args.distribution or "apache-kraft"
-    adapter = _LAYOUT_ADAPTER.get((dist, layout))
-    if adapter is None:
-        raise HarnessError(f"--layout {layout} is not a layout of --distribution {dist}: layouts are for Apache "
-                           f"KRaft (apache-kraft: {', '.join(LAYOUTS)})")
-    args.distribution = adapter
-
-
-def check_distribution_fits(kafka_version: str | None, distribution: str | None,
-                            default: str | None = "apache-zk") -> None:
-    """Refuse a ``--kafka-version`` the ``--distribution`` cannot run (4.x in ZooKeeper mode, KRaft
-    before 3.3) before an image is built or Docker asked; the same words as the check of the image
-    itself (harness/distributions/__init__.py), which still covers ``--broker-image``. ``default`` is what no
-    ``--distribution`` means (``run``, ``cluster up``: apache-zk; ``certify``: None, from the image)."""
-    m = re.fullmatch(r"\s*(\d+)\.(\d+)(\.\d+)?\s*", kafka_version or "")
-    if not m:
-        return                      # the default version, or a malformed one (resolve_version says so)
-    version, key = kafka_version.strip(), (int(m.group(1)), int(m.group(2)))
-    distribution = distribution or default
-    if distribution == "apache-zk" and key >= (4, 0):
-        raise HarnessError(f"Kafka {version} has no ZooKeeper mode; use --distribution apache-kraft")
-    if (distribution or "").startswith("apache-kraft") and key < (3, 3):   # apache-kraft, apache-kraft-dedicated
-        raise HarnessError(f"Kafka {version} has no production KRaft mode; use 3.3 or newer")
-
-
-def add_distribution_file_arg(parser) -> None:
     parser.add_argument("--distribution-file", metavar="PATH",
                         help="a broker described by a TOML distribution file instead of --distribution "
                              "(docs/broker-contract.md; example docs/examples/kfake.toml): its image, per-node "
                              "environment and command, node ids, layout and capabilities")
-
-
-def apply_distribution_file(args) -> None:
-    """``--distribution-file PATH`` into ``args.distribution`` (``file:<absolute path>``) after checking
-    the file (one error naming the file and key); its image becomes ``--broker-image`` unless one is given."""
-    path = getattr(args, "distribution_file", None)
-    if not path:
-        return
-    from harness.distributions.file import PREFIX, FileDistribution   # lazy: loads the capability table
-    if args.distribution and not args.distribution.startswith(PREFIX):
-        raise HarnessError("--distribution-file and --distribution cannot be combined: the file is the distribution")
-    if getattr(args, "layout", None):
-        raise HarnessError("--layout does not apply to --distribution-file: the file's `layout` key says it")
-    if getattr(args, "kafka_version", None):
-        raise HarnessError("--kafka-version does not apply to --distribution-file: the file names its image "
-                           "(--broker-image overrides it)")
-    dist = FileDistribution(path)
-    args.distribution = dist.name
-    if hasattr(args, "broker_image") and not args.broker_image:
-        args.broker_image = dist.image
-
-
-def distribution_args(distribution: str | None) -> list[str]:
-    """The arguments that give a child ``kafka-chaos run`` the same distribution."""
-    if not distribution:
-        return []
-    if distribution.startswith("file:"):
-        return ["--distribution-file", distribution[len("file:"):]]
-    return ["--distribution", distribution]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.request import prepare, resolve_broker
 from harness.runner import RunOutcome, resume, run_cluster_name, steps
 from harness.scenario.scenario import ExpectationFailed, RunContext, Scenario, TopicSpec
 
@@ -92,11 +93,10 @@ class KcRun:
         self._run = None
 
     def start(self) -> "KcRun":
-        sc = self.spec.scenario()
-        self._run = steps(sc, runs_dir=self.runs_dir, image=self.spec.image, kafka_version=self.spec.kafka_version,
-                          suite=self.suite, seed=self.spec.seed, profile=self.spec.profile,
-                          distribution=self.spec.distribution, keep_cluster=self.keep_cluster,
-                          cluster_name=run_cluster_name(_suffix()))
+        req = prepare(self.spec.scenario(), kafka_version=self.spec.kafka_version, image=self.spec.image,
+                      distribution=self.spec.distribution, profile=self.spec.profile)
+        self._run = steps(req, runs_dir=self.runs_dir, suite=self.suite, seed=self.spec.seed,
+                          keep_cluster=self.keep_cluster, cluster_name=run_cluster_name(_suffix()))
         try:
             self.ctx = next(self._run)
         except StopIteration as stop:         # the cluster did not start: the record says why
@@ -198,18 +198,16 @@ def run_scenario_file(path, runs_dir, settings: dict, *, keep_cluster: bool = Fa
     ``kafka-chaos run FILE`` does: ``settings`` (distribution, kafka_version, image, broker_config, seed,
     profile) win over the file's ``[cluster]`` defaults. Returns (outcome, stored verdict). ``skip(reason)``
     is called when the scenario does not apply to that cluster (e.g. it faults ZooKeeper on KRaft)."""
-    from harness import distributions, images
     from harness.record import load_json_object
     from harness.runner import execute
     from harness.scenario.file import load_file
     sf = load_file(path)
-    dist = settings.get("distribution") or sf.distribution
-    info = images.image_for(settings.get("kafka_version") or sf.kafka_version, settings.get("image"), build_missing=True)
-    why = sf.scenario.not_applicable(info.kafka_version, distributions.get(dist))
-    if why and skip is not None:
-        skip(f"{sf.scenario.name}: {why}")
-    out = execute(sf.scenario, runs_dir=runs_dir, image=info.tag, suite="pytest", seed=settings.get("seed", 0),
-                  profile=settings.get("profile"), broker_config=settings.get("broker_config"), distribution=dist,
-                  keep_cluster=keep_cluster)
+    req = resolve_broker(kafka_version=settings.get("kafka_version") or sf.kafka_version, image=settings.get("image"),
+                         distribution=settings.get("distribution") or sf.distribution, profile=settings.get("profile"),
+                         build_missing=True).request(sf.scenario)
+    if req.not_applicable and skip is not None:
+        skip(f"{sf.scenario.name}: {req.not_applicable}")
+    out = execute(req, runs_dir=runs_dir, suite="pytest", seed=settings.get("seed", 0),
+                  broker_config=settings.get("broker_config"), keep_cluster=keep_cluster)
     return out, load_json_object(out.path / "verdict.json")
 

@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import __version__, distributions, images
+from harness import __version__
 from harness.cluster import container_logs, docker_util, group_coordinator
 from harness.checkers.verdict import decide
 from harness.cluster.cluster import Cluster, ClusterSpec
@@ -30,6 +30,7 @@ from harness.observer import source as observation
 from harness.observer.docker_events import DockerEventWatcher
 from harness.cluster.owner import mark_record_dir
 from harness.record import RunRecorder
+from harness.request import RunRequest, prepare
 from harness.scenario.scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
 from harness.scenario.schedule import Schedule, generate_schedule
 from harness.workload import make_workload
@@ -85,14 +86,6 @@ def _full_isr(view, topic) -> bool:
                for p in range(topic.partitions))
 
 
-def judge(events: list[dict], metadata: dict, scenario: Scenario, expectations: list[dict] | None,
-          script_error: str | None) -> tuple[str, str, dict]:
-    """(verdict, reason, checks) of a run's events: :func:`harness.checkers.verdict.decide` with the
-    scenario's checks (kept for callers that re-judge modified copies of a record)."""
-    v = decide(events, metadata, checks=scenario.checks, expectations=expectations, script_error=script_error)
-    return v.verdict, v.reason, v.checks
-
-
 def classify_exception(e: BaseException) -> str:
     """The verdict cause of an exception that ended a run (harness/checkers/verdict.py CAUSES)."""
     if isinstance(e, KeyboardInterrupt):
@@ -117,9 +110,14 @@ def _script_line(e: BaseException) -> str:
     return f"{Path(f.filename).name}:{f.lineno} in {f.name}" if f else "unknown line"
 
 
-def execute(scenario: Scenario, **kw) -> RunOutcome:
-    """Run one scenario on a fresh cluster and publish its run record (keywords: :func:`steps`)."""
-    return drive(steps(scenario, **kw), scenario.script or run_scheduled)
+def execute(run: Scenario | RunRequest, *, kafka_version: str | None = None, image: str | None = None,
+            distribution=None, profile: str | None = None, **kw) -> RunOutcome:
+    """Run one scenario on a fresh cluster and publish its run record. ``run``: a :class:`RunRequest`
+    (what a command resolved), or a scenario that is resolved here, once, with ``kafka_version``,
+    ``image``, ``distribution`` and ``profile`` (:func:`harness.request.prepare`); other keywords: :func:`steps`."""
+    if not isinstance(run, RunRequest):
+        run = prepare(run, kafka_version=kafka_version, image=image, distribution=distribution, profile=profile)
+    return drive(steps(run, **kw), run.scenario.script or run_scheduled)
 
 
 def drive(run, script) -> RunOutcome:
@@ -158,20 +156,18 @@ def resume(run, error: BaseException | None) -> RunOutcome:
     raise HarnessError("the run yielded twice")  # pragma: no cover - steps() yields once
 
 
-def steps(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | None = None,
-          kafka_version: str | None = None, suite: str = "adhoc", seed: int = 0,
-          profile: str | None = None, broker_config: dict | None = None,
-          schedule: Schedule | None = None, replay_of: str | None = None,
-          distribution: str | None = None, cluster_name: str | None = None, keep_cluster: bool = False):
+def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc", seed: int = 0,
+          broker_config: dict | None = None, schedule: Schedule | None = None, replay_of: str | None = None,
+          cluster_name: str | None = None, keep_cluster: bool = False):
     """One run as a generator: it yields the :class:`RunContext` once, when the script is to run
     (faults.start), and returns the :class:`RunOutcome` (``StopIteration.value``) after healing,
     draining and judging. Drive it with :func:`drive`; an exception of the script is thrown into it
     at the yield. When the cluster does not start it returns without yielding.
 
-    ``distribution``: how the cluster runs (harness/distributions/__init__.py); its adapter names how the run
-    observes the control plane (harness/observer/source.py: ZooKeeper watch + transaction log for
-    ``apache-zk``, the Kafka protocol for ``apache-kraft`` and ``generic``, docs/kraft.md) and the
-    default profile it is judged with.
+    ``run``: the scenario, image, distribution adapter and profile a command resolved once
+    (:mod:`harness.request`); the adapter names how the run observes the control plane
+    (harness/observer/source.py: ZooKeeper watch + transaction log for ``apache-zk``, the Kafka protocol
+    for ``apache-kraft`` and ``generic``, docs/kraft.md) and the default profile it is judged with.
 
     ``schedule``: the fault schedule to run (a replay passes the stored one); by default a scenario
     with a ``fault_mix`` generates it from ``seed``. ``replay_of``: the run id being replayed.
@@ -180,13 +176,10 @@ def steps(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | Non
     """
 
     t0 = time.monotonic()
-    info = images.image_for(kafka_version, image)
+    scenario, info, dist = run.scenario, run.image, run.distribution
+    if run.not_applicable:
+        raise HarnessError(f"{scenario.name} does not apply to {info.tag} ({dist.name}): {run.not_applicable}")
     cfg = dict(scenario.broker_config, **(broker_config or {}))
-    dist = distributions.get(distribution)
-    why = scenario.not_applicable(info.kafka_version, dist)
-    if why:
-        raise HarnessError(f"{scenario.name} does not apply to {info.tag} ({dist.name}): {why}")
-    default_profile = dist.default_profile(info.kafka_version)
     if schedule is None and scenario.fault_mix is not None:
         schedule = generate_schedule(seed, scenario.fault_mix, dist.roles)
     if schedule is not None:
@@ -194,7 +187,7 @@ def steps(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | Non
     rec = RunRecorder(runs_dir, scenario.name, on_open=mark_record_dir, metadata={
         "suite": suite, "harness_version": __version__, "git_sha": _git_sha(),
         "kafka_version": info.kafka_version, "broker_image": info.tag, "image_id": info.image_id,
-        "distribution": dist.name, "profile": profile or default_profile,
+        "distribution": dist.name, "controller_model": dist.controller_model, "profile": run.profile,
         "broker_config": dict(cfg),   # the overrides asked for; replaced by the full applied config at start
         "cluster": {"brokers": scenario.brokers, "zookeepers": scenario.zookeepers if "zookeeper" in dist.roles else 0},
         "topics": [t.to_dict() for t in scenario.topics], "workload": None, "seed": seed,
@@ -212,7 +205,7 @@ def steps(scenario: Scenario, *, runs_dir: str | Path = "runs", image: str | Non
     ctx = None
     try:
         cluster = Cluster(ClusterSpec(brokers=scenario.brokers, zookeepers=scenario.zookeepers, image=info.tag,
-                                      broker_config=cfg, name=cluster_name or run_cluster_name(rec.run_id[-6:]), distribution=dist.name,
+                                      broker_config=cfg, name=cluster_name or run_cluster_name(rec.run_id[-6:]), distribution=dist,
                                       persistent=keep_cluster))
         cluster.start()
         rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name)

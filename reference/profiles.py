@@ -104,13 +104,22 @@ def _kraft_profile_for(kafka_version: str | None, name: str | None) -> Profile:
 
 
 def run_without_zookeeper(metadata: dict | None) -> bool:
-    """True for a run record of a cluster without ZooKeeper (docs/run-record.md: ``distribution``
-    ``apache-kraft``, or ``cluster.zookeepers`` 0)."""
+    """True for a run record of a cluster without ZooKeeper: its ``controller_model`` is ``kraft``
+    (docs/run-record.md)."""
+    return _controller_model(metadata) == "kraft"
+
+
+def _controller_model(metadata: dict | None) -> str:
+    """The run's ``controller_model`` (``zk`` or ``kraft``), which the runner writes into metadata.json;
+    older records without it: ``kraft`` for ``distribution`` ``apache-kraft`` or ``cluster.zookeepers`` 0.
+    TODO(merge): call harness.record.facts.controller_model instead (the one place that fallback lives)."""
     md = metadata or {}
+    if md.get("controller_model") in ("zk", "kraft"):
+        return md["controller_model"]
     if md.get("distribution") in KRAFT_DISTRIBUTIONS:
-        return True
+        return "kraft"
     cl = md.get("cluster")
-    return isinstance(cl, dict) and cl.get("zookeepers") == 0
+    return "kraft" if isinstance(cl, dict) and cl.get("zookeepers") == 0 else "zk"
 
 
 def profile_for(kafka_version: str | None, name: str | None, kraft_run: bool = False) -> Profile:

@@ -8,7 +8,8 @@ produce) and re-judges it with the same checks; the verdict must turn to FAIL na
 from __future__ import annotations
 
 from harness.record import RunRecord, read_run
-from harness.runner import execute, judge
+from harness.checkers.verdict import decide
+from harness.runner import execute
 from harness.scenario.scenario import Scenario
 from suites.catalog import scenarios_for
 
@@ -25,4 +26,5 @@ def record_passing_run(name: str, image: str, runs_dir) -> tuple[Scenario, RunRe
 def rejudge(scenario: Scenario, rec: RunRecord, events: list[dict], metadata: dict | None = None):
     """(verdict, reason, checks) of ``events`` judged like the original run (its expectations kept)."""
     items = rec.verdict["checks"]["expectations"]["items"]
-    return judge(events, metadata or rec.metadata, scenario, items, None)
+    v = decide(events, metadata or rec.metadata, checks=scenario.checks, expectations=items)
+    return v.verdict, v.reason, v.checks

@@ -11,7 +11,7 @@ import copy
 
 import pytest
 
-from harness.runner import judge
+from harness.checkers.verdict import decide
 from suites.negative import record_passing_run, rejudge
 
 pytestmark = [pytest.mark.docker, pytest.mark.smoke, pytest.mark.conformance]
@@ -96,5 +96,5 @@ def test_failed_expectation_fails(real_run):
     scenario, rec = real_run
     items = copy.deepcopy(rec.verdict["checks"]["expectations"]["items"])
     items[1]["ok"] = False
-    verdict, reason, _ = judge(copy.deepcopy(rec.events), rec.metadata, scenario, items, None)
-    assert verdict == "FAIL" and items[1]["what"] in reason
+    v = decide(copy.deepcopy(rec.events), rec.metadata, checks=scenario.checks, expectations=items)
+    assert v.verdict == "FAIL" and items[1]["what"] in v.reason

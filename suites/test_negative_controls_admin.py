@@ -2,7 +2,7 @@
 
 One real run of ``reassignment.znode`` and one of ``preferred_election.manual`` are recorded; each
 control injects one broken observation into a copy of the run's events, the kind a misbehaving
-controller would produce, and re-judges it with :func:`harness.runner.judge`. The verdict must turn
+controller would produce, and re-judges it with :func:`harness.checkers.verdict.decide`. The verdict must turn
 to FAIL naming the broken rule.
 
     python -m pytest suites/test_negative_controls_admin.py -x

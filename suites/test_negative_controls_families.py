@@ -2,7 +2,7 @@
 
 For each family one real run is recorded (module fixture, a fresh cluster each); each control then
 changes one observation of a copy of its events into what a misbehaving controller would have
-written, and re-judges the copy with :func:`harness.runner.judge`. The verdict must turn to FAIL
+written, and re-judges the copy with :func:`harness.checkers.verdict.decide`. The verdict must turn to FAIL
 with the broken rule named; the unmodified copy must still PASS (so the control is what fails it).
 
 Families and their broken observation (spec rule):

@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from harness.request import prepare
 from harness.runner import execute
 from suites.catalog import SCENARIOS
 
@@ -22,11 +23,11 @@ def _params() -> list:
 
 @pytest.mark.parametrize("scenario", _params())
 def test_scenario(scenario, kc_image, request):
-    why = scenario.not_applicable(kc_image.kafka_version)
-    if why:
-        pytest.skip(f"{scenario.name}: {why}")
+    req = prepare(scenario, image=kc_image.tag)       # the default distribution; applicability decided once
+    if req.not_applicable:
+        pytest.skip(f"{scenario.name}: {req.not_applicable}")
     runs_dir = request.config.getoption("kc_runs_dir")
-    out = execute(scenario, runs_dir=runs_dir, image=kc_image.tag, suite="pytest")
+    out = execute(req, runs_dir=runs_dir, suite="pytest")
     verdict = json.loads((out.path / "verdict.json").read_text())
     assert out.verdict == verdict["verdict"]
     assert out.verdict == "PASS", f"{scenario.name}: {out.verdict}: {out.reason} (record: {out.path})"

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from harness import distributions
 from harness.certify.capabilities import Subject, plan
 from harness.certify.fleet import merged_results, shard_todo
 from suites.catalog import SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "fixtures" / "runs" / "synthetic" / "20250601T020000Z-broker_failover.kill_leader-000001"
-ZK_39 = Subject("kafka-chaos/kafka:3.9.2", "sha256:abc", "3.9.2", "apache-zk")
+ZK_39 = Subject("kafka-chaos/kafka:3.9.2", "sha256:abc", "3.9.2", distributions.resolve("apache-zk"))
 
 
 @pytest.mark.parametrize("n", range(1, 9))

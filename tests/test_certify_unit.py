@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from harness import distributions
 from harness.certify import command as certify
-from harness.certify.command import (CAPABILITIES, CERTIFIED, FAIL, INCONCLUSIVE, NA, NO_SCENARIO, NOT_CERTIFIED, PASS,
-                             UNKNOWN, Subject)
+from harness.certify import capabilities, certificate_data
+from harness.certify.capabilities import Subject
+from harness.certify.capability_table import CAPABILITIES, NO_SCENARIO
+from harness.certify.certificate_data import CERTIFIED, FAIL, INCONCLUSIVE, NA, NOT_CERTIFIED, PASS, UNKNOWN
 from harness.errors import HarnessError
 from harness.scenario.scenario import Scenario, TopicSpec
 from reports.certificate import read_certificate, render_html, write_certificate
@@ -26,9 +29,9 @@ from tests.reports.synthetic import RunBuilder
 FIXTURES = Path(__file__).parent / "fixtures" / "runs" / "synthetic"
 CHROMIUM = "/usr/bin/chromium"
 
-ZK_39 = Subject("kafka-chaos/kafka:3.9.2", "sha256:abc", "3.9.2", "apache-zk")
-KRAFT = Subject("kafka-chaos/kafka-kraft:4.0.0", "sha256:def", "4.0.0", "apache-kraft")
-FOREIGN = Subject("example/broker:1", None, None, "generic")
+ZK_39 = Subject("kafka-chaos/kafka:3.9.2", "sha256:abc", "3.9.2", distributions.resolve("apache-zk"))
+KRAFT = Subject("kafka-chaos/kafka-kraft:4.0.0", "sha256:def", "4.0.0", distributions.resolve("apache-kraft"))
+FOREIGN = Subject("example/broker:1", None, None, distributions.resolve("generic"))
 
 
 def scen(name: str, tags=("conformance", "chaos"), min_version=None, broker_config=None, kraft=False) -> Scenario:
@@ -53,7 +56,7 @@ def test_table_maps_every_capability_of_the_issue_to_its_family():
 
 def test_unknown_capability_is_a_usage_error():
     with pytest.raises(HarnessError, match="unknown capability 'acks_typo'; known: acks, "):
-        certify.plan([], ZK_39, ["acks_typo"])
+        capabilities.plan([], ZK_39, ["acks_typo"])
 
 
 # -- planning --------------------------------------------------------------------------------------
@@ -61,7 +64,7 @@ def test_plan_marks_missing_families_version_gates_and_tags():
     scenarios = [scen("broker_failover.kill_leader"), scen("broker_failover.soak", tags=("nightly",)),
                  scen("reassignment.api", min_version="2.4"), scen("reassignment.future", min_version="4.1"),
                  scen("isr.new", min_version="9.0")]
-    plans = {p.capability.name: p for p in certify.plan(scenarios, ZK_39)}
+    plans = {p.capability.name: p for p in capabilities.plan(scenarios, ZK_39)}
     assert list(plans) == [c.name for c in CAPABILITIES]            # table order, every capability
     assert plans["restart"].na_reason == NO_SCENARIO and plans["restart"].scenarios == []
     bf = plans["broker_failover"]
@@ -76,12 +79,12 @@ def test_plan_marks_missing_families_version_gates_and_tags():
 
 def test_plan_without_zookeeper_and_with_unknown_version():
     scenarios = [scen("zookeeper.expire_session"), scen("reassignment.api", min_version="2.4", kraft=True)]
-    kraft = {p.capability.name: p for p in certify.plan(scenarios, KRAFT)}
+    kraft = {p.capability.name: p for p in capabilities.plan(scenarios, KRAFT)}
     assert kraft["zookeeper"].na_reason == "the broker runs no zookeeper nodes (apache-kraft)"
     assert kraft["zookeeper"].applicable == []
     assert [s.reason for s in kraft["zookeeper"].scenarios] == ["needs zookeeper nodes"]
     # a foreign broker runs the generic adapter's KRaft-shaped layout: no ZooKeeper either
-    foreign = {p.capability.name: p for p in certify.plan(scenarios, FOREIGN)}
+    foreign = {p.capability.name: p for p in capabilities.plan(scenarios, FOREIGN)}
     assert foreign["zookeeper"].na_reason == "the broker runs no zookeeper nodes (generic)"
     (sp,) = foreign["reassignment"].applicable   # version unknown: run it, and say so
     assert "version is unknown" in sp.reason
@@ -89,33 +92,33 @@ def test_plan_without_zookeeper_and_with_unknown_version():
 
 def test_quorum_capability_needs_a_controller_quorum():
     scenarios = [Scenario("quorum.kill_leader", "q", None, kraft=True, needs_roles=("controller",))]
-    zk = {p.capability.name: p for p in certify.plan(scenarios, ZK_39)}
+    zk = {p.capability.name: p for p in capabilities.plan(scenarios, ZK_39)}
     assert zk["quorum"].na_reason == "the broker runs no controller nodes (apache-zk)"
     assert [s.reason for s in zk["quorum"].scenarios] == ["needs controller nodes"]
-    kraft = {p.capability.name: p for p in certify.plan(scenarios, KRAFT)}
+    kraft = {p.capability.name: p for p in capabilities.plan(scenarios, KRAFT)}
     assert kraft["quorum"].na_reason == "" and [s.name for s in kraft["quorum"].applicable] == ["quorum.kill_leader"]
 
 
 def test_plan_selection_and_unmapped_scenarios():
     scenarios = [scen("controller_failover.kill_controller"), scen("acks.x"), scen("chaosmonkey.random")]
-    plans = certify.plan(scenarios, ZK_39, ["controller_failover"])
+    plans = capabilities.plan(scenarios, ZK_39, ["controller_failover"])
     assert [p.capability.name for p in plans] == ["controller_failover"]
-    assert certify.unmapped_scenarios(scenarios) == ["chaosmonkey.random"]
+    assert capabilities.unmapped_scenarios(scenarios) == ["chaosmonkey.random"]
     # --scenario: only those, and only their capabilities
     scenarios.append(scen("controller_failover.delete_controller_znode"))
-    plans = certify.plan(scenarios, ZK_39, None, ["controller_failover.delete_controller_znode"])
+    plans = capabilities.plan(scenarios, ZK_39, None, ["controller_failover.delete_controller_znode"])
     assert [(p.capability.name, [s.name for s in p.scenarios]) for p in plans] == \
         [("controller_failover", ["controller_failover.delete_controller_znode"])]
-    assert certify.plan(scenarios, ZK_39, ["acks", "controller_failover"], ["acks.x"])[0].capability.name == "acks"
+    assert capabilities.plan(scenarios, ZK_39, ["acks", "controller_failover"], ["acks.x"])[0].capability.name == "acks"
     with pytest.raises(HarnessError, match="unknown scenario 'acks.y'"):
-        certify.plan(scenarios, ZK_39, None, ["acks.y"])
+        capabilities.plan(scenarios, ZK_39, None, ["acks.y"])
     with pytest.raises(HarnessError, match="evidence for no capability"):
-        certify.plan(scenarios, ZK_39, None, ["chaosmonkey.random"])
+        capabilities.plan(scenarios, ZK_39, None, ["chaosmonkey.random"])
 
 
 def test_plan_of_the_real_catalog_finds_the_existing_families():
     from suites.catalog import SCENARIOS
-    plans = {p.capability.name: p for p in certify.plan(SCENARIOS, ZK_39)}
+    plans = {p.capability.name: p for p in capabilities.plan(SCENARIOS, ZK_39)}
     families = {s.family for s in SCENARIOS if "conformance" in s.tags}
     for name, p in plans.items():
         if p.capability.needs_role == "controller":      # a KRaft quorum: no such nodes in ZooKeeper mode
@@ -127,7 +130,7 @@ def test_plan_of_the_real_catalog_finds_the_existing_families():
             assert p.applicable, f"{name}: its conformance scenarios exist but none applies"
         else:
             assert p.na_reason in (NO_SCENARIO,) or p.na_reason.startswith("no applicable scenario")
-    kraft = {p.capability.name: p for p in certify.plan(SCENARIOS, KRAFT)}
+    kraft = {p.capability.name: p for p in capabilities.plan(SCENARIOS, KRAFT)}
     assert len(kraft["quorum"].applicable) >= 5
     # issue 17: one short evidence scenario each (the rest of the families are chaos only)
     for cp in (plans, kraft):
@@ -137,23 +140,23 @@ def test_plan_of_the_real_catalog_finds_the_existing_families():
 
 # -- profiles ----------------------------------------------------------------------------------------
 def test_resolve_profile():
-    assert certify.resolve_profile("apache-zk-3.9", ZK_39) == "apache-zk-3.9"
-    assert certify.resolve_profile("apache-zk", ZK_39) == "apache-zk-3.9"
-    assert certify.resolve_profile("compatible", ZK_39) == "compatible"
-    assert certify.resolve_profile("compatible", KRAFT) == "compatible"
+    assert capabilities.resolve_profile("apache-zk-3.9", ZK_39) == "apache-zk-3.9"
+    assert capabilities.resolve_profile("apache-zk", ZK_39) == "apache-zk-3.9"
+    assert capabilities.resolve_profile("compatible", ZK_39) == "compatible"
+    assert capabilities.resolve_profile("compatible", KRAFT) == "compatible"
     with pytest.raises(HarnessError, match="certifies Apache Kafka 3.7.x, but .* is Kafka 3.9.2"):
-        certify.resolve_profile("apache-zk-3.7", ZK_39)
+        capabilities.resolve_profile("apache-zk-3.7", ZK_39)
     with pytest.raises(HarnessError, match="describes the ZooKeeper-mode controller, but .*compatible"):
-        certify.resolve_profile("apache-zk-3.9", KRAFT)
+        capabilities.resolve_profile("apache-zk-3.9", KRAFT)
     with pytest.raises(HarnessError, match="unknown conformance profile 'zk-apache-3.9'"):
-        certify.resolve_profile("zk-apache-3.9", ZK_39)
+        capabilities.resolve_profile("zk-apache-3.9", ZK_39)
 
 
 # -- aggregation ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("statuses,want", [
     ([], NA), ([PASS, PASS], PASS), ([PASS, FAIL], FAIL), ([PASS, UNKNOWN], UNKNOWN), ([UNKNOWN, FAIL], FAIL)])
 def test_capability_status(statuses, want):
-    assert certify.capability_status(statuses) == want
+    assert certificate_data.capability_status(statuses) == want
 
 
 @pytest.mark.parametrize("statuses,result,code", [
@@ -164,13 +167,13 @@ def test_capability_status(statuses, want):
     ([NA, NA], NOT_CERTIFIED, 2),
 ])
 def test_overall(statuses, result, code):
-    got, why, exit_code = certify.overall(statuses)
+    got, why, exit_code = certificate_data.overall(statuses)
     assert (got, exit_code) == (result, code) and why
 
 
 def test_scenario_status_is_the_last_attempt():
-    assert certify.scenario_status([{"verdict": UNKNOWN}, {"verdict": PASS}]) == PASS
-    assert certify.scenario_status([]) == UNKNOWN
+    assert certificate_data.scenario_status([{"verdict": UNKNOWN}, {"verdict": PASS}]) == PASS
+    assert certificate_data.scenario_status([]) == UNKNOWN
 
 
 # -- judging runs ------------------------------------------------------------------------------------
@@ -284,24 +287,25 @@ def _unclean_election_run(root: Path, applied_unclean: str) -> Path:
 
 def test_unclean_election_forced_on_fails_against_the_declared_configuration(tmp_path):
     from harness.record import read_run
-    from harness.runner import judge
+    from harness.checkers.verdict import decide
     s = Scenario("unclean.all_isr_dead", "d", None, brokers=4, broker_config={"unclean.leader.election.enable": "false"},
                  topics=[TopicSpec("t", 1, 3)], checks=("conformance", "expectations"))
     run = _unclean_election_run(tmp_path, applied_unclean="true")
     rec = read_run(run)
-    assert judge(rec.events, rec.metadata, s, [], None)[0] == "PASS"   # the configuration applied allows it
+    assert decide(rec.events, rec.metadata, checks=s.checks, expectations=[]).verdict == "PASS"   # as applied, allowed
     j = certify.judge_run(run, s, {"unclean.leader.election.enable": "true"},
                           defaults={"unclean.leader.election.enable": "false"})
     assert j["verdict"] == "FAIL" and [r["rule"] for r in j["failing_rules"]] == ["H11"], j
     assert "with unclean leader election disabled" in j["reason"]
 
 
-def test_judge_run_keeps_an_environment_failure_unknown(tmp_path):
+def test_judge_run_keeps_an_environment_failure_unknown(tmp_path, monkeypatch):
     b = RunBuilder("20250701T000000Z-acks.x-0000bb", scenario="acks.x")
     b.phase(0.5, "environment.error")
     run = b.write(tmp_path, "UNKNOWN", "cluster did not start")
     called = []
-    j = certify.judge_run(run, scen("acks.x"), {"a": "b"}, defaults={}, judge=lambda *a: called.append(a))
+    monkeypatch.setattr(certify, "decide", lambda *a, **k: called.append(a))
+    j = certify.judge_run(run, scen("acks.x"), {"a": "b"}, defaults={})
     assert j["verdict"] == UNKNOWN and j["reason"] == "cluster did not start" and not called
 
 
@@ -309,7 +313,7 @@ def test_judge_run_keeps_an_environment_failure_unknown(tmp_path):
 def _fixture_certificate(out_dir: Path, *, with_failure: bool, required: list[str] | None = None) -> dict:
     scenarios = [scen("broker_failover.kill_leader"), scen("controller_failover.kill_controller"),
                  scen("reassignment.future", min_version="4.1")]
-    plans = certify.plan(scenarios, ZK_39, ["broker_failover", "controller_failover", "reassignment", "network"])
+    plans = capabilities.plan(scenarios, ZK_39, ["broker_failover", "controller_failover", "reassignment", "network"])
     runs = {"broker_failover.kill_leader": ["20250601T020000Z-broker_failover.kill_leader-000001"],
             "controller_failover.kill_controller": ["20250601T070000Z-controller.failover-000010"]}
     if with_failure:
@@ -320,7 +324,7 @@ def _fixture_certificate(out_dir: Path, *, with_failure: bool, required: list[st
             j = certify.judge_run(FIXTURES / rid, None, {})
             j.update(run_id=rid, path=str(FIXTURES / rid), seconds=12.0, attempt=i)
             results.setdefault(name, []).append(j)
-    return certify.build_certificate(
+    return certificate_data.build_certificate(
         plans, results, subject=ZK_39, profile="apache-zk-3.9", overrides={"x.y": "1"} if with_failure else {},
         started_at="2026-11-21T08:00:00Z", finished_at="2026-11-21T08:10:00Z", out_dir=out_dir,
         git={"git_sha": "0123456789abcdef", "git_dirty": False},
@@ -356,7 +360,7 @@ def test_a_required_capability_must_be_decided(tmp_path):
     assert (ok["overall"], ok["exit_code"]) == (CERTIFIED, 0)
     assert ok["scope"]["required"] == ["broker_failover"] and "required: broker_failover (decided)" in ok["scope_text"]
     na = _fixture_certificate(tmp_path, with_failure=False, required=["broker_failover", "reassignment"])
-    assert (na["overall"], na["exit_code"]) == (certify.INCOMPATIBLE, certify.EXIT_INCOMPATIBLE)
+    assert (na["overall"], na["exit_code"]) == (certificate_data.INCOMPATIBLE, certificate_data.EXIT_INCOMPATIBLE)
     assert na["overall_reason"].startswith("required capability reassignment is not applicable: no applicable "
                                            "scenario: needs Kafka 4.1+")
     assert "reassignment (NOT decided)" in na["scope_text"]
@@ -371,14 +375,15 @@ def test_require_before_any_run(tmp_path, monkeypatch, capsys):
     assert "--require acks: the capability is not selected; add --capability acks" in capsys.readouterr().err
     ran = []
     monkeypatch.setattr(certify, "_run_serial", lambda *a, **k: ran.append(a))
-    monkeypatch.setattr(certify.images, "image_for", lambda *a, **k: types.SimpleNamespace(
+    from harness import request
+    monkeypatch.setattr(request.images, "image_for", lambda *a, **k: types.SimpleNamespace(
         tag="kafka-chaos/kafka:3.9.2", kafka_version="3.9.2", distribution="apache-zk", image_id="sha256:x",
         labels={}))
     code = cli.main(["certify", "--profile", "apache-zk-3.9", "--capability", "quorum", "--require", "quorum",
                      "--out", str(tmp_path / "b")])
-    assert code == certify.EXIT_INCOMPATIBLE and not ran
+    assert code == certificate_data.EXIT_INCOMPATIBLE and not ran
     cert = json.loads((tmp_path / "b" / "certificate.json").read_text())
-    assert cert["overall"] == certify.INCOMPATIBLE and cert["required"] == ["quorum"]
+    assert cert["overall"] == certificate_data.INCOMPATIBLE and cert["required"] == ["quorum"]
     assert "required capability quorum is not applicable" in cert["overall_reason"]
 
 
@@ -473,12 +478,12 @@ def test_chromium_shows_the_overall_result(tmp_path, with_failure, result):
 
 
 def test_interrupted_certificate_is_inconclusive(tmp_path):
-    plans = certify.plan([scen("controller_failover.kill_controller"), scen("controller_failover.other")], ZK_39,
+    plans = capabilities.plan([scen("controller_failover.kill_controller"), scen("controller_failover.other")], ZK_39,
                          ["controller_failover"])
     rid = "20250601T070000Z-controller.failover-000010"
     j = certify.judge_run(FIXTURES / rid, None, {})
     j.update(run_id=rid, path=str(FIXTURES / rid), seconds=1.0, attempt=0)
-    cert = certify.build_certificate(
+    cert = certificate_data.build_certificate(
         plans, {"controller_failover.kill_controller": [j]}, subject=ZK_39, profile="apache-zk-3.9", overrides={},
         started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
         selected=["controller_failover"], unmapped=[], interrupted=True)
@@ -501,7 +506,7 @@ def _undecided_certificate(tmp_path: Path, *, with_failure: bool = False) -> dic
     network's run is UNKNOWN(docker-error) then not decided; reassignment is not applicable."""
     scenarios = [scen("broker_failover.kill_leader"), scen("isr.pause_follower"), scen("network.split"),
                  scen("reassignment.future", min_version="4.1")]
-    plans = certify.plan(scenarios, ZK_39, ["broker_failover", "isr", "network", "reassignment"])
+    plans = capabilities.plan(scenarios, ZK_39, ["broker_failover", "isr", "network", "reassignment"])
     runs = tmp_path / "runs"
     rid = "20250601T020000Z-broker_failover.kill_leader-000002" if with_failure else \
         "20250601T020000Z-broker_failover.kill_leader-000001"
@@ -521,7 +526,7 @@ def _undecided_certificate(tmp_path: Path, *, with_failure: bool = False) -> dic
             j = certify.judge_run(p, None, {})
             j.update(run_id=p.name, path=str(p), seconds=3.0, attempt=i)
             results.setdefault(name, []).append(j)
-    return certify.build_certificate(
+    return certificate_data.build_certificate(
         plans, results, subject=ZK_39, profile="apache-zk-3.9", overrides={}, started_at="a", finished_at="b",
         out_dir=tmp_path, git={"git_sha": "abc", "git_dirty": False},
         selected=["broker_failover", "isr", "network", "reassignment"], unmapped=[])
@@ -532,7 +537,7 @@ def test_undecided_capabilities_are_listed_with_their_causes_and_never_certified
     caps = {c["name"]: c for c in cert["capabilities"]}
     assert caps["broker_failover"]["status"] == PASS
     assert caps["isr"]["status"] == UNKNOWN and caps["isr"]["causes"] == ["workload"]
-    assert caps["network"]["causes"] == [certify.UNRECORDED]      # the last attempt's cause counts
+    assert caps["network"]["causes"] == [certificate_data.UNRECORDED]      # the last attempt's cause counts
     assert (cert["overall"], cert["exit_code"]) == (INCONCLUSIVE, 2)
     assert cert["overall_reason"] == ("2 of 3 applicable capabilities could not be decided (their runs stayed "
                                       "UNKNOWN); no capability failed; undecided after retries: isr (workload); "
@@ -576,19 +581,19 @@ def test_undecided_html_matches_the_json(tmp_path):
 
 
 def test_scope_says_all_only_when_every_capability_was_decided(tmp_path):
-    plans = certify.plan([scen("controller_failover.kill_controller")], ZK_39, ["controller_failover"])
+    plans = capabilities.plan([scen("controller_failover.kill_controller")], ZK_39, ["controller_failover"])
     rid = "20250601T070000Z-controller.failover-000010"
     j = certify.judge_run(FIXTURES / rid, None, {})
     j.update(run_id=rid, path=str(FIXTURES / rid), seconds=1.0, attempt=0)
-    cert = certify.build_certificate(
+    cert = certificate_data.build_certificate(
         plans, {"controller_failover.kill_controller": [j]}, subject=ZK_39, profile="apache-zk-3.9", overrides={},
         started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
         selected=["controller_failover"], unmapped=[])
     assert cert["overall"] == CERTIFIED and cert["undecided"] == [] and j["cause"] is None
     assert cert["scope_text"] == "partial: controller_failover only; all 1 decided: controller_failover"
     # every capability of the table selected, the catalog's scenarios: the NOT-APPLICABLE ones are named
-    plans = certify.plan([scen("controller_failover.kill_controller")], ZK_39)
-    cert = certify.build_certificate(
+    plans = capabilities.plan([scen("controller_failover.kill_controller")], ZK_39)
+    cert = certificate_data.build_certificate(
         plans, {"controller_failover.kill_controller": [j]}, subject=ZK_39, profile="apache-zk-3.9", overrides={},
         started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
         selected=None, unmapped=[])
@@ -615,8 +620,8 @@ def test_container_logs_of_a_run_are_linked_from_the_certificate(tmp_path):
     j = certify.judge_run(run, None, {})
     assert j["container_logs"] == ["logs/kc-r0a1b2c-b1.log.gz"]
     j.update(run_id=rid, path=str(run), seconds=12.0, attempt=0)
-    plans = certify.plan([scen("broker_failover.kill_leader")], ZK_39, ["broker_failover"])
-    cert = certify.build_certificate(
+    plans = capabilities.plan([scen("broker_failover.kill_leader")], ZK_39, ["broker_failover"])
+    cert = certificate_data.build_certificate(
         plans, {"broker_failover.kill_leader": [j]}, subject=ZK_39, profile="apache-zk-3.9", overrides={},
         started_at="2026-11-21T08:00:00Z", finished_at="2026-11-21T08:10:00Z", out_dir=tmp_path,
         git={"git_sha": "0123456789abcdef", "git_dirty": False}, selected=["broker_failover"], unmapped=[])
@@ -628,16 +633,16 @@ def test_container_logs_of_a_run_are_linked_from_the_certificate(tmp_path):
 
 def test_measured_facts_are_medians_over_the_runs_that_measured_them(tmp_path):
     verdict = {"coverage": {"measured": {"group_join_s": 3.5, "first_ack_s": 0.4, "unavailable_s": None}}}
-    assert certify.measured_facts(verdict) == {"group_join_s": 3.5, "first_ack_s": 0.4}
-    assert certify.measured_facts({"verdict": "PASS"}) == {}          # older records: nothing measured
+    assert certificate_data.measured_facts(verdict) == {"group_join_s": 3.5, "first_ack_s": 0.4}
+    assert certificate_data.measured_facts({"verdict": "PASS"}) == {}          # older records: nothing measured
     runs = [{"measured": {"unavailable_s": 6.0, "group_join_s": 2.0}}, {"measured": {"unavailable_s": 9.0}},
             {"measured": {"unavailable_s": 7.0}}, {}]
-    assert certify.measured_medians(runs) == {"unavailable_s": {"median": 7.0, "runs": 3},
+    assert certificate_data.measured_medians(runs) == {"unavailable_s": {"median": 7.0, "runs": 3},
                                               "group_join_s": {"median": 2.0, "runs": 1}}
-    assert certify.measured_medians(runs[:2])["unavailable_s"] == {"median": 7.5, "runs": 2}
+    assert certificate_data.measured_medians(runs[:2])["unavailable_s"] == {"median": 7.5, "runs": 2}
     cert = _fixture_certificate(tmp_path, with_failure=False)
     assert all(c["measured"] == {} for c in cert["capabilities"])     # the fixtures predate the facts
-    cert["capabilities"][0]["measured"] = certify.measured_medians(runs)
+    cert["capabilities"][0]["measured"] = certificate_data.measured_medians(runs)
     page, _ = write_certificate(cert, tmp_path)
     row = re.search(r'<tr id="cap-broker_failover" data-status="PASS">(.*?)</tr>', page.read_text(), re.S).group(1)
     assert "measured: group join 2 s, unavailable under fault 7 s" in row, row
@@ -656,8 +661,12 @@ def test_parallel_children_of_a_distribution_file_skip_the_preflight_their_paren
     monkeypatch.setattr(certify, "run_children", fake_children)
     sp = types.SimpleNamespace(name="broker_failover.kill_leader")
     cp = types.SimpleNamespace(capability=types.SimpleNamespace(name="broker_failover"))
-    for dist, flagged in (("file:/x/kroxylicious.toml", True), ("apache-kraft", False), (None, False)):
+    from harness.request import Broker
+    kfake = Path(__file__).resolve().parents[1] / "docs" / "examples" / "kfake.toml"
+    for dist, flagged in ((distributions.resolve(file=str(kfake)), True), (distributions.resolve("apache-kraft"), False),
+                          (distributions.resolve(), False)):
         seen.clear()
-        args = types.SimpleNamespace(distribution=dist, retries=0, seed=0, parallel=2)
-        certify._run_parallel([(cp, sp)], args, "img", "compatible", {}, tmp_path, {})
+        args = types.SimpleNamespace(retries=0, seed=0, parallel=2)
+        broker = Broker(types.SimpleNamespace(tag="img"), dist, "compatible")
+        certify._run_parallel([(cp, sp)], args, broker, {}, tmp_path, {})
         assert ("--preflight-passed" in seen[0]) is flagged, (dist, seen)

@@ -346,15 +346,13 @@ def test_debug_setting_shows_the_real_exception(monkeypatch):
 
 def test_layout_selects_the_kraft_adapter_and_is_refused_elsewhere():
     """--layout dedicated-controllers = --distribution apache-kraft-dedicated; no layouts outside Apache KRaft."""
-    import argparse
-
+    from harness import distributions
     from harness.errors import HarnessError
-    from harness.options import apply_layout
 
     def ns(dist, layout):
-        a = argparse.Namespace(distribution=dist, layout=layout)
-        apply_layout(a)
-        return a.distribution
+        d = distributions.resolve(dist, layout=layout)
+        assert d.layout == (layout or d.layout)       # the flag names the adapter's own layout
+        return d.name
 
     assert ns(None, "dedicated-controllers") == "apache-kraft-dedicated"
     assert ns("apache-kraft", "dedicated-controllers") == "apache-kraft-dedicated"

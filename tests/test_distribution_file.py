@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness import distributions
-from harness.certify.capabilities import Subject, capability_names, plan
+from harness.certify.capabilities import Subject, plan
+from harness.certify.capability_table import capability_names
 from harness.distributions.file import DistributionFileError, FileDistribution, load
-from harness.options import apply_distribution_file
 from suites.catalog import SCENARIOS
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "kfake.toml"
@@ -52,7 +52,7 @@ def test_templates_are_filled_per_node(tmp_path):
     assert p.command == ["serve", "--id=12", "--listen=0.0.0.0:20012"]
     assert p.env == {"VENDOR_ADVERTISED": "127.0.0.1:20012", "VENDOR_CLUSTER": "CID", "VENDOR_PEERS": "11,12,13"}
     # the name round-trips through distributions.get (runner, child processes, run records)
-    assert distributions.get(d.name).broker_ids(1) == [11, 12, 13]
+    assert distributions.resolve(d.name).broker_ids(1) == [11, 12, 13]
 
 
 @pytest.mark.parametrize("text,key,words", [
@@ -102,7 +102,7 @@ def test_contiguous_ports_go_to_the_nodes_in_node_id_order(tmp_path):
     ports = _pick_ports(3, None, "broker", contiguous=True)
     assert ports == [ports[0], ports[0] + 1, ports[0] + 2]
     assert not FileDistribution(write(tmp_path, GOOD)).contiguous_ports
-    assert not distributions.get("apache-kraft").contiguous_ports
+    assert not distributions.resolve("apache-kraft").contiguous_ports
 
 
 def test_unreadable_and_invalid_toml(tmp_path):
@@ -112,19 +112,15 @@ def test_unreadable_and_invalid_toml(tmp_path):
         load(write(tmp_path, "name = "))
 
 
-def test_option_sets_the_distribution_and_the_image(tmp_path):
-    class A:
-        distribution = None
-        layout = None
-        kafka_version = None
-        broker_image = None
-        distribution_file = str(write(tmp_path, GOOD))
-    a = A()
-    apply_distribution_file(a)
-    assert a.distribution.startswith("file:") and a.broker_image == "vendor/broker:1"
-    a.distribution, a.distribution_file = "apache-kraft", str(tmp_path / "vendor.toml")
+def test_the_option_resolves_the_file_adapter_and_its_image(tmp_path):
+    path = str(write(tmp_path, GOOD))
+    d = distributions.resolve(file=path)
+    assert d.needs_preflight and d.image == "vendor/broker:1"
+    assert d.cli_args() == ["--distribution-file", str(tmp_path / "vendor.toml"), "--preflight-passed"]
     with pytest.raises(Exception, match="cannot be combined"):
-        apply_distribution_file(a)
+        distributions.resolve("apache-kraft", file=path)
+    with pytest.raises(Exception, match="--layout does not apply to --distribution-file"):
+        distributions.resolve(file=path, layout="combined")
 
 
 def test_plan_missing_apis_and_undeclared_capabilities_are_not_applicable(tmp_path):
@@ -132,7 +128,7 @@ def test_plan_missing_apis_and_undeclared_capabilities_are_not_applicable(tmp_pa
     text = p.read_text().replace('layout = "replicated"', 'layout = "replicated"\ncapabilities = ["acks", "topics", '
                                  '"preferred_election", "quorum", "restart"]').replace("[11, 12, 13]", "[1, 2, 3, 4, 5]")
     p.write_text(text)
-    subject = Subject("vendor/broker:1", None, None, f"file:{p}")
+    subject = Subject("vendor/broker:1", None, None, distributions.resolve(f"file:{p}"))
     have = set(range(0, 43)) | {44, 45, 46}          # no ElectLeaders (43), no DescribeQuorum (55)
     by = {cp.capability.name: cp for cp in plan(SCENARIOS, subject, advertised_apis=have)}
     assert by["preferred_election"].na_reason == "the broker does not advertise ElectLeaders (43) in ApiVersions"
@@ -142,7 +138,7 @@ def test_plan_missing_apis_and_undeclared_capabilities_are_not_applicable(tmp_pa
 
 
 def test_apache_plans_do_not_change_without_advertised_apis():
-    subject = Subject("kafka-chaos/kafka:4.1.2", None, "4.1.2", "apache-kraft")
+    subject = Subject("kafka-chaos/kafka:4.1.2", None, "4.1.2", distributions.resolve("apache-kraft"))
     a = {cp.capability.name: (cp.na_reason, [s.name for s in cp.applicable]) for cp in plan(SCENARIOS, subject)}
     b = {cp.capability.name: (cp.na_reason, [s.name for s in cp.applicable])
          for cp in plan(SCENARIOS, subject, advertised_apis=None)}
@@ -160,7 +156,7 @@ def test_scenarios_needing_more_brokers_than_declared_are_not_applicable(tmp_pat
     s3 = next(s for s in SCENARIOS if s.name == "broker_failover.kill_leader")
     assert s3.not_applicable(None, three) is None
     # the Apache adapters run as many brokers as a scenario asks: unchanged
-    assert s.not_applicable("4.1.2", distributions.get("apache-kraft")) is None
+    assert s.not_applicable("4.1.2", distributions.resolve("apache-kraft")) is None
 
 
 def test_a_node_pool_gives_each_scenario_the_first_ids_it_needs(tmp_path):
@@ -198,7 +194,7 @@ def test_a_single_node_process_may_serve_several_node_ids():
     env = d.plan({}, nodes[0], nodes, cluster_id="CID").env
     assert (env["KFAKE_NODE_IDS"], env["KFAKE_PORTS"]) == ("1,2,3", "20001,20002,20003")
     # one node id: one process as before, and a replicated file is not one process
-    assert FileDistribution(EXAMPLE).one_process and not distributions.get("apache-kraft").one_process
+    assert FileDistribution(EXAMPLE).one_process and not distributions.resolve("apache-kraft").one_process
 
 
 def test_scenarios_that_fault_one_node_do_not_apply_when_node_ids_share_a_process(tmp_path):
@@ -225,7 +221,7 @@ def test_scenarios_that_fault_one_node_do_not_apply_when_node_ids_share_a_proces
 
 
 def test_the_kfake_3_plan_names_the_shared_process():
-    subject = Subject("kafka-chaos/kfake:latest", None, None, f"file:{EXAMPLE3}")
+    subject = Subject("kafka-chaos/kfake:latest", None, None, distributions.resolve(f"file:{EXAMPLE3}"))
     by = {cp.capability.name: cp for cp in plan(SCENARIOS, subject)}
     assert not by["topics"].applicable
     assert [s.name for s in by["consumer-groups"].applicable] == ["groups.member_kill"]
@@ -250,5 +246,5 @@ def test_scenarios_reading_the_controller_log_need_a_broker_that_keeps_one(tmp_p
     assert s.not_applicable(None, FileDistribution(tmp_path / "kept.toml")) is None
     # the Apache adapters (and the generic image, which may keep one) are never told so
     for name in ("apache-zk", "apache-kraft", "apache-kraft-dedicated", "generic"):
-        d = distributions.get(name)
+        d = distributions.resolve(name)
         assert not any("controller log" in (x.not_applicable(None, d) or "") for x in SCENARIOS), name

@@ -175,9 +175,9 @@ def test_input_hash_3x_independent_of_version_4x_not(tmp_path):
 def test_zookeeper_mode_refuses_4x_image_in_one_line():
     info = images.ImageInfo("kafka-chaos/kafka:4.1.2", "sha256:x", "4.1.2", images.image_distribution("4.1.2"))
     with pytest.raises(HarnessError) as e:
-        distributions.get("apache-zk").check_image(info)
+        distributions.resolve("apache-zk").check_image(info)
     assert str(e.value) == "Kafka 4.1.2 has no ZooKeeper mode; use --distribution apache-kraft"
-    distributions.get("apache-kraft").check_image(info)       # accepted
+    distributions.resolve("apache-kraft").check_image(info)       # accepted
 
 
 # ---------------------------------------------------------------------------- resolution flow
@@ -303,4 +303,4 @@ def test_ensure_jars_4x_without_slf4j_is_refused(fake_mvn, monkeypatch):
     ("apache-zk", "3.9.2", "apache-zk-3.9"), ("apache-zk", "2.8.2", "apache-zk-2.8"),
     ("apache-kraft", "4.1.2", "kraft-4.1"), ("generic", "3.7.0", "kraft-3.7"), ("generic", None, "compatible")])
 def test_default_profile_is_the_distributions_mode_and_series(name, version, want):
-    assert distributions.get(name).default_profile(version) == want
+    assert distributions.resolve(name).default_profile(version) == want

@@ -8,7 +8,7 @@ from harness import distributions
 from harness.errors import ScenarioError
 from harness.scenario.scenario import Scenario
 
-ZK, KRAFT, GENERIC = (distributions.get(n) for n in ("apache-zk", "apache-kraft", "generic"))
+ZK, KRAFT, GENERIC = (distributions.resolve(n) for n in ("apache-zk", "apache-kraft", "generic"))
 
 
 def _s(**kw):
@@ -25,7 +25,7 @@ def test_needs_roles_defaults_follow_kraft():
 def test_a_scenario_that_needs_a_controller_quorum():
     s = _s(kraft=True, needs_roles=("controller",))
     assert s.not_applicable("3.9.2", ZK) == "needs controller nodes (a KRaft quorum)"
-    assert s.not_applicable("3.9.2") == "needs controller nodes (a KRaft quorum)"      # default: apache-zk
+    assert s.not_applicable("3.9.2", distributions.resolve()) == "needs controller nodes (a KRaft quorum)"      # default: apache-zk
     assert s.not_applicable("4.1.2", KRAFT) is None and s.not_applicable(None, GENERIC) is None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness import distributions
 from harness.errors import ScenarioError
 from harness.scenario.scenario import Scenario
 from suites.catalog import scenarios_for
@@ -24,7 +25,7 @@ def test_with_variant_merges_workload_and_broker_config():
     assert v.workload == {"kind": "group", "topic": "t", "members": 3, "group_protocol": "consumer"}
     assert v.broker_config == {"a": "1", "b": "2"} and v.min_version == "4.0"
     assert s.workload.get("group_protocol") is None and s.label == "fam.x"     # the original is unchanged
-    assert v.not_applicable("3.9.2") and not v.not_applicable("4.1.2")
+    assert v.not_applicable("3.9.2", distributions.resolve()) and not v.not_applicable("4.1.2", distributions.resolve())
     assert s.with_variant(None) is s
 
 

@@ -59,7 +59,7 @@ def test_only_the_storage_scenarios_apply_to_shared_storage():
                  "topics.create_delete"):
         assert BY[name].not_applicable(None, tansu) == why, name
     by = {cp.capability.name: cp for cp in plan(SCENARIOS, Subject("kafka-chaos/tansu:0.6.0", None, None,
-                                                                    tansu.name))}
+                                                                    tansu))}
     assert [s.name for s in by["storage"].applicable] == STORAGE
     assert [c for c, cp in by.items() if cp.applicable] == ["storage"]
     assert by["restart"].na_reason == "no applicable scenario: " + why
@@ -67,19 +67,19 @@ def test_only_the_storage_scenarios_apply_to_shared_storage():
 
 @pytest.mark.parametrize("name", ["apache-kraft", "apache-zk", "apache-kraft-dedicated", "generic"])
 def test_the_storage_scenarios_do_not_apply_elsewhere(name):
-    d = distributions.get(name)
+    d = distributions.resolve(name)
     for s in STORAGE:
         assert BY[s].not_applicable("4.1.2", d) == (f"needs layout shared-storage; this distribution's layout is "
                                                     f"{d.layout}"), (name, s)
     # nor to the built-in pytest suite (no distribution: the default adapter)
-    assert BY[STORAGE[0]].not_applicable("3.9.2") is not None
+    assert BY[STORAGE[0]].not_applicable("3.9.2", distributions.resolve()) is not None
 
 
 def test_the_storage_capability_is_not_applicable_on_apache_kafka():
     by = {cp.capability.name: cp for cp in plan(SCENARIOS, Subject("kafka-chaos/kafka:4.1.2", None, "4.1.2",
-                                                                    "apache-kraft"))}
+                                                                    distributions.resolve("apache-kraft")))}
     assert by["storage"].na_reason == ("no applicable scenario: needs layout shared-storage; this distribution's "
-                                       "layout is replicated")
+                                       "layout is combined")
     assert by["broker_failover"].applicable      # unchanged
 
 
@@ -96,7 +96,7 @@ def test_stateless_brokers_may_all_report_the_same_node_id():
     check_identity(tansu, PUBLISHED, listed)
     assert reported_ids(listed) == {"1": [111], "2": [111], "3": [111]}
     # the same answers are INCOMPATIBLE for a replicated file: the ids are the identity there
-    rep = distributions.get("generic")
+    rep = distributions.resolve("generic")
     with pytest.raises(Incompatible, match=r"Metadata lists node ids \[111\], the distribution declares 3 nodes"):
         check_identity(rep, PUBLISHED, listed)
 

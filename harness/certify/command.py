@@ -30,26 +30,26 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 from reports.certificate import write_certificate
 from suites.catalog import SCENARIOS
 
-from harness import __version__, distributions, images, runner
-from harness.certify.capabilities import (CAPABILITIES, NO_SCENARIO, SELECT_TAG, Subject, capability, capability_names,  # noqa: F401
-                           plan, resolve_profile, unmapped_scenarios)
+from harness import __version__, runner
+from harness.certify.capabilities import Subject, plan, resolve_profile, unmapped_scenarios
+from harness.certify.capability_table import CAPABILITIES, NO_SCENARIO, SELECT_TAG, capability, capability_names
+from harness.certify.certificate_data import (CERTIFICATE_SCHEMA, EXIT_INCOMPATIBLE, EXIT_OK, FAIL, INCOMPATIBLE,
+                                              NA, UNKNOWN, UNRECORDED, build_certificate, measured_facts)
+from harness.checkers.verdict import decide
 from harness.errors import HarnessError
 from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
-from harness.options import add_distribution_file_arg, add_layout_arg, config_args, config_pairs, distribution_args
+from harness.options import (add_distribution_args, check_runs_dir, check_writable_dir,
+                             config_args, config_pairs, did_you_mean)
 from harness.commands.parallel import Job, run_children
+from harness.commands.shard import parse_shard
 from harness.certify.fleet import merged_results, shard_todo
 from harness.record import read_run
 from harness.record.storage import Publisher
-
-from harness.certify.certificate_data import (  # noqa: F401  (the aggregation's names, re-exported for callers of harness.certify.command)
-    CERTIFICATE_SCHEMA, CERTIFIED, EXIT_ENV, EXIT_FAIL, EXIT_INCOMPATIBLE, EXIT_OK, FAIL, INCOMPATIBLE, INCONCLUSIVE,
-    MEASURED, NA, NOT_CERTIFIED, PASS, UNKNOWN, UNRECORDED, build_certificate, capability_status, measured_facts,
-    measured_medians, overall, scenario_status, scope_text)
+from harness.request import Broker, RunRequest, resolve_broker
 
 
 # -- judging a run for the certificate -----------------------------------------------------------
@@ -107,14 +107,13 @@ def _environment_spoiled(record) -> bool:
                for e in record.events) or str(record.verdict.get("reason", "")).startswith("checker error")
 
 
-def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = None,
-              judge: Callable | None = None) -> dict:
+def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = None) -> dict:
     """The certificate's judgement of one run record: ``{"verdict", "reason", "failing_rules",
     "run_verdict", "run_reason", "judged_against"}``.
 
     Without overrides this is the record's own verdict. With overrides (and a record the
     environment did not spoil) the record's events are judged again, by the same checks
-    (:func:`harness.runner.judge`), against the declared configuration."""
+    (:func:`harness.checkers.verdict.decide`), against the declared configuration."""
     rec = read_run(run_dir, with_events=bool(overrides))
     cause = (rec.verdict.get("cause") or UNRECORDED) if rec.verdict["verdict"] == UNKNOWN else None
     out = {"run_verdict": rec.verdict["verdict"], "run_reason": rec.verdict.get("reason", ""),
@@ -126,17 +125,16 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
            "measured": measured_facts(rec.verdict)}
     if not overrides or _environment_spoiled(rec):
         return out
-    if judge is None:
-        judge = runner.judge
     if defaults is None:
         defaults = DEFAULT_BROKER_CONFIG
     meta = dict(rec.metadata)
     meta["broker_config"] = declared_config(meta.get("broker_config") or {}, scenario.broker_config,
                                             overrides, defaults)
     exp = (rec.verdict.get("checks") or {}).get("expectations") or {}
-    verdict, reason, checks = judge(rec.events, meta, scenario, list(exp.get("items") or []), exp.get("error"))
-    out.update(verdict=verdict, reason=reason, failing_rules=failing_rules(checks),
-               cause="undecided" if verdict == UNKNOWN else None,
+    v = decide(rec.events, meta, checks=scenario.checks, expectations=list(exp.get("items") or []),
+               script_error=exp.get("error"))
+    out.update(verdict=v.verdict, reason=v.reason, failing_rules=failing_rules(v.checks),
+               cause="undecided" if v.verdict == UNKNOWN else None,
                judged_against="declared configuration (overrides reverted: "
                               + ", ".join(f"{k}={meta['broker_config'].get(k, '<unset>')}" for k in overrides)
                               + ")")
@@ -205,14 +203,33 @@ def add_parser(sub) -> None:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="run N scenarios at a time, each in its own process and cluster (default 1)")
-    c.add_argument("--distribution", choices=distributions.NAMES, default=None,
-                   help="how the image's clusters run: apache-zk (default for kafka-chaos images), apache-kraft or "
+    add_distribution_args(c, "how the image's clusters run: apache-zk (default for kafka-chaos images), apache-kraft or "
                         "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for "
                         "ZooKeeper mode only are NOT-APPLICABLE) or generic (default for any other image: configured "
                         "by KAFKA_* variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
-    add_layout_arg(c)
-    add_distribution_file_arg(c)
-    c.set_defaults(func=cmd_certify)
+    c.set_defaults(func=cmd_certify, precheck=precheck)
+
+
+def precheck(args) -> None:
+    """Output directories, --shard and --capability / --scenario names (closest known name when
+    misspelt), before the image is built or looked up."""
+    if args.capability and "list" in args.capability:
+        return
+    if args.seed < 0:
+        raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
+    check_writable_dir(args.out or "certificates", "--out")
+    if args.runs_dir:
+        check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
+    if args.shard:
+        parse_shard(args.shard)
+    for n in args.capability or []:
+        if n not in capability_names():
+            raise HarnessError(f"unknown capability {n!r}{did_you_mean(n, capability_names())}; "
+                               "`kafka-chaos certify --capability list` lists them")
+    names = [s.name for s in SCENARIOS]
+    for n in args.scenario or []:
+        if n not in names:
+            raise HarnessError(f"unknown scenario {n!r}{did_you_mean(n, names)}; `kafka-chaos run list` lists them")
 
 
 def _print_capabilities(scenarios) -> None:
@@ -233,27 +250,27 @@ def _record_attempt(results: dict, tag: str, sp, run_dir: Path, seconds: float, 
     return j
 
 
-def _run_serial(todo, args, image: str, profile: str, overrides: dict, runs_dir: Path, results: dict,
+def _run_serial(todo, args, broker: Broker, overrides: dict, runs_dir: Path, results: dict,
                 pub: Publisher | None = None) -> None:
     """One scenario at a time in this process; an UNKNOWN run is retried at once (``--retries``)."""
     for i, (cp, sp) in enumerate(todo, 1):
         for attempt in range(args.retries + 1):
             tag = f"[{i}/{len(todo)}] {cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
             _say(f"{tag}: running ...")
-            o = runner.execute(sp.scenario, runs_dir=runs_dir, image=image, suite="certify", seed=args.seed,
-                        profile=profile, broker_config=overrides or None, distribution=args.distribution)
+            # the plan decided the scenario applies (capabilities.plan): the request says so without asking again
+            o = runner.execute(RunRequest(sp.scenario, broker), runs_dir=runs_dir, suite="certify", seed=args.seed,
+                               broker_config=overrides or None)
             if _record_attempt(results, tag, sp, o.path, o.seconds, attempt, overrides, pub)["verdict"] != UNKNOWN:
                 break
 
 
-def _run_parallel(todo, args, image: str, profile: str, overrides: dict, runs_dir: Path, results: dict,
+def _run_parallel(todo, args, broker: Broker, overrides: dict, runs_dir: Path, results: dict,
                   pub: Publisher | None = None) -> None:
     """``--parallel N``: every scenario in its own ``kafka-chaos run`` child with its own cluster, N at
     a time (:mod:`harness.commands.parallel`); the runs spoiled by the environment (UNKNOWN) are retried
     together in a next round, up to ``--retries`` rounds."""
-    extra = ["--broker-image", image, "--runs-dir", str(runs_dir), "--suite", "certify", "--profile", profile,
-             *distribution_args(args.distribution), *config_args(overrides),
-             *(["--preflight-passed"] if str(args.distribution or "").startswith("file:") else [])]
+    extra = ["--broker-image", broker.image.tag, "--runs-dir", str(runs_dir), "--suite", "certify",
+             "--profile", broker.profile, *broker.distribution.cli_args(), *config_args(overrides)]
     pending = list(todo)
     for attempt in range(args.retries + 1):
         if not pending:
@@ -283,8 +300,8 @@ def _preflight(subject: Subject, image: str, out_dir: Path, started_at: str):
     """The contract check of a distribution file before any scenario (harness/certify/preflight.py); an
     INCOMPATIBLE broker gets a certificate.json saying so with the one line, and no scenario runs."""
     from harness.certify.preflight import preflight   # lazy: starts a cluster
-    _say(f"preflight of {subject.distribution[len('file:'):]} ({image}) ...")
-    pf = preflight(subject.distribution, image)
+    _say(f"preflight of {subject.adapter.spec.path} ({image}) ...")
+    pf = preflight(subject.adapter, image)
     _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
     if not pf.ok:
         _write_incompatible(out_dir, pf.line, subject, started_at, pf,
@@ -342,13 +359,13 @@ def cmd_certify(args) -> int:
         if selected and n not in selected:
             raise HarnessError(f"--require {n}: the capability is not selected; add --capability {n}")
     overrides = config_pairs(args.config)
-    info = images.image_for(args.kafka_version, args.broker_image,
-                            build_missing=args.kafka_version is None and args.broker_image is None)
-    if args.distribution is None and info.distribution == "generic":
-        args.distribution = "generic"          # a foreign image runs no other way
-    subject = Subject.from_image_info(info, args.distribution)
-    subject.adapter.check_image(info)   # a broker that does not fit: before any run
+    broker = resolve_broker(kafka_version=args.kafka_version, image=args.broker_image, distribution=args.distribution,
+                            distribution_file=args.distribution_file, layout=args.layout, profile=args.profile,
+                            default=None, build_missing=args.kafka_version is None and args.broker_image is None)
+    info = broker.image
+    subject = Subject.from_image_info(info, broker.distribution)
     profile = resolve_profile(args.profile, subject)
+    broker = Broker(info, broker.distribution, profile)
     started_at = _iso_now()
     out_dir = Path(args.out or f"certificates/{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{profile}")
     pub = Publisher(args.runs_dir, args.s3_endpoint) if args.runs_dir else None
@@ -356,7 +373,7 @@ def cmd_certify(args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     only = list(dict.fromkeys(args.scenario or [])) or None
     pf = None
-    if subject.distribution.startswith("file:"):
+    if subject.adapter.needs_preflight:
         pf = _preflight(subject, info.tag, out_dir, started_at)
         if not pf.ok:
             return EXIT_INCOMPATIBLE
@@ -384,14 +401,14 @@ def cmd_certify(args) -> int:
     try:
         if args.merge:
             scen = {sp.name: sp.scenario for _, sp in todo}
-            results = merged_results(args.runs_dir, set(scen), info.tag, profile, args.distribution,
+            results = merged_results(args.runs_dir, set(scen), info.tag, profile, subject.distribution,
                                      lambda d, name: judge_run(d, scen[name], overrides), args.s3_endpoint)
             _say(f"merged {sum(map(len, results.values()))} record(s) of {len(results)} of {len(todo)} "
                  f"scenario(s) from {args.runs_dir}")
         elif args.parallel > 1:
-            _run_parallel(todo, args, info.tag, profile, overrides, runs_dir, results, pub)
+            _run_parallel(todo, args, broker, overrides, runs_dir, results, pub)
         else:
-            _run_serial(todo, args, info.tag, profile, overrides, runs_dir, results, pub)
+            _run_serial(todo, args, broker, overrides, runs_dir, results, pub)
     except KeyboardInterrupt:
         interrupted = True
     cert = build_certificate(plans, results, subject=subject, profile=profile, overrides=overrides,

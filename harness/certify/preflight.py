@@ -28,7 +28,7 @@ from harness.clientlog import with_logger
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.errors import ClusterError, HarnessError, NeverServes
 from harness.protocol import ProtocolClient, ProtocolError
-from harness.scenario.scenario import SHARED_STORAGE
+from harness.distributions.base import SHARED_STORAGE, SINGLE_NODE, Distribution
 
 INCOMPATIBLE = "INCOMPATIBLE"
 EXIT_INCOMPATIBLE = 3
@@ -86,12 +86,12 @@ def check_controller(asked: int, controller_id: int, listed: list) -> None:
 def check_identity(dist, published: dict[int, int], listed: dict[int, list]) -> None:
     """The contract on identity: ``listed``: per declared node id, the brokers its Metadata answer lists;
     ``published``: declared node id -> host port. Raises :class:`Incompatible` with the mismatch."""
-    if getattr(dist, "layout", "") == SHARED_STORAGE:
+    if dist.layout == SHARED_STORAGE:
         return check_shared_identity(published, listed)
     declared = sorted(published)
     reported = sorted({b.node_id for bs in listed.values() for b in bs})
     if reported != declared:
-        if len(declared) > 1 and len(reported) < len(declared) and getattr(dist, "layout", "") != "single-node":
+        if len(declared) > 1 and len(reported) < len(declared) and dist.layout != SINGLE_NODE:
             hint = "set node ids in the distribution file or use layout single-node"
         else:
             hint = f"set node_ids = {reported} in the distribution file"
@@ -224,7 +224,7 @@ def check_cluster(cl: Cluster, deadline: float, facts: dict) -> tuple[dict, list
     check_identity(dist, published, listed)
     for b, cid in controllers.items():
         check_controller(b, cid, listed[b])
-    if getattr(dist, "layout", "") == SHARED_STORAGE:
+    if dist.layout == SHARED_STORAGE:
         # each node may report the same id: the address each node advertises, by declared node id
         facts["reported_node_ids"] = reported_ids(listed)
         advertised = {str(b): ", ".join(sorted({f"{x.host}:{x.port}" for x in listed[b]})) for b in sorted(listed)}
@@ -234,7 +234,7 @@ def check_cluster(cl: Cluster, deadline: float, facts: dict) -> tuple[dict, list
     return advertised, keys, sorted(published)
 
 
-def preflight(distribution: str, image: str | None = None, budget_s: float = BUDGET_S, say=None) -> PreflightResult:
+def preflight(distribution: Distribution, image: str | None = None, budget_s: float = BUDGET_S, say=None) -> PreflightResult:
     """Start the distribution's cluster once (``image`` overrides the file's), check the contract, remove it."""
     t0 = time.monotonic()
     facts: dict = {}

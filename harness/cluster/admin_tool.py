@@ -59,8 +59,7 @@ def unavailable(cluster) -> str | None:
     Images the harness builds (the Apache adapters' ``kafka-chaos/kafka:*``) always have them; for a
     foreign image (``generic``, a distribution file) a running broker container is probed once (an
     ``exec`` of ``sh``) and the answer kept on the cluster object."""
-    dist = getattr(cluster, "distribution", None)
-    if not getattr(dist, "foreign", False):
+    if not cluster.distribution.foreign:
         return None
     cached = getattr(cluster, "_kc_tool_unavailable", False)
     if cached is not False:

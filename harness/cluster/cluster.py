@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from harness import distributions, images
+from harness.distributions.base import Distribution
 from harness.cluster import docker_util, node_groups
 from harness.cluster.cleanup import labelled_containers, reap_orphans, remove_cluster
 from harness.cluster.topics import TopicAdmin
@@ -43,8 +44,6 @@ from harness.cluster.owner import this_owner
 from harness.protocol import ProtocolError, first_answer
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk is an image we cannot pull
-
-INTERNAL_PORT = 9093
 
 
 def _log(msg: str) -> None:
@@ -64,7 +63,8 @@ class ClusterSpec:
     port_base: int | None = None        # fixed host ports: brokers port_base+id, ZooKeeper port_base+100+n
     startup_timeout_s: float = 120.0
     build_missing: bool = False
-    distribution: str | None = None     # harness/distributions/__init__.py: apache-zk (default), apache-kraft, generic, ...
+    # the adapter (harness/distributions/); a name (None: apache-zk) is resolved once, by validate()
+    distribution: Distribution | str | None = None
     node_env: dict[str, str] = field(default_factory=dict)  # extra environment for every Kafka node
     controllers: int = 3                # apache-kraft-dedicated: controller-only nodes besides the brokers
 
@@ -79,7 +79,8 @@ class ClusterSpec:
             raise HarnessError(f"cluster name {self.name!r}: use lower-case letters, digits and '-' (max 31)")
         if self.port_base is not None and not 1024 <= self.port_base <= 65000:
             raise HarnessError(f"--port-base must be between 1024 and 65000, not {self.port_base}")
-        distributions.get(self.distribution)     # unknown names fail here, with the choices
+        if not isinstance(self.distribution, Distribution):   # unknown names fail here, with the choices
+            self.distribution = distributions.resolve(self.distribution)
 
 
 # -- the cluster --------------------------------------------------------------------------------
@@ -99,7 +100,7 @@ class Cluster(TopicAdmin):
         self.broker_config: dict[str, str] = {}
         self.started = False
         self._admin = None
-        self.distribution = distributions.get(self.spec.distribution)
+        self.distribution: Distribution = self.spec.distribution
         self.control = self.distribution.control_plane(self)   # harness/cluster/control_plane.py
         self.cluster_id: str | None = None          # KRaft cluster id (None in ZooKeeper mode)
 
@@ -143,10 +144,6 @@ class Cluster(TopicAdmin):
     @property
     def internal_zookeeper_connect(self) -> str:
         return ",".join(f"{z.alias}:{z.client_port}" for z in self.zookeepers)
-
-    @property
-    def internal_bootstrap(self) -> str:
-        return ",".join(f"{self.brokers[b].alias}:{INTERNAL_PORT}" for b in self.broker_ids)
 
     def nodes(self) -> list[Node]:
         """Every node: the ZooKeeper servers, the brokers, the controllers, then the services."""
@@ -393,10 +390,6 @@ class Cluster(TopicAdmin):
         deadline = time.monotonic() + timeout_s
         self.control.await_registered_anew(broker_id, before, deadline, timeout_s)
         self.wait_ready(max(5.0, deadline - time.monotonic()), brokers=[broker_id])
-
-    def restart_broker(self, broker_id: int, wait: bool = True) -> None:
-        self.stop_broker(broker_id)
-        self.start_broker(broker_id, wait=wait)
 
     # ---- teardown
     def remove(self) -> None:

@@ -10,15 +10,16 @@ import argparse
 import os
 import sys
 
-from suites.catalog import SUITES, scenarios_for
+from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
 from harness import distributions, images
 from harness.errors import HarnessError
-from harness.options import add_distribution_file_arg, add_layout_arg, config_args, config_pairs, distribution_args
+from harness.options import (add_distribution_args, check_runs_dir, config_args, config_pairs,
+                             did_you_mean)
 from harness.commands.parallel import GATE_ENV, Job, run_parallel
 from harness.commands.replay import plan_replay
+from harness.request import RunRequest, check_profile, resolve_broker
 from harness.runner import RunOutcome, execute
-from harness.scenario.scenario import Scenario
 from harness.commands.shard import parse_shard, select
 from harness.record.storage import Publisher
 
@@ -60,11 +61,8 @@ def add_parser(sub) -> None:
     g = r.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V")
     g.add_argument("--broker-image", metavar="IMG")
-    r.add_argument("--distribution", choices=distributions.NAMES, default=None,
-                   help=distributions.CHOICES_HELP + "; generic is the default for an image not built here; "
+    add_distribution_args(r, distributions.CHOICES_HELP + "; generic is the default for an image not built here; "
                         "scenarios that need ZooKeeper are skipped without it")
-    add_layout_arg(r)
-    add_distribution_file_arg(r)
     r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
                                      "or compatible)")
     r.add_argument("--variant", metavar="NAME",
@@ -73,7 +71,34 @@ def add_parser(sub) -> None:
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="broker config override on top of each scenario's own (repeatable); the run is judged "
                         "against the configuration it ran with")
-    r.set_defaults(func=cmd_run)
+    r.set_defaults(func=cmd_run, precheck=precheck)
+
+
+def precheck(args) -> None:
+    """Option values, the runs directory and the target name (with the closest known name when it is
+    misspelt), before any Docker work; a scenario file is loaded here, once (``args.scenario_file``)."""
+    args.scenario_file = None
+    if args.target == "list" and not args.replay:
+        return
+    if args.length is not None and not args.length > 0:
+        raise HarnessError(f"--length must be > 0 seconds, got {args.length:g}")
+    if args.seed is not None and args.seed < 0:
+        raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
+    check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
+    check_profile(None, args.profile, args.kafka_version)
+    if args.target and args.target.endswith(".toml"):
+        from harness.scenario.file import load_file     # a scenario file: its errors name file, line and key
+        args.scenario_file = load_file(args.target)
+    if not args.target or args.replay:
+        return
+    chosen = [args.scenario_file.scenario] if args.scenario_file else scenarios_for(args.target)
+    if not chosen:
+        names = [*SUITES, "all", "list", *(s.family for s in SCENARIOS), *(s.name for s in SCENARIOS)]
+        raise HarnessError(f"no suite or scenario named {args.target!r}{did_you_mean(args.target, names)}; "
+                           "`kafka-chaos run list` lists them")
+    if args.length is not None and not any(s.fault_mix for s in chosen):
+        print(f"kafka-chaos: note: --length only changes scenarios with a random fault schedule (nightly.*); "
+              f"{args.target!r} has none", file=sys.stderr)
 
 
 def wait_at_gate() -> bool:
@@ -85,17 +110,18 @@ def wait_at_gate() -> bool:
     return sys.stdin.readline().strip() == "go"
 
 
-def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str, endpoint: str | None = None) -> int:
-    """Execute (scenario, execute-kwargs) jobs in order with a progress line each; the exit code.
+def _run_many(jobs: list[tuple[RunRequest, dict]], runs_dir: str, endpoint: str | None = None) -> int:
+    """Execute (run request, execute-kwargs) jobs in order with a progress line each; the exit code.
     Each finished record is published to an ``s3://`` runs dir at once (harness/record/storage.py)."""
     if not wait_at_gate():
         _say("not started: the parallel run that started this process ahead ended first")
         return 2
     pub = Publisher(runs_dir, endpoint)
     outcomes: list[RunOutcome] = []
-    for n, (s, kw) in enumerate(jobs, 1):
+    for n, (req, kw) in enumerate(jobs, 1):
+        s = req.scenario
         _say(f"[{n}/{len(jobs)}] {s.label}: running ...")
-        o = execute(s, runs_dir=pub.local, **kw)
+        o = execute(req, runs_dir=pub.local, **kw)
         outcomes.append(o)
         where = pub.publish(o.path)
         what = f"{o.verdict}({o.cause})" if o.cause else o.verdict
@@ -108,12 +134,11 @@ def _run_many(jobs: list[tuple[Scenario, dict]], runs_dir: str, endpoint: str | 
     return 0 if passed == len(outcomes) else 1
 
 
-def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
+def _replay_jobs(args) -> list[tuple[RunRequest, dict]]:
     plan = plan_replay(args.replay)
     from_file = None
-    if args.target and args.target.endswith(".toml"):      # the record of a scenario file: the file again
-        from harness.scenario.file import load
-        from_file = load(args.target)
+    if args.scenario_file is not None:      # the record of a scenario file: the file again
+        from_file = args.scenario_file.scenario
         if from_file.name != plan.scenario:
             raise HarnessError(f"--replay {args.replay} is a run of {plan.scenario!r}; {args.target} describes "
                                f"{from_file.name!r}")
@@ -143,11 +168,14 @@ def _replay_jobs(args) -> list[tuple[Scenario, dict]]:
     else:
         what = f"the recorded image {plan.broker_image!r} is not here" if plan.broker_image else "the record names no image"
         raise HarnessError(f"--replay {args.replay}: {what} and no Kafka version; pass --broker-image")
+    asked = args.distribution or args.distribution_file or args.layout
+    broker = resolve_broker(image=info.tag, distribution=args.distribution if asked else plan.distribution,
+                            distribution_file=args.distribution_file, layout=args.layout, profile=profile)
     _say(f"replaying {plan.run_id}: {plan.scenario}, seed {plan.seed}, {len(plan.schedule)} scheduled fault(s), "
          f"image {info.tag}")
-    kw = dict(image=info.tag, suite=plan.suite, seed=plan.seed, profile=profile, broker_config=plan.broker_config,
-              schedule=plan.schedule, replay_of=plan.run_id, distribution=args.distribution or plan.distribution)
-    return [(found[0], kw)] * args.repeat
+    kw = dict(suite=plan.suite, seed=plan.seed, broker_config=plan.broker_config, schedule=plan.schedule,
+              replay_of=plan.run_id)
+    return [(broker.request(found[0]), kw)] * args.repeat
 
 
 def cmd_run(args) -> int:
@@ -171,16 +199,8 @@ def cmd_run(args) -> int:
             print(f"{s.name:45} {','.join(s.tags):28} {s.description}")
         return 0
     overrides = config_pairs(args.config)
-    if args.target.endswith(".toml"):        # a scenario file (docs/scenario-files.md)
-        from harness.scenario.file import load_file
-        sf = load_file(args.target)
-        chosen = [sf.scenario]
-        if args.kafka_version is None and args.broker_image is None and sf.kafka_version:
-            args.kafka_version = sf.kafka_version
-        if args.distribution is None and sf.distribution:
-            args.distribution = sf.distribution
-    else:
-        chosen = scenarios_for(args.target)
+    sf = args.scenario_file              # a scenario file (docs/scenario-files.md): its [cluster] defaults
+    chosen = [sf.scenario] if sf else scenarios_for(args.target)
     if not chosen:
         raise HarnessError(f"no suite or scenario named {args.target!r} (try `kafka-chaos run list`)")
     if args.variant:
@@ -190,55 +210,51 @@ def cmd_run(args) -> int:
             if args.variant not in s.variants:
                 _say(f"skipped {s.name}: has no variant {args.variant!r}")
         chosen = [s.with_variant(args.variant) for s in chosen if args.variant in s.variants]
-    info = images.image_for(args.kafka_version, args.broker_image, build_missing=args.kafka_version is None
-                            and args.broker_image is None)
-    if args.distribution is None and info.distribution == "generic":
-        args.distribution = "generic"          # an image not built here runs no other way
-    distributions.get(args.distribution).check_image(info)   # a broker that does not fit: before any run
+    kafka_version, distribution = args.kafka_version, args.distribution
+    if sf and not args.distribution_file:
+        if kafka_version is None and args.broker_image is None:
+            kafka_version = sf.kafka_version
+        distribution = distribution or sf.distribution
+    broker = resolve_broker(kafka_version=kafka_version, image=args.broker_image, distribution=distribution,
+                            distribution_file=args.distribution_file, layout=args.layout, profile=args.profile,
+                            build_missing=kafka_version is None and args.broker_image is None)
+    info, dist = broker.image, broker.distribution
     suite = args.suite or (args.target if args.target in SUITES else "adhoc")
     seed = args.seed or 0
     if args.length is not None:
         chosen = [s.with_length(args.length) for s in chosen]
-    dist = distributions.get(args.distribution)
-    skipped = [(s.name, s.not_applicable(info.kafka_version, dist)) for s in chosen]
-    skipped = [(n, why) for n, why in skipped if why]
-    for n, why in skipped:
-        _say(f"skipped {n}: {why}")
-    chosen = [s for s in chosen if not s.not_applicable(info.kafka_version, dist)]
-    if not chosen:
+    requests = broker.applicable(chosen, _say)       # each scenario's applicability, decided once
+    if not requests:
         raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
                            f" ({dist.name})")
-    if getattr(dist, "foreign", False) and dist.name.startswith("file:") and not args.preflight_passed:
+    if dist.needs_preflight and not args.preflight_passed:
         from harness.certify.preflight import EXIT_INCOMPATIBLE, preflight   # lazy: starts a cluster
-        pf = preflight(dist.name, info.tag)
+        pf = preflight(dist, info.tag)
         _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
         if not pf.ok:
             print(f"INCOMPATIBLE {pf.line}")
             return EXIT_INCOMPATIBLE
     if args.shard:
-        mine = set(select([s.name for s in chosen], args.shard))
-        _say(f"shard {args.shard}: {len(mine)} of {len(chosen)} scenario(s)")
-        chosen = [s for s in chosen if s.name in mine]
-        if not chosen:
+        mine = set(select([r.scenario.name for r in requests], args.shard))
+        _say(f"shard {args.shard}: {len(mine)} of {len(requests)} scenario(s)")
+        requests = [r for r in requests if r.scenario.name in mine]
+        if not requests:
             return 0
-    if args.parallel > 1 and len(chosen) * args.repeat > 1:
-        extra = (["--profile", args.profile] if args.profile else []) + (
-            distribution_args(args.distribution)) + (
+    if args.parallel > 1 and len(requests) * args.repeat > 1:
+        extra = (["--profile", args.profile] if args.profile else []) + dist.cli_args() + (
             ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides) + (
-            ["--variant", args.variant] if args.variant else []) + (
-            ["--preflight-passed"] if dist.name.startswith("file:") else [])
+            ["--variant", args.variant] if args.variant else [])
         pub = Publisher(args.runs_dir, args.s3_endpoint)   # children record locally; this process publishes
         before = set(os.listdir(pub.local)) if os.path.isdir(pub.local) else set()
-        target = args.target if args.target.endswith(".toml") else None     # a file's scenario is the file
-        pjobs = [Job(s.name, [target or s.name, "--seed", str(seed + i), "--broker-image", info.tag, "--runs-dir",
-                              pub.local, "--suite", suite, *extra])
-                 for i in range(args.repeat) for s in chosen]
+        target = args.target if sf else None     # a file's scenario is the file
+        pjobs = [Job(r.scenario.name, [target or r.scenario.name, "--seed", str(seed + i), "--broker-image",
+                                       info.tag, "--runs-dir", pub.local, "--suite", suite, *extra])
+                 for i in range(args.repeat) for r in requests]
         try:
             return run_parallel(pjobs, args.parallel, pub.local)
         finally:
             pub.publish_new(before)
             pub.raise_failed()
-    jobs = [(s, dict(image=info.tag, suite=suite, seed=seed + i, profile=args.profile,
-                     distribution=args.distribution, broker_config=overrides or None))
-            for i in range(args.repeat) for s in chosen]
+    jobs = [(r, dict(suite=suite, seed=seed + i, broker_config=overrides or None))
+            for i in range(args.repeat) for r in requests]
     return _run_many(jobs, args.runs_dir, args.s3_endpoint)

@@ -13,12 +13,13 @@ the active controller, so the quorum is observed through the brokers as in the c
 Controller ids start at 101 so that broker ids stay 1..N whatever N is (scenarios, checkers and samplers
 name brokers by those ids) and never collide with a controller's. Everything else (images, timings, the
 reference profile, the metadata log: every controller keeps ``__cluster_metadata-0`` in the first of
-``log.dirs`` as the brokers do) is the combined layout's, :class:`harness.distributions.ApacheKraft`.
+``log.dirs`` as the brokers do) is the combined layout's, :class:`harness.distributions.apache_kraft.ApacheKraft`.
 """
 
 from __future__ import annotations
 
-from harness.distributions import CONTROLLER_PORT, ApacheKraft, NodeGroup, role_of
+from harness.distributions.apache_kraft import ApacheKraft
+from harness.distributions.base import CONTROLLER_PORT, DEDICATED_CONTROLLERS, NodeGroup, role_of
 
 CONTROLLER_ID_BASE = 100           # controller n (1-based) has node id 100 + n
 CONTROLLER_HEAP = "-Xms64m -Xmx256m"   # a controller holds only the metadata image: a smaller heap than a broker's
@@ -28,6 +29,7 @@ class ApacheKraftDedicated(ApacheKraft):
     """KRaft with controller-only nodes forming the quorum and broker-only nodes."""
 
     name = "apache-kraft-dedicated"
+    layout = DEDICATED_CONTROLLERS
 
     @staticmethod
     def controller_ids(count: int) -> tuple[int, ...]:

@@ -3,9 +3,9 @@
 
 A file is loaded and checked here (:func:`load`): every mistake is one :class:`DistributionFileError`
 naming the file and the key. :class:`FileDistribution` is the adapter it becomes — a
-:class:`harness.distributions.Distribution` like the built-in ones, named ``file:<absolute path>`` so
-that the runner, child processes (``--distribution file:...``) and run records pass it on by name
-(:func:`harness.distributions.get` loads it again). Readiness is "every node answers the Kafka
+:class:`harness.distributions.base.Distribution` like the built-in ones, named ``file:<absolute path>``
+in run records (:func:`harness.distributions.resolve` loads it again from that name for ``--replay``);
+child processes get ``--distribution-file`` (:meth:`FileDistribution.cli_args`). Readiness is "every node answers the Kafka
 protocol" (:class:`FileControlPlane`), never "node ids 1..N are listed": which node ids the broker
 reports is checked by the preflight (harness/certify/preflight.py), which says INCOMPATIBLE when they differ
 from the declaration.
@@ -19,20 +19,25 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.certify.capability_table import capability_names
+from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id
+from harness.distributions import services as services_mod
+from harness.distributions.base import (REPLICATED, SHARED_STORAGE, SINGLE_NODE, Distribution, NodePlan,
+                                        property_env_name)
 from harness.distributions.services import ServiceError, ServiceSpec, check_template, parse_command, parse_env
 from harness.distributions.services import parse_services
 from harness.distributions.services import render as render_template
 from harness.errors import HarnessError, NeverServes
+from harness.protocol import ProtocolClient, ProtocolError
 
 PREFIX = "file:"
-LAYOUTS = ("single-node", "replicated", "shared-storage")
+LAYOUTS = (SINGLE_NODE, REPLICATED, SHARED_STORAGE)    # the layouts a file may declare (base.LAYOUTS)
 PORTS = ("any", "contiguous")     # how the harness picks the nodes' published ports
 # the placeholders a template may use (docs/broker-contract.md "Templates")
 PLACEHOLDERS = ("node_id", "node_ids", "advertised_host", "port", "ports", "cluster_id", "alias", "internal_port")
 ADVERTISED_HOST = "127.0.0.1"     # what every node advertises to clients: its port is published there
 INTERNAL_PORT = 9093
 SERVE_AFTER_READY_S = 30.0       # a node that logged its ready line must answer on its published port within this
-# the capability ids (harness/certify/capabilities.py); repeated here so that loading a file needs no planning code
 _KNOWN_KEYS = {"name", "image", "layout", "nodes", "node_ids", "node_pool", "command", "env", "ready_log_line",
                "capabilities", "config", "config_env_prefix", "description", "ports", "metadata_log", "service"}
 
@@ -183,11 +188,6 @@ def render(template: str, **values) -> str:
 
 
 # -- the adapter ---------------------------------------------------------------------------------
-from harness.distributions import services as services_mod  # noqa: E402
-from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id  # noqa: E402
-from harness.distributions import Distribution, NodePlan, property_env_name  # noqa: E402
-from harness.protocol import ProtocolClient, ProtocolError  # noqa: E402
-
 
 class FileControlPlane(ProtocolControlPlane):
     """A broker described by a distribution file: readiness is each node answering ApiVersions and
@@ -262,7 +262,6 @@ class FileDistribution(Distribution):
     foreign = True
 
     def __init__(self, path: str | Path):
-        from harness.certify.capabilities import capability_names   # lazy: capabilities imports distributions
         self.spec = load(path, tuple(capability_names()))
         self.name = PREFIX + str(self.spec.path)
         self.image = self.spec.image
@@ -308,7 +307,16 @@ class FileDistribution(Distribution):
         ids = sorted(self.spec.node_ids) if self.contiguous_ports else list(self.spec.node_ids)
         return ids[:max(1, requested)] if self.spec.node_pool else ids
 
+    needs_preflight = True         # the file's contract is checked on a cluster before any scenario
+
+    def cli_args(self) -> list[str]:
+        """The file again, and that its preflight ran (a child does not start a cluster to check it again)."""
+        return ["--distribution-file", str(self.spec.path), "--preflight-passed"]
+
     def check_image(self, image) -> None:
+        return None
+
+    def fits(self, kafka_version: str | None) -> None:
         return None
 
     def default_profile(self, kafka_version: str | None) -> str:

@@ -223,7 +223,7 @@ def service_values(services: tuple[ServiceSpec, ...], zookeepers: int) -> dict[s
 
 def node_groups(services: tuple[ServiceSpec, ...], zookeepers: int):
     """The services as node groups (started in file order, before the brokers)."""
-    from harness.distributions import NodeGroup   # lazy: distributions is loaded by the adapter anyway
+    from harness.distributions.base import NodeGroup   # lazy: the parser above needs none of the adapters
     groups, stores = [], 0
     for s in services:
         if s.role == "zookeeper":

@@ -193,11 +193,10 @@ def quorum_state(cluster: "Cluster", what: str) -> tuple[int | None, list[int]]:
     """(leader id or None, voter ids) of the KRaft metadata quorum now (DescribeQuorum).
 
     TargetError on a cluster without a controller quorum; TargetUnresolved when no broker answers."""
-    dist = getattr(cluster, "distribution", None)
-    roles = tuple(getattr(dist, "roles", ()))
-    if "controller" not in roles:
-        raise TargetError(f"{what}: cluster {cluster.name} runs {getattr(dist, 'name', '?')} (roles: "
-                          f"{', '.join(roles) or '?'}): it has no KRaft controller quorum")
+    dist = cluster.distribution
+    if "controller" not in dist.roles:
+        raise TargetError(f"{what}: cluster {cluster.name} runs {dist.name} (roles: "
+                          f"{', '.join(dist.roles) or '?'}): it has no KRaft controller quorum")
     try:
         q = cluster.quorum()
     except Exception as e:  # noqa: BLE001 - ProtocolError: no broker answered (nodes down mid-fault)

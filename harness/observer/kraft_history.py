@@ -39,8 +39,7 @@ def _nodes_voters_first(cluster) -> list:
 
 
 def _voter_ids(cluster, nodes) -> set[int]:
-    voter_ids = getattr(cluster.distribution, "voter_ids", None)
-    return set(voter_ids(nodes)) if voter_ids else set()
+    return set(cluster.distribution.voter_ids(nodes))
 
 
 def _segment_names(node, d: str) -> list[str]:

@@ -96,7 +96,7 @@ class ProtocolSource(ObservationSource):
 
     def finish(self, cluster, rec) -> None:
         """Apache KRaft: the metadata log's history into the record, its counts into the metadata."""
-        if self.view is None or not cluster.started or not getattr(cluster.distribution, "metadata_log", False):
+        if self.view is None or not cluster.started or not cluster.distribution.metadata_log:
             return
         hist = read_kraft_history(cluster)
         if hist is None:

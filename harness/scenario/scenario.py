@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from reference import semantics, versions
 
-from harness import distributions
+from harness.distributions.base import SHARED_STORAGE, Distribution
 from harness.errors import HarnessError, ScenarioError
 from harness.scenario.schedule import run_schedule
 
@@ -29,8 +29,6 @@ class ExpectationFailed(AssertionError):
 class StepTimeout(ExpectationFailed):
     """The cluster did not reach an expected state in the bounded time (progress rule, spec §8.4)."""
 
-
-SHARED_STORAGE = "shared-storage"   # the layout of stateless brokers over a store (docs/broker-contract.md)
 
 # why a scenario that needs a role does not apply to a distribution without it (Scenario.not_applicable)
 ROLE_REASONS = {
@@ -139,43 +137,41 @@ class Scenario:
     def family(self) -> str:
         return self.name.split(".", 1)[0]
 
-    def not_applicable(self, kafka_version: str | None, distribution=None) -> str | None:
+    def not_applicable(self, kafka_version: str | None, distribution: Distribution) -> str | None:
         """Why this scenario cannot run on that broker (None when it can): a ``min_version`` above the
-        broker's Kafka version (unknown versions are run), or a distribution (a
-        :class:`harness.distributions.Distribution`; None: the default) that runs none of a role the
-        scenario needs (:attr:`needs_roles`; the reason per role: :data:`ROLE_REASONS`)."""
-        roles = distributions.get(None).roles if distribution is None else distribution.roles
-        why = self.layout_not_applicable(getattr(distributions.get(None) if distribution is None else distribution,
-                                                 "layout", "replicated"))
+        broker's Kafka version (unknown versions are run), or a distribution (the run's
+        :class:`harness.distributions.base.Distribution`) that runs none of a role the scenario needs
+        (:attr:`needs_roles`; the reason per role: :data:`ROLE_REASONS`), or fewer nodes, or another layout."""
+        roles = distribution.roles
+        why = self.layout_not_applicable(distribution.layout)
         if why:
             return why
         for r in self.needs_roles:
             if r not in roles:
                 return ROLE_REASONS[r]
-        if distribution is not None and "zookeeper" in roles:
+        if "zookeeper" in roles:
             zk = distribution.zookeeper_count(self.zookeepers)
             if zk < self.zookeepers:      # a distribution file whose zookeeper service has a fixed count
                 return f"needs a ZooKeeper ensemble of {self.zookeepers}; the distribution runs {zk}"
         if self.min_version and kafka_version and versions.older_than(kafka_version, self.min_version):
             return f"needs Kafka {self.min_version}+ (this is {kafka_version})"
-        if distribution is not None:
-            # a distribution that fixes its nodes (a distribution file: its declared node ids) may run fewer
-            # brokers than the scenario's cluster or its topics' replication need; the Apache adapters run
-            # as many as asked (broker_ids(n) has n ids), so this never applies to them
-            have = len(distribution.broker_ids(self.brokers))
-            rf = max([t.replication_factor for t in self.topics] + [
-                len(r) for t in self.topics for r in (t.assignment or {}).values()] + [1])
-            need = max(self.brokers, rf) if have < self.brokers else rf
-            if have < need:
-                return (f"needs {need} brokers (replication factor {rf}); the distribution runs {have} "
-                        f"(layout {getattr(distribution, 'layout', 'replicated')})")
-            ids = distribution.broker_ids(self.brokers)
-            if self.faults_one_node and getattr(distribution, "one_process", False) and len(ids) > 1:
-                return (f"node ids {','.join(map(str, sorted(ids)))} share one process: the scenario faults "
-                        f"one node alone")
-            if self.reads_controller_log and "zookeeper" not in roles and not getattr(distribution, "metadata_log", True):
-                return ("reads the controller's decided writes; the broker keeps no controller log the harness can "
-                        "read (no ZooKeeper, no KRaft metadata log)")
+        # a distribution that fixes its nodes (a distribution file: its declared node ids) may run fewer
+        # brokers than the scenario's cluster or its topics' replication need; the Apache adapters run
+        # as many as asked (broker_ids(n) has n ids), so this never applies to them
+        have = len(distribution.broker_ids(self.brokers))
+        rf = max([t.replication_factor for t in self.topics] + [
+            len(r) for t in self.topics for r in (t.assignment or {}).values()] + [1])
+        need = max(self.brokers, rf) if have < self.brokers else rf
+        if have < need:
+            return (f"needs {need} brokers (replication factor {rf}); the distribution runs {have} "
+                    f"(layout {distribution.layout})")
+        ids = distribution.broker_ids(self.brokers)
+        if self.faults_one_node and distribution.one_process and len(ids) > 1:
+            return (f"node ids {','.join(map(str, sorted(ids)))} share one process: the scenario faults "
+                    f"one node alone")
+        if self.reads_controller_log and "zookeeper" not in roles and not distribution.metadata_log:
+            return ("reads the controller's decided writes; the broker keeps no controller log the harness can "
+                    "read (no ZooKeeper, no KRaft metadata log)")
         return None
 
     def layout_not_applicable(self, layout: str) -> str | None:

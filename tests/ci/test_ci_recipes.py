@@ -21,7 +21,7 @@ import pytest
 import ci_yaml
 from harness.cli import build_parser
 from harness.errors import HarnessError
-from harness.options import check_distribution_fits
+from harness import distributions
 from harness.commands.shard import parse_shard
 from reports.job import parse_args as parse_report_args
 from suites.catalog import scenarios_for
@@ -123,7 +123,7 @@ def test_every_command_line_parses_and_names_real_things(inv):
         i, n = parse_shard(args.shard)
         assert n >= 2, f"{inv}: --shard {args.shard} is one shard of {n}"
         try:
-            check_distribution_fits(args.kafka_version, args.distribution)
+            distributions.resolve(args.distribution, args.distribution_file, args.layout).fits(args.kafka_version)
         except HarnessError as e:
             pytest.fail(f"{inv}: {e}")
 

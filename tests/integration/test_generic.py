@@ -72,7 +72,7 @@ def test_the_example_image_is_foreign_to_the_harness(official_image, kc_docker):
     assert official_image.distribution == "generic" and official_image.kafka_version is None
     for name in ("apache-zk", "apache-kraft"):
         with pytest.raises(HarnessError, match="generic"):
-            distributions.get(name).check_image(official_image)
+            distributions.resolve(name).check_image(official_image)
 
 
 def test_generic_cluster_is_configured_by_kafka_docker_wrapper(official_image, kc_docker):

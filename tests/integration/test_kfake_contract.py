@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import distributions
 from harness.certify.capabilities import Subject, plan
 from harness.cluster import docker_util
 from harness.cluster.cluster import Cluster, ClusterSpec
@@ -72,7 +73,7 @@ def certify(f, out) -> tuple[subprocess.CompletedProcess, float]:
 
 
 def test_the_kfake_example_passes_the_preflight(kfake_image):
-    r = preflight(f"file:{EXAMPLE}")
+    r = preflight(distributions.resolve(file=EXAMPLE))
     assert r.ok, r.line
     assert r.node_ids == [111] and r.seconds <= 30, r
     assert {"ready_s", "produce_ack_s", "group_join_s", "first_fetch_s"} <= set(r.facts)
@@ -93,7 +94,7 @@ def test_wrong_node_ids_are_incompatible_within_a_minute_with_the_precise_line(k
 
 
 def test_a_missing_required_api_is_incompatible(kfake_image, tmp_path):
-    r = preflight(f"file:{kfake_file(tmp_path, hide='11')}")
+    r = preflight(distributions.resolve(file=kfake_file(tmp_path, hide='11')))
     assert not r.ok
     assert r.line == ("node 111 does not advertise JoinGroup (11) in ApiVersions; every scenario needs it"), r.line
     assert r.seconds < 60, r.seconds
@@ -102,7 +103,7 @@ def test_a_missing_required_api_is_incompatible(kfake_image, tmp_path):
 def test_an_advertised_address_the_host_cannot_reach_is_incompatible(kfake_image, tmp_path):
     # the broker answers on its published port but tells clients to dial its cluster-network name
     f = kfake_file(tmp_path, host="{alias}")
-    r = preflight(f"file:{f}")
+    r = preflight(distributions.resolve(file=f))
     assert not r.ok
     port = r.line.rsplit("127.0.0.1:", 1)[-1].split(":")[0]
     assert r.line == (f"Metadata (asked on node 111) advertises node 111 at broker111:{port}, but the harness "
@@ -113,7 +114,7 @@ def test_an_advertised_address_the_host_cannot_reach_is_incompatible(kfake_image
 
 def test_a_broker_that_logs_ready_but_listens_elsewhere_is_incompatible_within_a_minute(kfake_image, tmp_path):
     # kfake listens on 19999 inside its container; the harness publishes (and dials) {port}
-    r = preflight(f"file:{kfake_file(tmp_path, ports='19999')}")
+    r = preflight(distributions.resolve(file=kfake_file(tmp_path, ports='19999')))
     assert not r.ok
     m = re.fullmatch(r"kc-\S+-b111 logged 'kfake-broker started' but did not answer the Kafka protocol on its "
                      r"published port 127\.0\.0\.1:(\d+) in the 30 s after \(.+\): the broker must listen on "
@@ -126,7 +127,7 @@ def test_a_broker_that_logs_ready_but_listens_elsewhere_is_incompatible_within_a
 def test_a_broker_without_consumer_groups_is_incompatible(kfake_image, tmp_path):
     # every group API is advertised, but every JoinGroup fails (COORDINATOR_NOT_AVAILABLE)
     f = kfake_file(tmp_path, extra='KFAKE_NO_GROUPS = "true"')
-    r = preflight(f"file:{f}")
+    r = preflight(distributions.resolve(file=f))
     assert not r.ok
     assert r.line.startswith("no consumer group support: the group kc-preflight-"), r.line
     assert re.search(r"got no assignment \(JoinGroup/SyncGroup\) within \d+ s$", r.line), r.line
@@ -136,9 +137,9 @@ def test_a_broker_without_consumer_groups_is_incompatible(kfake_image, tmp_path)
 
 def test_a_missing_admin_api_makes_its_capabilities_not_applicable(kfake_image, tmp_path):
     f = kfake_file(tmp_path, hide="43,45,46")
-    r = preflight(f"file:{f}")
+    r = preflight(distributions.resolve(file=f))
     assert r.ok, r.line
-    by = {cp.capability.name: cp for cp in plan(SCENARIOS, Subject(KFAKE_TAG, None, None, f"file:{f}"),
+    by = {cp.capability.name: cp for cp in plan(SCENARIOS, Subject(KFAKE_TAG, None, None, distributions.resolve(file=f)),
                                                 advertised_apis=r.api_keys)}
     assert by["preferred_election"].na_reason == "the broker does not advertise ElectLeaders (43) in ApiVersions"
     assert by["unclean"].na_reason == "the broker does not advertise ElectLeaders (43) in ApiVersions"
@@ -149,7 +150,7 @@ def test_a_missing_admin_api_makes_its_capabilities_not_applicable(kfake_image, 
 
 
 def test_one_process_serving_three_node_ids_passes_the_preflight(kfake_image):
-    r = preflight(f"file:{EXAMPLE3}")
+    r = preflight(distributions.resolve(file=EXAMPLE3))
     assert r.ok, r.line
     assert r.node_ids == [1, 2, 3] and r.seconds <= 30, r
     ports = {nid: int(addr.rsplit(":", 1)[1]) for nid, addr in r.advertised.items()}
@@ -192,7 +193,7 @@ def test_declared_ids_the_one_process_does_not_report_are_incompatible_within_a_
 def test_node_ids_on_each_others_ports_are_incompatible(kfake_image, tmp_path):
     # the right ids, but the process serves node 3 on the port published for node 1 (and 1 on 3's)
     f = kfake_file(tmp_path, ids="node_ids = [1, 2, 3]", node_ids_env="3,2,1", ports="{ports}")
-    r = preflight(f"file:{f}")
+    r = preflight(distributions.resolve(file=f))
     assert not r.ok
     m = re.fullmatch(r"Metadata \(asked on node 1\) advertises node 1 at 127\.0\.0\.1:(\d+), but the harness "
                      r"publishes it at 127\.0\.0\.1:(\d+): advertise \{advertised_host\}:\{port\} in the "

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import distributions
 from harness.cluster import docker_util
 from harness.foreign_images import build_kroxylicious
 from harness.certify.preflight import preflight
@@ -33,7 +34,7 @@ def none_left(tag: str) -> bool:
 
 
 def test_the_kroxylicious_example_passes_the_preflight(kroxylicious_image):
-    r = preflight(f"file:{EXAMPLE}")
+    r = preflight(distributions.resolve(file=EXAMPLE))
     assert r.ok, r.line
     assert r.node_ids == [1, 2, 3]
     ports = sorted(int(a.split(":")[1]) for a in r.advertised.values())
@@ -48,7 +49,7 @@ def test_a_proxy_advertising_the_cluster_network_name_is_incompatible(kroxylicio
     f = tmp_path / "kroxylicious-alias.toml"
     f.write_text(EXAMPLE.read_text().replace('KC_ADVERTISED_HOST = "{advertised_host}"',
                                              'KC_ADVERTISED_HOST = "{alias}"'))
-    r = preflight(f"file:{f}")
+    r = preflight(distributions.resolve(file=f))
     assert not r.ok
     assert r.line.startswith("Metadata (asked on node 1) advertises node 1 at broker1:"), r.line
     assert r.line.endswith("advertise {advertised_host}:{port} in the distribution file"), r.line

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import distributions
 from harness.cluster import docker_util
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.foreign_images import build_seaweedfs, build_tansu
@@ -38,7 +39,7 @@ def left_behind(name: str) -> list[str]:
 
 
 def test_the_tansu_file_passes_the_preflight(tansu_images):
-    r = preflight(f"file:{TANSU}")
+    r = preflight(distributions.resolve(file=TANSU))
     assert r.ok, r.line
     assert r.node_ids == [1, 2, 3]
     # each stateless broker reports itself as node 111, at its own published address

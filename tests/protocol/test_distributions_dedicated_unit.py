@@ -42,7 +42,7 @@ def _spec(**kw) -> ClusterSpec:
 
 
 def test_registered_with_the_kraft_model_and_profile():
-    dd = d.get("apache-kraft-dedicated")
+    dd = d.resolve("apache-kraft-dedicated")
     assert isinstance(dd, ApacheKraftDedicated) and "apache-kraft-dedicated" in d.NAMES
     assert dd.controller_model == "kraft" and dd.observation == "protocol" and dd.metadata_log
     assert dd.roles == ("broker", "controller")
@@ -56,8 +56,8 @@ def test_controllers_are_a_node_group_with_ids_after_any_broker():
     assert (g.role, g.ids, g.prefix, g.alias, g.container_port) == ("controller", (101, 102, 103), "c",
                                                                       "controller", 9094)
     assert dd.node_groups(_spec(controllers=5))[0].ids == (101, 102, 103, 104, 105)
-    assert d.get("apache-kraft").node_groups(_spec()) == [] and d.get("generic").node_groups(_spec()) == []
-    (zk,) = d.get("apache-zk").node_groups(ClusterSpec(zookeepers=3))
+    assert d.resolve("apache-kraft").node_groups(_spec()) == [] and d.resolve("generic").node_groups(_spec()) == []
+    (zk,) = d.resolve("apache-zk").node_groups(ClusterSpec(zookeepers=3))
     assert (zk.role, zk.ids, zk.prefix, zk.alias, zk.container_port) == ("zookeeper", (1, 2, 3), "zk", "zk", 2181)
     with pytest.raises(HarnessError, match="--controllers must be 1, 3 or 5"):
         _spec(controllers=2).validate()

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import pytest
 
 from harness import distributions as d
+from harness.distributions import base
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
-from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane
+from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id
 from harness.errors import HarnessError, NotSupported
 
 
@@ -35,7 +36,7 @@ NODES = [N(i, f"broker{i}", 40000 + i) for i in (1, 2, 3, 4)]
 
 
 def test_default_is_zookeeper_mode_with_todays_config():
-    zk = d.get(None)
+    zk = d.resolve(None)
     assert zk.name == "apache-zk" and zk.roles == ("broker", "zookeeper") and zk.controller_model == "zk"
     common = zk.common_config(DEFAULT_BROKER_CONFIG, 3, {"min.insync.replicas": 2})
     assert common["min.insync.replicas"] == "2" and common["default.replication.factor"] == "3"
@@ -49,7 +50,7 @@ def test_default_is_zookeeper_mode_with_todays_config():
 
 
 def test_kraft_combined_nodes_form_the_quorum():
-    kr = d.get("apache-kraft")
+    kr = d.resolve("apache-kraft")
     assert kr.roles == ("broker", "controller") and kr.controller_model == "kraft"
     common = kr.common_config(DEFAULT_BROKER_CONFIG, 3, {})
     assert not [k for k in common if k.startswith("zookeeper.")]
@@ -83,7 +84,7 @@ def test_user_overrides_win():
 
 def test_cluster_ids_are_valid_kafka_uuids():
     for _ in range(200):
-        cid = d.new_cluster_id()
+        cid = new_cluster_id()
         assert len(cid) == 22 and not cid.startswith("-")
         assert len(base64.urlsafe_b64decode(cid + "==")) == 16
 
@@ -103,10 +104,10 @@ def test_image_checks():
 
 
 def test_generic_passes_properties_as_environment():
-    assert d.property_env_name("log.dirs") == "KAFKA_LOG_DIRS"
-    assert d.property_env_name("a.b_c-d") == "KAFKA_A_B__C___D"
+    assert base.property_env_name("log.dirs") == "KAFKA_LOG_DIRS"
+    assert base.property_env_name("a.b_c-d") == "KAFKA_A_B__C___D"
     with pytest.raises(HarnessError):
-        d.property_env_name("bad name")
+        base.property_env_name("bad name")
     g = d.Generic()
     plan = g.plan({"num.partitions": "1"}, NODES[0], NODES[:3], cluster_id="cid", extra_env={"X": "y"})
     assert plan.command is None
@@ -120,15 +121,15 @@ def test_generic_passes_properties_as_environment():
 def test_generic_environment_reads_back_through_the_official_decoding():
     """``env_property_name`` is KafkaDockerWrapper's decoding (Kafka 3.7-3.9): every property the
     harness gives a node survives the round trip, and what would not is refused before any start."""
-    assert d.env_property_name("KAFKA_A_B__C___D") == "a.b_c-d"
-    assert d.env_property_name("KAFKA_LOG_DIRS") == "log.dirs"
-    assert d.env_property_name("KAFKA_HEAP_OPTS") is None and d.env_property_name("CLUSTER_ID") is None
+    assert base.env_property_name("KAFKA_A_B__C___D") == "a.b_c-d"
+    assert base.env_property_name("KAFKA_LOG_DIRS") == "log.dirs"
+    assert base.env_property_name("KAFKA_HEAP_OPTS") is None and base.env_property_name("CLUSTER_ID") is None
     # the wrapper removes every "KAFKA_", not only the prefix
-    assert d.env_property_name("KAFKA_KAFKA_METRICS_REPORTERS") == "metrics.reporters"
+    assert base.env_property_name("KAFKA_KAFKA_METRICS_REPORTERS") == "metrics.reporters"
     g = d.Generic()
     common = g.common_config(DEFAULT_BROKER_CONFIG, 3, {"log.retention.check.interval.ms": "1000"})
     plan = g.plan(common, NODES[3], NODES, cluster_id="cid")
-    decoded = {d.env_property_name(k): v for k, v in plan.env.items() if d.env_property_name(k)}
+    decoded = {base.env_property_name(k): v for k, v in plan.env.items() if base.env_property_name(k)}
     assert decoded == plan.config and "zookeeper.connect" not in decoded
     for bad, why in [({"kafka.metrics.reporters": "x"}, "reads back as 'metrics.reporters'"),
                      ({"heap.opts": "x"}, "reads back as None"),
