@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from harness.errors import HarnessError
-from reports import availability, gate, html, junit, rowtables, s3a, tables, trends
+from reports import availability, gate, html, junit, s3a, tables
 from reports.gate import RULES, GateConfigError, load_config
 from reports.compact import is_local, local_path
 from reports.load import ReportInputError, load, timeline_events
@@ -35,7 +35,7 @@ TIMELINE_PARTITIONS = 8
 JUNIT_COLUMNS = ("run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr",
                  "unclean", "path", "verdict", "reason", "cause", "failed_checks", "lost", "duplicates",
                  "inconsistent_offsets", "last_t")
-RUN_ROW_COLUMNS = list(dict.fromkeys([*rowtables.COLUMNS, *JUNIT_COLUMNS, "run_dir", "acknowledged_writes"]))
+RUN_ROW_COLUMNS = list(dict.fromkeys([*tables.COLUMNS, *JUNIT_COLUMNS, "run_dir", "acknowledged_writes"]))
 
 
 @dataclass
@@ -152,7 +152,7 @@ def _timelines(spark, run_rows: list[dict], limit: int) -> list[tuple[dict, dict
 
     if limit <= 0:
         return []
-    ordered = sorted(run_rows, key=lambda r: (_PRIO.get(r["verdict"], 2), rowtables.Desc(r["run_id"])))
+    ordered = sorted(run_rows, key=lambda r: (_PRIO.get(r["verdict"], 2), tables.Desc(r["run_id"])))
     chosen = [{c: r[c] for c in TIMELINE_COLUMNS} for r in ordered[:limit]]
     if not chosen:
         return []
@@ -286,10 +286,9 @@ def run_report(spark, opts: Options) -> dict:
     windows = availability.unavailability_windows(derived, runs).cache()
     avail = tables.availability(recovery, windows)
     # The per-run rows are collected once (one job); the totals and every table but availability are
-    # grouped from them on the driver (reports/rowtables.py: the same rows and schemas as the Spark
-    # definitions in reports/tables.py and reports/trends.py), instead of one or more Spark jobs per table.
+    # grouped from them on the driver (reports/tables.py).
     run_rows = _rows(runs.select(*RUN_ROW_COLUMNS))
-    totals_row = rowtables.totals(run_rows)
+    totals_row = tables.totals(run_rows)
     compared, pairs = [], []
     for dim, b, c in (("broker", opts.baseline_version, opts.candidate_version),
                       ("harness_version", opts.baseline_harness, opts.candidate_harness)):
@@ -299,24 +298,24 @@ def run_report(spark, opts: Options) -> dict:
             compared.append({"dimension": dim, "baseline": pair[0], "candidate": pair[1]})
             pairs.append((dim, *pair))
     collected = {
-        "pass_fail_matrix": rowtables.pass_fail_matrix(run_rows),
-        "durability": rowtables.durability(run_rows),
+        "pass_fail_matrix": tables.pass_fail_matrix(run_rows),
+        "durability": tables.durability(run_rows),
         "availability": _rows(avail),
-        "conformance": rowtables.conformance(run_rows),
-        "flakiness": rowtables.flakiness(run_rows),
-        "trends": rowtables.trends(run_rows, opts.nightly_suite),
-        "scenarios": rowtables.scenarios(run_rows),
-        "unknown_causes": rowtables.unknown_causes(run_rows),
-        "version_trends": rowtables.version_trends(run_rows),
-        "scenario_flakiness": rowtables.scenario_flakiness(run_rows),
+        "conformance": tables.conformance(run_rows),
+        "flakiness": tables.flakiness(run_rows),
+        "trends": tables.trends(run_rows, opts.nightly_suite),
+        "scenarios": tables.scenarios(run_rows),
+        "unknown_causes": tables.unknown_causes(run_rows),
+        "version_trends": tables.version_trends(run_rows),
+        "scenario_flakiness": tables.scenario_flakiness(run_rows),
+        "regressions": [r for dim, b, c in pairs for r in tables.regressions(run_rows, dim, b, c)],
     }
-    if pairs:
-        collected["regressions"] = [r for dim, b, c in pairs for r in rowtables.regressions(run_rows, dim, b, c)]
+    collected["first_failures"] = tables.first_failures(collected["version_trends"])
     # Each table is computed once: its Parquet copy is written from the rows collected here (aggregates:
-    # a few rows each), with the schema the table itself would be written with.
-    dfs = {name: _frame(spark, rows, rowtables.schema(rowtables.SCHEMAS[name])) for name, rows in collected.items()}
-    collected.setdefault("regressions", [])
-    dfs["first_failures"], collected["first_failures"] = trends.first_failures(spark, collected["version_trends"])
+    # a few rows each), with the table's schema (reports/tables.py SCHEMAS); no regressions table when no
+    # two versions were there to compare.
+    dfs = {name: _frame(spark, rows, tables.schema(tables.SCHEMAS[name]))
+           for name, rows in collected.items() if name != "regressions" or pairs}
     lap("tables")
 
     totals = {k: int(v or 0) for k, v in totals_row.items()}

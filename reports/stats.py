@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import math
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
-
 Z = 1.96
 
 
@@ -30,20 +27,6 @@ def wilson(k: int, n: int, z: float = Z) -> tuple[float, float] | tuple[None, No
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def wilson_cols(k: Column | str, n: Column | str, z: float = Z) -> tuple[Column, Column]:
-    """Spark columns (low, high) of the Wilson interval; null when n == 0."""
-    k = F.col(k) if isinstance(k, str) else k
-    n = F.col(n) if isinstance(n, str) else n
-    nn = n.cast("double")
-    p = k.cast("double") / nn
-    denom = 1 + z * z / nn
-    centre = (p + z * z / (2 * nn)) / denom
-    half = z * F.sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / denom
-    low = F.when(n > 0, F.greatest(F.lit(0.0), centre - half))
-    high = F.when(n > 0, F.least(F.lit(1.0), centre + half))
-    return low, high
-
-
 def percentile(values: list[float], q: float) -> float | None:
     """Linear-interpolation percentile (``q`` in [0, 1]) of ``values``; None if empty."""
     xs = sorted(v for v in values if v is not None)
@@ -53,8 +36,3 @@ def percentile(values: list[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def ratio(k: Column, n: Column) -> Column:
-    """k / n as a double, null when n == 0."""
-    return F.when(n > 0, k.cast("double") / n)
