@@ -70,7 +70,6 @@ def compatible(version: str | Version | None = None) -> Profile:
 # ---------------------------------------------------------------------------- KRaft (spec §9)
 OLDEST_KRAFT: Version = (3, 3)   # KRaft production-ready (spec §9 heading)
 LATEST_KRAFT: Version = (4, 1)   # newest behaviour the spec describes (ELR default for new clusters, §9.5)
-KRAFT_DISTRIBUTIONS = frozenset({"apache-kraft"})
 
 
 def kraft(version: str | Version) -> Profile:
@@ -103,25 +102,6 @@ def _kraft_profile_for(kafka_version: str | None, name: str | None) -> Profile:
                      "'kraft-<major>.<minor>' (e.g. 'kraft-3.9')")
 
 
-def run_without_zookeeper(metadata: dict | None) -> bool:
-    """True for a run record of a cluster without ZooKeeper: its ``controller_model`` is ``kraft``
-    (docs/run-record.md)."""
-    return _controller_model(metadata) == "kraft"
-
-
-def _controller_model(metadata: dict | None) -> str:
-    """The run's ``controller_model`` (``zk`` or ``kraft``), which the runner writes into metadata.json;
-    older records without it: ``kraft`` for ``distribution`` ``apache-kraft`` or ``cluster.zookeepers`` 0.
-    TODO(merge): call harness.record.facts.controller_model instead (the one place that fallback lives)."""
-    md = metadata or {}
-    if md.get("controller_model") in ("zk", "kraft"):
-        return md["controller_model"]
-    if md.get("distribution") in KRAFT_DISTRIBUTIONS:
-        return "kraft"
-    cl = md.get("cluster")
-    return "kraft" if isinstance(cl, dict) and cl.get("zookeepers") == 0 else "zk"
-
-
 def profile_for(kafka_version: str | None, name: str | None, kraft_run: bool = False) -> Profile:
     """Resolve a profile from run metadata.
 
@@ -130,7 +110,7 @@ def profile_for(kafka_version: str | None, name: str | None, kraft_run: bool = F
     ``apache-zk-<version>`` and an unknown one (foreign image) selects ``compatible``.
 
     ``kraft-<major>.<minor>`` / ``apache-kraft-<major>.<minor>`` always select the KRaft profile. With
-    ``kraft_run`` (the run had no ZooKeeper, :func:`run_without_zookeeper`) the default is
+    ``kraft_run`` (the run had no ZooKeeper: the record's ``controller_model``, harness.record.facts) the default is
     ``kraft-<version>`` and ``compatible`` judges protocol observations; an ``apache-zk`` name is an error.
     """
     if kraft_run or (name and re.fullmatch(r"(?:apache-)?kraft(?:-.*)?", name)):
