@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import images  # noqa: E402
-from harness.commands.parallel import Job, run_children  # noqa: E402
+from harness.parallel import Job, run_children  # noqa: E402
 from harness.runner import execute  # noqa: E402
 from suites.catalog import scenarios_for  # noqa: E402
 

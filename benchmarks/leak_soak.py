@@ -34,8 +34,8 @@ KINDS = ("SIGINT", "SIGINT x2", "SIGKILL")
 
 
 def owned_by(pid: int) -> list[str]:
-    from harness.cluster import docker_util
-    from harness.cluster.docker_util import LABEL, LABEL_OWNER_PID
+    from harness import docker_util
+    from harness.docker_util import LABEL, LABEL_OWNER_PID
     api = docker_util.client().api
     f = {"label": [f"{LABEL}=1", f"{LABEL_OWNER_PID}={pid}"]}
     return ([c["Names"][0] for c in api.containers(all=True, filters=f)] + [n["Name"] for n in api.networks(filters=f)]

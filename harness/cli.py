@@ -24,7 +24,8 @@ from pathlib import Path
 from harness import __version__, distributions, images
 from harness.certify import command as certify
 from harness.commands import check, completion, demo, doctor, run as run_command
-from harness.cluster import docker_util, lifecycle
+from harness import docker_util
+from harness.cluster import lifecycle
 from harness.record import storage
 from harness.cluster.cleanup import list_clusters, remove_cluster
 from harness.cluster.cluster import Cluster, ClusterSpec

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.errors import HarnessError
 from harness.images import BASE_TAG, ensure_base_image, find_image
 

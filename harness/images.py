@@ -33,7 +33,7 @@ from pathlib import Path
 
 from reference import versions
 
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.errors import HarnessError, ImageMissing, UnknownVersion
 
 BASE_PACKAGES = ["openjdk-17-jre-headless", "iptables", "iproute2", "procps", "netcat-openbsd"]

@@ -108,7 +108,7 @@ def _worker() -> str:
 def kc_docker():
     """The Docker client. Fails the test when no engine answers (skips it instead when
     ``KAFKA_CHAOS_SKIP_DOCKER=1``). Tests marked ``docker`` or using a cluster fixture get it first."""
-    from harness.cluster.docker_util import client
+    from harness.docker_util import client
     from harness.errors import DockerUnavailable
     try:
         return client()

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import __version__
-from harness.cluster import container_logs, docker_util, group_coordinator
+from harness.cluster import container_logs, group_coordinator
+from harness import docker_util
 from harness.checkers.verdict import decide
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.errors import HarnessError

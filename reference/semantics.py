@@ -159,7 +159,7 @@ class Semantics:
         return target[0] if self.model == "zk" else None
 
     # ---- leaderless partitions and returning replicas (unclean.*, preferred_election.controlled_shutdown)
-    # ``features``: the cluster's finalized feature levels (harness.cluster.control_history.feature_levels of the
+    # ``features``: the cluster's finalized feature levels (harness.distributions.control_history.feature_levels of the
     # controller's writes: the FeatureLevelRecords of the KRaft metadata log; {} in ZooKeeper mode)
 
     def elr_enabled(self, features: dict[str, int]) -> bool:

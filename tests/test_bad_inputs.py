@@ -119,7 +119,7 @@ def tree(t: Path) -> set[str]:
 
 def _docker():
     """The Docker client, or None when no engine answers."""
-    from harness.cluster import docker_util
+    from harness import docker_util
     from harness.errors import DockerUnavailable
     try:
         return docker_util.client()
@@ -129,7 +129,7 @@ def _docker():
 
 def owned_by(client, pid: int) -> list[str]:
     """Containers, networks and volumes whose owner label is ``pid``."""
-    from harness.cluster.docker_util import LABEL_OWNER_PID
+    from harness.docker_util import LABEL_OWNER_PID
     flt = {"label": f"{LABEL_OWNER_PID}={pid}"}
     return ([f"container {c.name}" for c in client.containers.list(all=True, filters=flt)]
             + [f"network {n.name}" for n in client.networks.list(filters=flt)]

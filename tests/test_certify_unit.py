@@ -19,7 +19,7 @@ from harness import distributions
 from harness.certify import command as certify
 from harness.certify import capabilities, certificate_data
 from harness.certify.capabilities import Subject
-from harness.certify.capability_table import CAPABILITIES, NO_SCENARIO
+from harness.distributions.capability_table import CAPABILITIES, NO_SCENARIO
 from harness.certify.certificate_data import CERTIFIED, FAIL, INCONCLUSIVE, NA, NOT_CERTIFIED, PASS, UNKNOWN
 from harness.errors import HarnessError
 from harness.scenario.scenario import Scenario, TopicSpec

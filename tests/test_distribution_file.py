@@ -9,7 +9,7 @@ import pytest
 
 from harness import distributions
 from harness.certify.capabilities import Subject, plan
-from harness.certify.capability_table import capability_names
+from harness.distributions.capability_table import capability_names
 from harness.distributions.file import DistributionFileError, FileDistribution, load
 from suites.catalog import SCENARIOS
 

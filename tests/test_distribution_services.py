@@ -11,7 +11,7 @@ import pytest
 
 from harness.certify.capabilities import capability_names
 from harness.cluster.cluster import ClusterSpec
-from harness.cluster.control_plane import ZkControlPlane
+from harness.distributions.control_plane import ZkControlPlane
 from harness.distributions.file import DistributionFileError, FileDistribution, FileControlPlane, load
 from harness.nemesis import netrules as nr
 from harness.nemesis.catalog import PEER_LINKS, normalize_links

@@ -1,5 +1,5 @@
 """The example distribution files for Apache Kafka say their ``[config]`` table is the harness's own
-defaults for its clusters (harness/cluster/node_settings.py): a user who copies one gets the timings the
+defaults for its clusters (harness/distributions/node_settings.py): a user who copies one gets the timings the
 scenarios were written for. This keeps them in step when a default changes."""
 
 import tomllib
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG, DEFAULT_ZK_CONFIG
+from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG, DEFAULT_ZK_CONFIG
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 

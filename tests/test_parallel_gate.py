@@ -1,4 +1,4 @@
-"""`--parallel`: the next child is started ahead and waits at its gate (harness/commands/parallel.py GATE_ENV,
+"""`--parallel`: the next child is started ahead and waits at its gate (harness/parallel.py GATE_ENV,
 harness/commands/run.py wait_at_gate); real child processes, no Docker (the children here end early)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from harness.commands import parallel
+from harness import parallel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = "import sys; from harness.commands.run import wait_at_gate; print(wait_at_gate()); sys.stdout.flush()"

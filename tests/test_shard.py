@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.commands.shard import assign, known_durations, parse_shard, select
+from harness.shard import assign, known_durations, parse_shard, select
 from suites.catalog import scenarios_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +77,7 @@ def test_cli_rejects_a_bad_shard_before_any_docker_work():
 
 def _makespan(costs: list[float], workers: int) -> float:
     """The wall time of starting ``costs`` in this order on ``workers`` slots (each job takes the
-    first free slot), as harness.commands.parallel.run_children does."""
+    first free slot), as harness.parallel.run_children does."""
     free = [0.0] * workers
     for c in costs:
         k = min(range(workers), key=free.__getitem__)
@@ -86,7 +86,7 @@ def _makespan(costs: list[float], workers: int) -> float:
 
 
 def test_longest_first_starts_the_longest_expected_first_and_keeps_order_on_ties():
-    from harness.commands.shard import longest_first
+    from harness.shard import longest_first
     names = ["a", "b", "c", "d", "e"]
     order = longest_first(names, {"a": 10, "b": 50, "c": 10, "d": 30})   # e unknown: median 20
     assert [names[i] for i in order] == ["b", "d", "e", "a", "c"]
@@ -98,7 +98,7 @@ def test_longest_first_starts_the_longest_expected_first_and_keeps_order_on_ties
 def test_longest_first_never_lengthens_the_suite_on_two_workers():
     """On the shipped conformance durations, the start order run_children uses finishes no later
     than the catalogue's order on 2 workers (and strictly earlier when the catalogue ends long)."""
-    from harness.commands.shard import known_durations, longest_first
+    from harness.shard import known_durations, longest_first
     table = known_durations()
     names = sorted(table)
     assert len(names) >= 30

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from harness.certify.capability_table import CAPABILITIES, NO_SCENARIO, SELECT_TAG, Capability, capability, capability_names
+from harness.distributions.capability_table import CAPABILITIES, NO_SCENARIO, SELECT_TAG, Capability, capability, capability_names
 from harness.distributions.base import Distribution
 from harness.errors import HarnessError
 

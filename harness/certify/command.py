@@ -36,16 +36,16 @@ from suites.catalog import SCENARIOS
 
 from harness import __version__, runner
 from harness.certify.capabilities import Subject, plan, resolve_profile, unmapped_scenarios
-from harness.certify.capability_table import CAPABILITIES, NO_SCENARIO, SELECT_TAG, capability, capability_names
+from harness.distributions.capability_table import CAPABILITIES, NO_SCENARIO, SELECT_TAG, capability, capability_names
 from harness.certify.certificate_data import (CERTIFICATE_SCHEMA, EXIT_INCOMPATIBLE, EXIT_OK, FAIL, INCOMPATIBLE,
                                               NA, UNKNOWN, UNRECORDED, build_certificate, measured_facts)
 from harness.checkers.verdict import decide
 from harness.errors import HarnessError
-from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
+from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
 from harness.options import (add_distribution_args, check_runs_dir, check_writable_dir,
                              config_args, config_pairs, did_you_mean)
-from harness.commands.parallel import Job, run_children
-from harness.commands.shard import parse_shard
+from harness.parallel import Job, run_children
+from harness.shard import parse_shard
 from harness.certify.fleet import merged_results, shard_todo
 from harness.record import read_run
 from harness.record.storage import Publisher
@@ -267,7 +267,7 @@ def _run_serial(todo, args, broker: Broker, overrides: dict, runs_dir: Path, res
 def _run_parallel(todo, args, broker: Broker, overrides: dict, runs_dir: Path, results: dict,
                   pub: Publisher | None = None) -> None:
     """``--parallel N``: every scenario in its own ``kafka-chaos run`` child with its own cluster, N at
-    a time (:mod:`harness.commands.parallel`); the runs spoiled by the environment (UNKNOWN) are retried
+    a time (:mod:`harness.parallel`); the runs spoiled by the environment (UNKNOWN) are retried
     together in a next round, up to ``--retries`` rounds."""
     extra = ["--broker-image", broker.image.tag, "--runs-dir", str(runs_dir), "--suite", "certify",
              "--profile", broker.profile, *broker.distribution.cli_args(), *config_args(overrides)]

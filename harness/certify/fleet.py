@@ -2,7 +2,7 @@
 ``--merge`` builds one certificate from the records every shard left in a shared ``--runs-dir``
 (a local folder or ``s3://bucket/prefix``), running nothing.
 
-A shard is the same deterministic, duration-balanced slice as ``run --shard`` (:mod:`harness.commands.shard`),
+A shard is the same deterministic, duration-balanced slice as ``run --shard`` (:mod:`harness.shard`),
 taken over the applicable scenarios of the certification's plan, so N jobs with the same options
 cover the plan exactly once. The merge takes, for each applicable scenario, the records of the same
 certification: suite ``certify``, the same broker image, profile and distribution; its attempts are
@@ -20,7 +20,7 @@ from typing import Callable
 from harness.record import storage
 from harness.errors import HarnessError
 from harness.record import RecordError, list_runs, read_run
-from harness.commands.shard import select
+from harness.shard import select
 
 
 def shard_todo(todo: list, shard: str) -> list:

@@ -3,7 +3,7 @@ volumes (``remove_cluster``), the clusters of dead owners (``reap_orphans``, har
 everything labelled ``kafka-chaos=1`` (``cleanup_all``) and what is left of it (``leftovers``).
 
 Every container, network and volume the harness creates carries ``kafka-chaos=1`` plus its cluster
-name (harness/cluster/docker_util.py); nothing without that label is ever touched.
+name (harness/docker_util.py); nothing without that label is ever touched.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from harness.cluster import docker_util
-from harness.cluster.docker_util import LABEL, LABEL_CLUSTER
+from harness import docker_util
+from harness.docker_util import LABEL, LABEL_CLUSTER
 from harness.cluster.lifecycle import reap
 
 

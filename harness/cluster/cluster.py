@@ -15,7 +15,7 @@ died are reaped by :func:`harness.cluster.cleanup.reap_orphans` (called whenever
 Here: the cluster's assembly (spec, network and containers, readiness, topics, attaching to a running
 cluster). Picking host ports: harness/cluster/host_ports.py. One node's container and its process-level
 operations: harness/cluster/node.py; what each container starts with (configuration defaults, hardening
-limits): harness/cluster/node_settings.py; listing and removing clusters by label: harness/cluster/cleanup.py.
+limits): harness/distributions/node_settings.py; listing and removing clusters by label: harness/cluster/cleanup.py.
 """
 
 from __future__ import annotations
@@ -30,15 +30,16 @@ from typing import Iterable
 
 from harness import distributions, images
 from harness.distributions.base import Distribution
-from harness.cluster import docker_util, node_groups
+from harness import docker_util
+from harness.cluster import node_groups
 from harness.cluster.cleanup import labelled_containers, reap_orphans, remove_cluster
 from harness.cluster.topics import TopicAdmin
-from harness.cluster.docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_NODE_PORTS, LABEL_OWNER_HOST,
+from harness.docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_NODE_PORTS, LABEL_OWNER_HOST,
                           LABEL_OWNER_PID, LABEL_OWNER_START, LABEL_PERSISTENT, LABEL_ROLE, LABEL_SERVICE)
 from harness.errors import ClusterError, HarnessError
 from harness.cluster.lifecycle import Shield
 from harness.cluster.node import Node
-from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
+from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
 from harness.cluster.host_ports import _pick_ports, _port_taken
 from harness.cluster.owner import this_owner
 from harness.protocol import ProtocolError, first_answer
@@ -101,7 +102,7 @@ class Cluster(TopicAdmin):
         self.started = False
         self._admin = None
         self.distribution: Distribution = self.spec.distribution
-        self.control = self.distribution.control_plane(self)   # harness/cluster/control_plane.py
+        self.control = self.distribution.control_plane(self)   # harness/distributions/control_plane.py
         self.cluster_id: str | None = None          # KRaft cluster id (None in ZooKeeper mode)
 
     # ---- nodes and addresses
@@ -287,7 +288,7 @@ class Cluster(TopicAdmin):
         return self.distribution.plan(self.broker_config, node, self.kafka_nodes(),
                                       self.internal_zookeeper_connect, self.cluster_id, self.spec.node_env)
 
-    # ---- the control plane (harness/cluster/control_plane.py: ZooKeeper or the Kafka protocol)
+    # ---- the control plane (harness/distributions/control_plane.py: ZooKeeper or the Kafka protocol)
     def zk(self):
         """A started kazoo client on the published ZooKeeper ports (shared; closed by remove()); a
         HarnessError without ZooKeeper."""
@@ -374,7 +375,7 @@ class Cluster(TopicAdmin):
     def await_old_registration_gone(self, broker_id: int) -> None:
         """ZooKeeper mode, before starting a broker that is not running: wait (bounded by the session
         timeout + 10 s) until its previous ephemeral ``/brokers/ids/<id>`` is gone (see
-        :meth:`harness.cluster.control_plane.ZkControlPlane.await_old_registration_gone`)."""
+        :meth:`harness.distributions.control_plane.ZkControlPlane.await_old_registration_gone`)."""
         self.control.await_old_registration_gone(broker_id)
 
     def start_broker(self, broker_id: int, wait: bool = True, timeout_s: float = 60.0, started=None) -> None:

@@ -17,7 +17,7 @@ import gzip
 import time
 from typing import Callable
 
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.cluster.cleanup import labelled_containers
 
 MAX_BYTES = 16 * 1024 * 1024     # raw log kept per container (the end of it)

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import quote
 
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.cluster import owner as owners
-from harness.cluster.docker_util import LABEL, LABEL_CLUSTER, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START, LABEL_PERSISTENT
+from harness.docker_util import LABEL, LABEL_CLUSTER, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START, LABEL_PERSISTENT
 
 START_TIMEOUT_S = 5.0     # the start-up reap's Docker timeout (an engine that hangs must not hang every command)
 

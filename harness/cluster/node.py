@@ -12,9 +12,9 @@ import io
 import tarfile
 from datetime import datetime
 
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.errors import ClusterError
-from harness.cluster.node_settings import ZK_CLIENT_PORT
+from harness.distributions.node_settings import ZK_CLIENT_PORT
 
 
 class Node:

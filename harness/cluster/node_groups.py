@@ -17,7 +17,7 @@ import time
 from harness import distributions
 from harness.errors import ClusterError
 from harness.cluster.node import Node
-from harness.cluster.node_settings import JVM_OPTS_ENV, container_limits
+from harness.distributions.node_settings import JVM_OPTS_ENV, container_limits
 
 
 def _line(group: distributions.NodeGroup, node_id: int, started_line) -> str:

@@ -29,7 +29,7 @@ def _line(status: str, what: str, detail: str, todo: str = "") -> tuple[str, str
 
 
 def check_docker():
-    from harness.cluster import docker_util
+    from harness import docker_util
     from harness.errors import DockerUnavailable
     try:
         c = docker_util.client()

@@ -16,11 +16,11 @@ from harness import distributions, images
 from harness.errors import HarnessError
 from harness.options import (add_distribution_args, check_runs_dir, config_args, config_pairs,
                              did_you_mean)
-from harness.commands.parallel import GATE_ENV, Job, run_parallel
+from harness.parallel import GATE_ENV, Job, run_parallel
 from harness.commands.replay import plan_replay
 from harness.request import RunRequest, check_profile, resolve_broker
 from harness.runner import RunOutcome, execute
-from harness.commands.shard import parse_shard, select
+from harness.shard import parse_shard, select
 from harness.record.storage import Publisher
 
 
@@ -102,7 +102,7 @@ def precheck(args) -> None:
 
 
 def wait_at_gate() -> bool:
-    """A child of ``--parallel`` started ahead (``$KAFKA_CHAOS_START_GATE=stdin``, harness/commands/parallel.py):
+    """A child of ``--parallel`` started ahead (``$KAFKA_CHAOS_START_GATE=stdin``, harness/parallel.py):
     wait, with everything imported and the image resolved, for the parent's "go" on stdin; False when
     the parent closed it instead (interrupted, or gone): nothing is to run. True at once otherwise."""
     if os.environ.get(GATE_ENV) != "stdin":

@@ -1,7 +1,7 @@
 """Distribution adapters: what differs between Kafka-compatible brokers when the harness starts one
 node — which images it accepts, the node's configuration, how the container is started and
 configured, which log line ends startup, whether the cluster has ZooKeeper and how its control plane
-is observed (:meth:`Distribution.control_plane`, harness/cluster/control_plane.py).
+is observed (:meth:`Distribution.control_plane`, harness/distributions/control_plane.py).
 
 This package is the registry: :func:`resolve` is the one call a run makes to turn its command line
 (``--distribution``, ``--distribution-file``, ``--layout``, a scenario file's ``distribution``, a run

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from reference import versions
 
-from harness.cluster.control_plane import ControlPlane, ZkControlPlane
-from harness.cluster.node_settings import DEFAULT_ZK_CONFIG, ZK_CLIENT_PORT
+from harness.distributions.control_plane import ControlPlane, ZkControlPlane
+from harness.distributions.node_settings import DEFAULT_ZK_CONFIG, ZK_CLIENT_PORT
 from harness.distributions.base import (INTERNAL_PORT, REPLICATED, Distribution, NodeGroup, NodePlan,
                                         properties_text, version_key)
 from harness.errors import HarnessError

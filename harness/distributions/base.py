@@ -14,7 +14,7 @@ from typing import Protocol
 from reference import versions
 from reference.profiles import profile_for
 
-from harness.cluster.control_plane import ControlPlane, ProtocolControlPlane
+from harness.distributions.control_plane import ControlPlane, ProtocolControlPlane
 from harness.errors import HarnessError
 
 INTERNAL_PORT = 9093
@@ -141,7 +141,7 @@ class Distribution:
 
     def control_plane(self, cluster) -> ControlPlane:
         """How ``cluster`` (a :class:`harness.cluster.cluster.Cluster` of this distribution) is observed:
-        registrations, controller, broker epochs, readiness (:mod:`harness.cluster.control_plane`)."""
+        registrations, controller, broker epochs, readiness (:mod:`harness.distributions.control_plane`)."""
         return ProtocolControlPlane(cluster)
 
     def node_groups(self, spec) -> list[NodeGroup]:

@@ -19,8 +19,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.certify.capability_table import capability_names
-from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id
+from harness.distributions.capability_table import capability_names
+from harness.distributions.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id
 from harness.distributions import services as services_mod
 from harness.distributions.base import (REPLICATED, SHARED_STORAGE, SINGLE_NODE, Distribution, NodePlan,
                                         property_env_name)
@@ -250,7 +250,7 @@ class FileDistribution(Distribution):
     A file with a ``[[service]]`` of role ``zookeeper`` (harness/distributions/services.py) describes brokers
     that keep their control plane in ZooKeeper the way Apache Kafka's ZooKeeper mode does: it runs the
     ``zookeeper`` role, is observed through ZooKeeper (watch and transaction log), its readiness and
-    restarts are ZooKeeper registrations (:class:`harness.cluster.control_plane.ZkControlPlane`) and it is judged
+    restarts are ZooKeeper registrations (:class:`harness.distributions.control_plane.ZkControlPlane`) and it is judged
     by the ZooKeeper-mode controller model (profile ``compatible`` unless ``--profile`` names an
     ``apache-zk-<series>`` one)."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from harness.cluster.control_plane import new_cluster_id
+from harness.distributions.control_plane import new_cluster_id
 from harness.distributions.apache_kraft import ApacheKraft
 from harness.distributions.base import NodePlan, env_property_name, property_env_name
 from harness.errors import HarnessError

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 ROLES = ("zookeeper", "store")
 SERVICE_KEYS = {"name", "role", "image", "command", "env", "ready_log_line", "count", "port", "description",
                 "txn_log_dir"}
-ZOOKEEPER_TXN_LOG_DIR = "/var/lib/zookeeper"   # the Apache image's dataDir (harness/cluster/node_settings.py)
+ZOOKEEPER_TXN_LOG_DIR = "/var/lib/zookeeper"   # the Apache image's dataDir (harness/distributions/node_settings.py)
 # what a service's own command / env may use besides {service.<name>.<attr>}
 SERVICE_PLACEHOLDERS = ("id", "ids", "count", "alias", "port", "name", "node_ids", "broker_hosts", "internal_port",
                         "cluster_id")

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.distributions import CONTROLLER_PORT, INTERNAL_PORT
 from harness.errors import HarnessError
 from harness.nemesis import netrules

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Callable
 
-from harness.cluster.docker_util import LABEL_CLUSTER, LABEL_NODE_ID, LABEL_ROLE
+from harness.docker_util import LABEL_CLUSTER, LABEL_NODE_ID, LABEL_ROLE
 
 ACTIONS = ("kill", "die", "stop", "start", "restart", "pause", "unpause", "destroy", "oom")
 

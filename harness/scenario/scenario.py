@@ -233,7 +233,7 @@ class RunContext:
 
     def writes_since(self, marker: int) -> list[dict]:
         """Every controller write after ``marker`` from the control plane's own log (the ZooKeeper txn
-        log, the KRaft metadata log), in harness/cluster/control_history.py's form."""
+        log, the KRaft metadata log), in harness/distributions/control_history.py's form."""
         return self.cluster.control.writes_since(marker)
 
     # ---- faults

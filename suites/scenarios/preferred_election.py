@@ -34,7 +34,7 @@ What the spec says and the scripts check (ZooKeeper's transaction log is read af
 from __future__ import annotations
 
 from harness.cluster import admin_ops as ao
-from harness.cluster.control_history import feature_levels, of_partition
+from harness.distributions.control_history import feature_levels, of_partition
 from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, state
@@ -45,7 +45,7 @@ PARTS = [(T, p) for p in ASSIGN]
 
 
 def _state_writes(writes: list[dict], p: int) -> list[dict]:
-    """The leadership writes of ``chaos-p`` among the controller's writes (harness/cluster/control_history.py)."""
+    """The leadership writes of ``chaos-p`` among the controller's writes (harness/distributions/control_history.py)."""
     return of_partition(writes, "state", T, p)
 
 

@@ -25,7 +25,7 @@ replicas on broker-only nodes 4 (and 5) where that matters.
 
 from __future__ import annotations
 
-from harness.cluster.control_history import of_partition
+from harness.distributions.control_history import of_partition
 from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, state, wait_or_diagnose

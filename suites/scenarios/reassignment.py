@@ -62,7 +62,7 @@ from confluent_kafka import Producer
 
 from harness.cluster import admin_ops as ao
 from harness.cluster import admin_tool
-from harness.cluster.control_history import of_partition
+from harness.distributions.control_history import of_partition
 from harness.errors import HarnessError
 from harness.protocol import ProtocolClient, ProtocolError, UnsupportedApi
 from harness.scenario.scenario import RunContext, Scenario, TopicSpec

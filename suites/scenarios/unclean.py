@@ -42,7 +42,7 @@ transaction log, the KRaft metadata log), which carry the ELR and the leader rec
 
 from __future__ import annotations
 
-from harness.cluster.control_history import feature_levels, of_partition
+from harness.distributions.control_history import feature_levels, of_partition
 from harness.scenario.scenario import RunContext, Scenario, TopicSpec
 
 from .common import T, state, wait_or_diagnose

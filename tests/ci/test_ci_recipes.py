@@ -22,7 +22,7 @@ import ci_yaml
 from harness.cli import build_parser
 from harness.errors import HarnessError
 from harness import distributions
-from harness.commands.shard import parse_shard
+from harness.shard import parse_shard
 from reports.job import parse_args as parse_report_args
 from suites.catalog import scenarios_for
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.shard import select
+from harness.shard import select
 from harness.record.storage import S3Store
 from suites.catalog import scenarios_for
 

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from harness.cluster.cleanup import leftovers
-from harness.cluster.docker_util import LABEL_CLUSTER
+from harness.docker_util import LABEL_CLUSTER
 
 pytestmark = pytest.mark.docker
 
@@ -154,7 +154,7 @@ def test_node_jvms_run_c1_only_unless_overridden(kc_image, monkeypatch, override
     """Images built here run every JVM with -XX:TieredStopAtLevel=1 (the C1 JIT: far less CPU on a
     small host); KAFKA_CHAOS_JVM_OPTS replaces that for every node."""
     from harness.cluster.cluster import Cluster, ClusterSpec
-    from harness.cluster.node_settings import JVM_OPTS_ENV
+    from harness.distributions.node_settings import JVM_OPTS_ENV
     if override is None:
         monkeypatch.delenv(JVM_OPTS_ENV, raising=False)
     else:

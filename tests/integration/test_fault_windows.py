@@ -74,7 +74,7 @@ def _fault_times(rec: RunRecorder, fault_id: int) -> dict[str, float]:
 
 def _docker_events(container: str, since: float) -> list[tuple[str, float]]:
     """``(action, seconds)`` of the container's lifecycle events from ``since`` until now, in order."""
-    from harness.cluster import docker_util
+    from harness import docker_util
     until = int(time.time()) + 1
     stream = docker_util.client().events(since=int(since) - 1, until=until, decode=True,
                                          filters={"container": container, "type": "container"})

@@ -21,7 +21,7 @@ from harness import images
 from harness.cluster.cluster import ClusterSpec
 from harness.distributions import ApacheKraft, properties_text
 from harness.distributions.dedicated import ApacheKraftDedicated
-from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
+from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
 from harness.observer.kraft_metadata import parse_segment_bytes
 
 pytestmark = pytest.mark.docker

@@ -17,7 +17,7 @@ import pytest
 
 from harness import distributions
 from harness.certify.capabilities import Subject, plan
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.nemesis.fault_base import FaultError
 from harness.nemesis.nemesis import Nemesis

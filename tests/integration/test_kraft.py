@@ -17,7 +17,7 @@ import pytest
 from harness import images
 from harness.cluster.cleanup import leftovers
 from harness.cluster.cluster import Cluster, ClusterSpec
-from harness.cluster.docker_util import LABEL_CLUSTER
+from harness.docker_util import LABEL_CLUSTER
 from harness.errors import HarnessError
 from harness.observer.protocol_sampler import ProtocolSampler
 

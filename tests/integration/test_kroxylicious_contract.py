@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import distributions
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.foreign_images import build_kroxylicious
 from harness.certify.preflight import preflight
 

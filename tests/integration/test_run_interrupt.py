@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.cluster.cleanup import list_clusters
 from harness.runner import run_cluster_name
 from harness.record import read_run

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import distributions
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.foreign_images import build_seaweedfs, build_tansu
 from harness.nemesis import Nemesis

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import docker_util
+from harness import docker_util
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.nemesis import Nemesis, ZkView
 from harness.nemesis.targets import resolve, zookeeper_mode

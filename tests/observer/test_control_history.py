@@ -1,11 +1,11 @@
-"""The controller's writes in one form for both logs (harness/cluster/control_history.py), and what a
+"""The controller's writes in one form for both logs (harness/distributions/control_history.py), and what a
 scenario may expect of each controller model (reference/semantics.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.cluster.control_history import feature_levels, from_metadata_events, from_zk_events, of_partition
+from harness.distributions.control_history import feature_levels, from_metadata_events, from_zk_events, of_partition
 from reference import semantics
 
 

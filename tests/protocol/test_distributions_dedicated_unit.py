@@ -12,7 +12,7 @@ import pytest
 
 from harness import distributions as d
 from harness.cluster.cluster import Cluster, ClusterSpec
-from harness.cluster.control_plane import ProtocolControlPlane
+from harness.distributions.control_plane import ProtocolControlPlane
 from harness.distributions.dedicated import ApacheKraftDedicated
 from harness.errors import HarnessError
 from harness.nemesis import netrules
@@ -20,7 +20,7 @@ from harness.nemesis.catalog import fault_info
 from harness.nemesis.targets import resolve
 from harness.cluster.node import Node
 from harness.cluster.node_groups import make_nodes
-from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
+from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
 from harness.observer import kraft_history
 
 

@@ -12,8 +12,8 @@ import pytest
 from harness import distributions as d
 from harness.distributions import base
 from harness.cluster.cluster import Cluster, ClusterSpec
-from harness.cluster.node_settings import DEFAULT_BROKER_CONFIG
-from harness.cluster.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id
+from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
+from harness.distributions.control_plane import ProtocolControlPlane, ZkControlPlane, new_cluster_id
 from harness.errors import HarnessError, NotSupported
 
 
@@ -145,7 +145,7 @@ def test_unknown_distribution_is_a_clear_error():
 
 
 def test_each_distribution_names_its_control_plane():
-    """harness/cluster/control_plane.py: ZooKeeper mode observes ZooKeeper, KRaft and generic the protocol."""
+    """harness/distributions/control_plane.py: ZooKeeper mode observes ZooKeeper, KRaft and generic the protocol."""
     assert isinstance(Cluster(ClusterSpec(distribution="apache-zk")).control, ZkControlPlane)
     for name in ("apache-kraft", "generic"):
         cl = Cluster(ClusterSpec(distribution=name))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster import lifecycle, owner
-from harness.cluster.docker_util import LABEL, LABEL_OWNER_PID
+from harness.docker_util import LABEL, LABEL_OWNER_PID
 from tests.subproc import sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +121,7 @@ def _kc(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 def _owned_by(pid: int) -> list[str]:
     """Names of labelled containers, networks and volumes whose owner label is ``pid``."""
-    from harness.cluster import docker_util
+    from harness import docker_util
     api = docker_util.client().api
     f = {"label": [f"{LABEL}=1", f"{LABEL_OWNER_PID}={pid}"]}
     return ([c["Names"][0] for c in api.containers(all=True, filters=f)] + [n["Name"] for n in api.networks(filters=f)]

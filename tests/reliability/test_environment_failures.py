@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import docker_util
+from harness import docker_util
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cluster.node_settings import CAP_ADD, GENERIC_CAP_ADD, container_limits
+from harness.distributions.node_settings import CAP_ADD, GENERIC_CAP_ADD, container_limits
 from harness.errors import HarnessError
 
 

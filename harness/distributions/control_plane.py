@@ -26,7 +26,7 @@ import uuid
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from harness.cluster import control_history
+from harness.distributions import control_history
 from harness.errors import AdminOpError, ClusterError, HarnessError, NeverServes, NotSupported
 from harness.observer.kraft_history import metadata_marker, read_kraft_history
 from harness.observer.zk_history import read_zk_history
@@ -80,14 +80,14 @@ class ControlPlane:
         """``{partition: (replicas, adding_replicas, removing_replicas)}`` of ``topic`` now ({}: no such topic)."""
         raise NotImplementedError
 
-    # ---- the controller's writes (harness/cluster/control_history.py)
+    # ---- the controller's writes (harness/distributions/control_history.py)
     def history_marker(self) -> int:
         """The newest write's ``seq`` now: pass it to :meth:`writes_since` to get what follows."""
         raise self._no_history("history_marker")
 
     def writes_since(self, marker: int) -> list[dict]:
         """Every controller write after ``marker``, read from the control plane's own log now, in
-        :mod:`harness.cluster.control_history`'s form; AdminOpError when no log is readable."""
+        :mod:`harness.distributions.control_history`'s form; AdminOpError when no log is readable."""
         raise self._no_history("writes_since")
 
     def _no_history(self, helper: str) -> NotSupported:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 
-DURATIONS_FILE = Path(__file__).resolve().parents[2] / "suites" / "durations.json"
+DURATIONS_FILE = Path(__file__).resolve().parent.parent / "suites" / "durations.json"
 DEFAULT_SECONDS = 30.0
 
 

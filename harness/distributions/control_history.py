@@ -5,7 +5,7 @@ state it ended in.
 ZooKeeper mode takes them from ZooKeeper's transaction log (``zk.*`` events,
 harness/observer/txn_events.py), KRaft from the ``__cluster_metadata`` log (``meta.*`` events,
 harness/observer/kraft_metadata.py). Both are ground truth: every write, in the order the controller
-made it, none missed however short-lived. :meth:`harness.cluster.control_plane.ControlPlane.writes_since`
+made it, none missed however short-lived. :meth:`harness.distributions.control_plane.ControlPlane.writes_since`
 gives them to scenarios in this form (docs/scenarios.md "The controller's writes"):
 
 ``{"kind": "state", "topic", "partition", "seq", "leader", "leader_epoch", "isr", "partition_epoch",
@@ -34,7 +34,7 @@ gives them to scenarios in this form (docs/scenarios.md "The controller's writes
     ``eligible.leader.replicas.version``); :func:`feature_levels` folds them. ZooKeeper mode has none.
 
 ``seq`` orders the writes of one history (the zxid; the metadata log offset) and is the marker
-:meth:`~harness.cluster.control_plane.ControlPlane.history_marker` returns.
+:meth:`~harness.distributions.control_plane.ControlPlane.history_marker` returns.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness.cluster.lifecycle import Shield, summary
 from harness.cluster.lifecycle import reap as reap_dead
-from harness.commands.shard import longest_first
+from harness.shard import longest_first
 
 RESULT = re.compile(r"^\[1/1\] (\S+): (PASS|FAIL|UNKNOWN) in (.*)$")
 SECONDS = re.compile(r"([\d.]+) s")           # the rest of a result line starts with "38 s"
