@@ -23,6 +23,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from harness.errors import HarnessError
+from harness.record.events import FAULT_END, FAULT_START
+from harness.record.windows import fault_windows
 from reports import availability, gate, html, junit, s3a, tables
 from reports.gate import RULES, GateConfigError, load_config
 from reports.compact import is_local, local_path
@@ -160,7 +162,7 @@ def _timelines(spark, run_rows: list[dict], limit: int) -> list[tuple[dict, dict
     # The chosen runs' events are read (and put on ZooKeeper's ground truth) once: the rows and columns the
     # four queries below use are cached, instead of each query reading events.jsonl again.
     ty = F.col("type")
-    used = ((ty == "zk.partition_state") | ty.isin("fault.start", "fault.end") | (ty == "client.life")
+    used = ((ty == "zk.partition_state") | ty.isin(FAULT_START, FAULT_END) | (ty == "client.life")
             | ((ty == "client") & (F.col("f") == "send") & (F.col("phase") == "ok")))
     sel = (timeline_events(spark, ids).filter(used)
            .select("run_dir", "t", "seq", "type", "topic", "partition", "leader", "leader_epoch", "isr", "fault_id",
@@ -184,7 +186,7 @@ def _timeline_data(sel, chosen: list[dict], ids: list[str]) -> list[tuple[dict, 
                .join(first_tps, ["run_dir", "topic", "partition"], "left_semi")
                .select("run_dir", "t", "seq", "topic", "partition", "leader", "leader_epoch", "isr")
                .orderBy("run_dir", "t", "seq"))
-    faults = _rows(sel.filter(F.col("type").isin("fault.start", "fault.end"))
+    faults = _rows(sel.filter(F.col("type").isin(FAULT_START, FAULT_END))
                    .select("run_dir", "t", "type", "fault_id", "fault").orderBy("run_dir", "t"))
     acks = _rows(sel.filter((F.col("type") == "client") & (F.col("f") == "send") & (F.col("phase") == "ok"))
                  .groupBy("run_dir", F.floor("t").alias("sec")).count())
@@ -200,17 +202,12 @@ def _timeline_data(sel, chosen: list[dict], ids: list[str]) -> list[tuple[dict, 
         client_life(data[r["run_dir"]]["clients"], r)
     for r in ps:
         data[r["run_dir"]]["partitions"].setdefault(f'{r["topic"]}-{r["partition"]}', []).append(r)
-    open_faults: dict = {}
+    faults_of: dict = {}
     for r in faults:
-        d = data[r["run_dir"]]
-        if r["type"] == "fault.start":
-            f = {"fault": r["fault"], "start": r["t"], "end": None}
-            d["faults"].append(f)
-            open_faults[(r["run_dir"], r["fault_id"])] = f
-        else:
-            f = open_faults.pop((r["run_dir"], r["fault_id"]), None)
-            if f is not None:
-                f["end"] = r["t"]
+        faults_of.setdefault(r["run_dir"], []).append(r)
+    for run_dir, evs in faults_of.items():      # each end closes the open window of its fault id
+        data[run_dir]["faults"] += [{"fault": w.fault, "start": w.start["t"], "end": w.end["t"] if w.end else None}
+                                    for w in fault_windows(evs, match="open", replace=False)]
     for r in acks:
         data[r["run_dir"]]["acks"][int(r["sec"])] = r["count"]
     out = []

@@ -14,11 +14,11 @@ import statistics
 from pathlib import Path
 
 from harness import __version__
+from harness.record.verdicts import FAIL, INCOMPATIBLE, NOT_APPLICABLE, PASS, UNKNOWN
 from harness.certify.capabilities import CapabilityPlan, Subject, capability_names
 
-PASS, FAIL, NA, UNKNOWN = "PASS", "FAIL", "NOT-APPLICABLE", "UNKNOWN"
+NA = NOT_APPLICABLE
 CERTIFIED, NOT_CERTIFIED, INCONCLUSIVE = "CERTIFIED", "NOT CERTIFIED", "INCONCLUSIVE"
-INCOMPATIBLE = "INCOMPATIBLE"     # the broker does not fit its distribution file (preflight): nothing was run
 EXIT_OK, EXIT_FAIL, EXIT_ENV, EXIT_INCOMPATIBLE = 0, 1, 2, 3
 UNRECORDED = "unrecorded"          # an UNKNOWN run whose verdict.json names no cause (older records)
 CERTIFICATE_SCHEMA = 1

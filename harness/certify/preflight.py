@@ -29,8 +29,8 @@ from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.errors import ClusterError, HarnessError, NeverServes
 from harness.protocol import ProtocolClient, ProtocolError
 from harness.distributions.base import SHARED_STORAGE, SINGLE_NODE, Distribution
+from harness.record.verdicts import INCOMPATIBLE
 
-INCOMPATIBLE = "INCOMPATIBLE"
 EXIT_INCOMPATIBLE = 3
 BUDGET_S = 30.0             # the contract checks, from the moment the cluster is ready
 START_TIMEOUT_S = 120.0     # starting the cluster (every node answering the protocol)
