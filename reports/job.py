@@ -24,7 +24,7 @@ from urllib.parse import unquote
 
 from harness.errors import HarnessError
 from harness.record.events import FAULT_END, FAULT_START
-from harness.record.windows import fault_windows
+from harness.record.windows import client_life, fault_windows
 from reports import availability, gate, html, junit, s3a, tables
 from reports.gate import RULES, GateConfigError, load_config
 from reports.compact import is_local, local_path
@@ -216,28 +216,6 @@ def _timeline_data(sel, chosen: list[dict], ids: list[str]) -> list[tuple[dict, 
         d["end"] = float(run.get("last_t") or 0.0)
         out.append((run, d))
     return out
-
-
-ALIVE_STATES = ("started", "recreated")
-ENDED_STATES = ("fatal", "stopped", "died")
-ERROR_STATES = ("fatal", "died", "stalled")
-
-
-def client_life(clients: dict, ev: dict) -> None:
-    """Fold one ``client.life`` event into ``{process: {"role", "alive": [[t0, t1|None]], "errors"}}``
-    (the shape of verdict.json ``coverage.clients``): alive from started/recreated until
-    fatal/stopped/died; fatal, died and stalled are errors."""
-    c = clients.setdefault(ev.get("process") or "?", {"role": ev.get("role"), "alive": [], "errors": []})
-    state, t = ev.get("state"), ev.get("t")
-    if t is None:
-        return
-    open_ = bool(c["alive"]) and c["alive"][-1][1] is None
-    if state in ALIVE_STATES and not open_:
-        c["alive"].append([t, None])
-    elif state in ENDED_STATES and open_:
-        c["alive"][-1][1] = t
-    if state in ERROR_STATES:
-        c["errors"].append({"t": t, "state": state, "error": ev.get("error")})
 
 
 def undecided_line(undecided: list[dict]) -> str:

@@ -173,3 +173,26 @@ def fault_times(events: Iterable[dict], fault_id: Any) -> dict[str, float]:
         if e.get("fault_id") == fault_id and e.get("type") in FAULT_TYPES:
             out.setdefault(e["type"].split(".", 1)[1], e["t"])
     return out
+
+
+# the report's timelines draw a client as alive from a start to its end: a stall is an error shown on the
+# band, not an end (coverage, above, ends the window at a stall: the client did no work after it)
+ENDED_STATES = ("fatal", "stopped", "died")
+ERROR_STATES = ("fatal", "died", "stalled")
+
+
+def client_life(clients: dict, ev: dict) -> None:
+    """Fold one ``client.life`` event into ``{process: {"role", "alive": [[t0, t1|None]], "errors"}}``
+    (the shape of verdict.json ``coverage.clients`` and of the report's timelines): alive from
+    started/recreated until fatal/stopped/died; fatal, died and stalled are errors."""
+    c = clients.setdefault(ev.get("process") or "?", {"role": ev.get("role"), "alive": [], "errors": []})
+    state, t = ev.get("state"), ev.get("t")
+    if t is None:
+        return
+    open_ = bool(c["alive"]) and c["alive"][-1][1] is None
+    if state in ALIVE_STATES and not open_:
+        c["alive"].append([t, None])
+    elif state in ENDED_STATES and open_:
+        c["alive"][-1][1] = t
+    if state in ERROR_STATES:
+        c["errors"].append({"t": t, "state": state, "error": ev.get("error")})

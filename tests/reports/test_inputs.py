@@ -229,7 +229,7 @@ def test_local_driver_listens_on_loopback_only(spark):
 
 
 def test_client_life_folds_into_alive_bands_and_errors():
-    from reports.job import client_life
+    from harness.record.windows import client_life
     clients: dict = {}
     for t, state, err in CLIENT_LIFE:
         client_life(clients, {"process": "p0", "role": "producer", "t": t, "state": state, "error": err})
