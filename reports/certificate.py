@@ -1,6 +1,6 @@
 """The certificate of ``kafka-chaos certify`` as files: ``certificate.json`` and a self-contained
 ``certificate.html`` (inline CSS, no scripts, no external assets), both rendered from the
-certificate data built by :func:`harness.certify.command.build_certificate`.
+certificate data built by :func:`harness.certify.certificate_data.build_certificate`.
 
 The HTML puts what a reader needs first: the overall result in a large coloured badge
 (``id="overall"``), what was certified (image, Kafka version, profile, harness git sha, date),
