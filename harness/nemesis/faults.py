@@ -160,9 +160,17 @@ class Pause(Fault):
 
     def heal(self) -> None:
         for n in self.nodes:
-            if n.status() == "paused":
-                n.unpause()
-                self.restoring()
+            for attempt in range(4):       # thawing can fail transiently under load, as freezing can
+                if n.status() != "paused":
+                    break
+                try:
+                    n.unpause()
+                    self.restoring()
+                    break
+                except Exception as e:  # noqa: BLE001 - docker APIError "unable to thaw"
+                    if attempt == 3:
+                        raise FaultError(f"unpause {n.name}: {e}") from None
+                    time.sleep(0.5)
 
 
 class ZkKill(Kill):
