@@ -179,10 +179,11 @@ class RunRecorder:
                 limit = self._size
             path = self._published_dir() / "events.jsonl"
         if limit is None:
-            return list(iter_events(path))
+            with open(path, "rb") as fh:
+                return list(parse_event_lines(fh, path, strict=False))
         with open(path, "rb") as fh:
             data = fh.read(limit)
-        return list(parse_event_lines(data.decode("utf-8").splitlines(keepends=True), path))
+        return list(parse_event_lines(data.splitlines(keepends=True), path, strict=False))
 
     def _published_dir(self) -> Path:
         return self.final_dir if self._finished and self.final_dir.is_dir() else self.tmp_dir
