@@ -21,10 +21,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness import __version__
 from harness.checkers.verdict import Verdict, decide
 from harness.record import facts, storage
 from harness.errors import HarnessError
 from harness.record import RecordError, _write_json_atomic, list_runs, read_run
+from harness.record.writer import evidence
 from harness.record.verdicts import FAIL, PASS, RECORD_INVALID, UNKNOWN
 
 
@@ -163,7 +165,7 @@ def _write(path: Path, stored: dict, new: Verdict) -> None:
     finally:
         if prev_tmp.exists():
             prev_tmp.unlink()
-    _write_json_atomic(old, {**stored, **new.to_dict()})
+    _write_json_atomic(old, {**stored, **new.to_dict(), "evidence": evidence(path, __version__)})
 
 
 def cmd_check(args) -> int:

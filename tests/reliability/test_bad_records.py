@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from harness import __version__
 from harness.commands.check import _judge
+from harness.record import RunRecorder
+from harness.record.writer import file_sha256
 from harness.record.schema import BOOL, DICT, EVENT_FIELDS, INT, INTS, LIST, NUM, SCALAR, STR, STRS
 from harness.record.verdicts import FAIL, PASS, RECORD_INVALID, UNKNOWN
 
@@ -356,6 +359,9 @@ def test_check_dir_judges_every_good_record_names_the_broken_ones_and_writes_ato
         p = Path(row["path"])
         assert json.loads((p / "verdict.json").read_text())["verdict"] == row["verdict"]
         assert (p / "verdict.previous.json").is_file() and not list(p.glob(".*.tmp"))
+        ev = json.loads((p / "verdict.json").read_text())["evidence"]
+        assert ev["events_sha256"] == file_sha256(p / "events.jsonl") and ev["harness_version"] == __version__
+        assert ev["metadata_sha256"] == file_sha256(p / "metadata.json")
     assert {b: sorted(p.name for p in b.iterdir()) for b in broken if b.is_dir()} == before
     assert f"{len(written)} verdict.json written" in w.stderr
     again = _check("--json", str(runs))
@@ -391,3 +397,12 @@ def test_a_profile_of_another_controller_model_or_version_is_refused_per_record(
     r = _check("--profile", "apache-zk-3.8", str(runs / "zk"))
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         f"kafka-chaos: error: {runs / 'zk'}: profile 'apache-zk-3.8' is for Apache Kafka 3.8.x, this record ran 3.9.2"]
+
+
+def test_a_recorded_verdict_names_the_digests_of_what_it_judged(tmp_path):
+    rec = RunRecorder(tmp_path, "s.x", metadata={"harness_version": "9.9"})
+    rec.emit("phase", name="run.end")
+    d = rec.finish("PASS", "ok")
+    ev = json.loads((d / "verdict.json").read_text())["evidence"]
+    assert ev == {"metadata_sha256": file_sha256(d / "metadata.json"), "events_sha256": file_sha256(d / "events.jsonl"),
+                  "harness_version": "9.9"}
