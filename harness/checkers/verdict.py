@@ -26,10 +26,10 @@ from harness.checkers.groups import check_groups
 from harness.checkers.txn import check_transactions
 
 from harness.record import truth
-from harness.record.events import (DOCKER_EVENT, EXPECT, PHASE, PHASE_ABORTED, PHASE_DRAIN_END,
+from harness.record.events import (CLIENT, DOCKER_EVENT, EXPECT, PHASE, PHASE_ABORTED, PHASE_DRAIN_END,
                                    PHASE_ENVIRONMENT_ERROR, PHASE_RUN_END, PHASE_SCRIPT_FAILED)
 from harness.record.facts import workload_kind
-from harness.record.verdicts import CAUSES, FAIL, PASS, UNKNOWN, VERDICTS
+from harness.record.verdicts import CAUSES, CHECK_NAMES, FAIL, PASS, UNKNOWN, VERDICTS
 from harness.record.windows import fault_windows
 
 
@@ -40,6 +40,8 @@ class Verdict:
     cause: str | None = None          # for UNKNOWN only: a key of CAUSES
     checks: dict = field(default_factory=dict)
     coverage: dict | None = None
+    applied: list[str] | None = None          # the checks judged (in verdict.json ``checks_applied``)
+    not_applied: dict | None = None           # check asked for -> why it was not (``checks_not_applied``)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -53,6 +55,9 @@ class Verdict:
         out = {"verdict": self.verdict, "reason": self.reason, "cause": self.cause, "checks": self.checks}
         if self.coverage is not None:
             out["coverage"] = self.coverage
+        if self.applied is not None:
+            out["checks_applied"] = self.applied
+            out["checks_not_applied"] = self.not_applied or {}
         return out
 
 
@@ -227,26 +232,51 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
         if failed:
             broker_fail.append("expectation: " + (exp_failed[0] if exp_failed else str(bad[0].get("what"))))
 
+    applied, skipped, unchecked = checks_applied(wanted, out, events, metadata)
+
+    def verdict(v: str, text: str, cause: str | None = None) -> Verdict:
+        return Verdict(v, text + unchecked, cause, out, coverage, applied, skipped)
+
     def unknown(cause: str, text: str) -> Verdict:
         also = f" (also seen, not judged because of this: {'; '.join(broker_fail)})" if broker_fail else ""
-        return Verdict(UNKNOWN, text + also, cause, out, coverage)
+        return verdict(UNKNOWN, text + also, cause)
 
     if data_fail:
         extra = [f"{c}: {t}" for c, t in env] + ([incomplete_why] if not complete else [])
         note = f" (the run also had: {'; '.join(extra)})" if extra else ""
-        return Verdict(FAIL, "; ".join(data_fail + broker_fail) + note, None, out, coverage)
+        return verdict(FAIL, "; ".join(data_fail + broker_fail) + note)
     if env:
         cause, text = env[0]
         return unknown(cause, text)
     if broker_fail:
-        return Verdict(FAIL, "; ".join(broker_fail), None, out, coverage)
+        return verdict(FAIL, "; ".join(broker_fail))
     if not complete:
-        return Verdict(UNKNOWN, incomplete_why, "record-incomplete", out, coverage)
+        return verdict(UNKNOWN, incomplete_why, "record-incomplete")
     if script_errors:
-        return Verdict(UNKNOWN, f"the scenario script failed: {script_errors[0]}", "script", out, coverage)
+        return verdict(UNKNOWN, f"the scenario script failed: {script_errors[0]}", "script")
     if coverage is not None and coverage["verdict"] != PASS:
-        return Verdict(UNKNOWN, "the workload did not cover the run: " + coverage["reason"], "workload", out,
-                       coverage)
+        return verdict(UNKNOWN, "the workload did not cover the run: " + coverage["reason"], "workload")
     if undecided:
-        return Verdict(UNKNOWN, "; ".join(undecided), "undecided", out, coverage)
-    return Verdict(PASS, "all checks passed", None, out, coverage)
+        return verdict(UNKNOWN, "; ".join(undecided), "undecided")
+    return verdict(PASS, "all checks passed")
+
+
+DATA_CHECKS = ("durability", "transactions", "groups")    # checks of the data the clients wrote and read
+
+
+def checks_applied(wanted, out: dict, events: list[dict], metadata: dict) -> tuple[list[str], dict, str]:
+    """``(checks applied, {check asked for but not applied: why}, note)``: ``note`` (for the reason) when no
+    check of the data was applied although the run has acknowledged writes, else ``""``."""
+    applied = [c for c in CHECK_NAMES if c in out]
+    kind = workload_kind(metadata) or "plain"
+    why = {"durability": "metadata.json has no workload",
+           "transactions": f"the workload's kind is {kind}, not txn",
+           "groups": f"the workload's kind is {kind}, not group"}
+    skipped = {c: why.get(c, "not applied") for c in wanted if c not in out}
+    if any(c in out for c in DATA_CHECKS):
+        return applied, skipped, ""
+    acked = sum(1 for e in events if e.get("type") == CLIENT and e.get("f") == "send" and e.get("phase") == "ok")
+    if not acked:
+        return applied, skipped, ""
+    reason = skipped.get("durability", "the record's checks do not name it")
+    return applied, skipped, f" (no durability check applied: {reason}; {acked} acknowledged write(s) not checked)"

@@ -21,11 +21,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness import __version__
 from harness.checkers.verdict import Verdict, decide
-from harness.record import storage
+from harness.record import facts, storage
 from harness.errors import HarnessError
 from harness.record import RecordError, _write_json_atomic, list_runs, read_run
-from harness.record.verdicts import FAIL, PASS, UNKNOWN
+from harness.record.writer import evidence
+from harness.record.verdicts import FAIL, PASS, RECORD_INVALID, UNKNOWN
 
 
 def add_parser(sub) -> None:
@@ -47,10 +49,10 @@ def add_parser(sub) -> None:
 
 def _download(url: str, endpoint: str | None, into: Path, remote: dict[Path, tuple]) -> list[Path]:
     """The complete records under ``url`` (or the one it names), downloaded into ``into``."""
-    store = storage.open_store(url, endpoint)
+    store = storage.open_store(url, endpoint, storage.READ_DEADLINE_S)
     ids = store.list_records()
     if not ids and store.prefix:      # the URL of one record: s3://bucket/prefix/<run_id>
-        parent = storage.open_store(url.rstrip("/").rsplit("/", 1)[0], endpoint)
+        parent = storage.open_store(url.rstrip("/").rsplit("/", 1)[0], endpoint, storage.READ_DEADLINE_S)
         run_id = store.prefix.rsplit("/", 1)[-1]
         if run_id in parent.list_records():
             store, ids = parent, [run_id]
@@ -96,10 +98,33 @@ def _label(verdict: str | None, cause: str | None) -> str:
 
 
 def rejudge(path: Path, profile: str | None = None) -> tuple[dict, Verdict]:
-    """(stored verdict.json, new Verdict) of one record; RecordError when it cannot be read."""
+    """(stored verdict.json, new Verdict) of one record; RecordError when it cannot be read, ValueError
+    when ``profile`` is for another controller model or Apache Kafka version series than the record's."""
     rec = read_run(path)
+    if profile:
+        profile_mismatch(profile, rec.metadata)
     meta = dict(rec.metadata, profile=profile) if profile else rec.metadata
     return rec.verdict, decide(rec.events, meta)
+
+
+def profile_mismatch(name: str, metadata: dict) -> None:
+    """ValueError when the profile ``name`` cannot judge a record of ``metadata``: a KRaft profile for a
+    ZooKeeper-mode record or the reverse (:func:`harness.record.facts.controller_model`), or an Apache
+    profile of one version series (``apache-zk-3.9``, ``kraft-4.1``) for a record of Apache Kafka of another."""
+    m = re.fullmatch(r"(?:apache-)?(kraft|zk)(?:-(\d+)\.(\d+)(?:\.\d+)?)?", name)
+    if not m:
+        return                          # compatible: any broker, either model
+    want = facts.KRAFT if m.group(1) == "kraft" else facts.ZK
+    model = facts.controller_model(metadata)
+    words = {facts.KRAFT: "KRaft", facts.ZK: "ZooKeeper mode"}
+    if model != want:
+        raise ValueError(f"profile {name!r} is for {words[want]}, this record ran in {words[model]} "
+                         f"(controller_model {model})")
+    version = metadata.get("kafka_version")
+    if m.group(2) and isinstance(version, str) and version:
+        series = f"{m.group(2)}.{m.group(3)}"
+        if not re.match(rf"{re.escape(series)}(?:\.|$)", version):
+            raise ValueError(f"profile {name!r} is for Apache Kafka {series}.x, this record ran {version}")
 
 
 def check_profile_name(name: str) -> None:
@@ -127,8 +152,20 @@ def check_changes(stored: dict, new: Verdict) -> list[str]:
 
 
 def _write(path: Path, stored: dict, new: Verdict) -> None:
-    os.replace(path / "verdict.json", path / "verdict.previous.json")
-    _write_json_atomic(path / "verdict.json", {**stored, **new.to_dict()})
+    """Replace ``path``'s verdict.json by the new verdict, the old one kept as verdict.previous.json: each
+    file replaced atomically, verdict.json always there (the old or the new one, never half of one)."""
+    old = path / "verdict.json"
+    prev_tmp = path / ".verdict.previous.json.tmp"
+    try:
+        with open(old, "rb") as src, open(prev_tmp, "wb") as dst:
+            dst.write(src.read())
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(prev_tmp, path / "verdict.previous.json")
+    finally:
+        if prev_tmp.exists():
+            prev_tmp.unlink()
+    _write_json_atomic(old, {**stored, **new.to_dict(), "evidence": evidence(path, __version__)})
 
 
 def cmd_check(args) -> int:
@@ -138,17 +175,41 @@ def cmd_check(args) -> int:
         return _check(args, Path(tmp))
 
 
+def _judge(d: Path, profile: str | None) -> tuple[dict | None, Verdict]:
+    """(stored verdict.json or None, new Verdict) of one record, whatever the record holds: a record that
+    cannot be read is UNKNOWN(record-invalid), one a checker raises on UNKNOWN(checker-error), each with
+    the reason naming the file (and line and field) or the error."""
+    try:
+        return rejudge(d, profile)
+    except RecordError as e:
+        return None, Verdict(UNKNOWN, str(e), RECORD_INVALID)
+    except ValueError as e:        # a --profile that does not fit this record
+        raise _Refused(f"{d}: {e}") from None
+    except Exception as e:         # noqa: BLE001 -- one record's checker error must not stop the others
+        return None, Verdict(UNKNOWN, f"{d}: a checker raised {e.__class__.__name__}: {first_line(str(e))}",
+                             "checker-error")
+
+
+class _Refused(Exception):
+    """A record this invocation cannot judge at all (a --profile of another controller model or version)."""
+
+
 def _check(args, tmp: Path) -> int:
     remote: dict[Path, tuple] = {}        # downloaded record -> (its store, its s3:// URL)
     dirs = _record_dirs(args.paths, args.s3_endpoint, tmp, remote)
-    counts = {PASS: 0, FAIL: 0, UNKNOWN: 0, "unreadable": 0, "changed": 0}
+    counts = {PASS: 0, FAIL: 0, UNKNOWN: 0, "unreadable": 0, "changed": 0, "refused": 0}
+    written: list[str] = []
     for d in dirs:
+        shown = remote[d][1] if d in remote else d
         try:
-            stored, new = rejudge(d, args.profile)
-        except (RecordError, ValueError) as e:    # ValueError: a --profile that does not fit this record
+            stored, new = _judge(d, args.profile)
+        except _Refused as e:
+            counts["refused"] += 1
+            print(f"kafka-chaos: error: {e}", file=sys.stderr)
+            continue
+        if stored is None:                # not judged: one line naming the record and why, the rest go on
             counts["unreadable"] += 1
-            print(f"kafka-chaos: error: {e}" if isinstance(e, RecordError) else f"kafka-chaos: error: {d}: {e}",
-                  file=sys.stderr)
+            print(f"kafka-chaos: error: {new.reason} ({_label(new.verdict, new.cause)})", file=sys.stderr)
             continue
         before = _label(stored.get("verdict"), stored.get("cause"))
         after = _label(new.verdict, new.cause)
@@ -156,23 +217,34 @@ def _check(args, tmp: Path) -> int:
         changed = before != after if "cause" in stored else stored.get("verdict") != new.verdict
         counts[new.verdict] += 1
         counts["changed"] += changed
-        shown = remote[d][1] if d in remote else d
         diffs = check_changes(stored, new) if changed else []
+        wrote = False
+        if args.write and changed:
+            try:
+                _write(d, stored, new)
+                if d in remote:               # publish the re-judged record again (manifest last)
+                    remote[d][0].publish(d)
+                wrote = True
+                written.append(str(shown))
+            except OSError as e:
+                print(f"kafka-chaos: error: {shown}: verdict.json not written ({e.strerror or e})", file=sys.stderr)
         if args.json:
-            print(json.dumps({"path": str(shown), "stored": before, "verdict": new.verdict, "cause": new.cause,
-                              "reason": new.reason, "changed": changed, "checks_changed": diffs}))
+            out = {"path": str(shown), "stored": before, "verdict": new.verdict, "cause": new.cause,
+                   "reason": new.reason, "changed": changed, "checks_changed": diffs}
+            if args.write:
+                out["written"] = wrote
+            print(json.dumps(out))
         else:
             what = f"{before} -> {after}" if changed else after
             why = f"  [{'; '.join(diffs)}] {first_line(new.reason)}" if diffs else f"  {first_line(new.reason)}"
-            print(f"{'changed' if changed else 'same':8} {what:34} {shown}" + (why if changed else ""))
-        if args.write and changed:
-            _write(d, stored, new)
-            if d in remote:               # publish the re-judged record again (manifest last)
-                remote[d][0].publish(d)
-    if counts["unreadable"] < len(dirs):     # nothing judged: the error lines say it all
+            print(f"{'changed' if changed else 'same':8} {what:34} {shown}" + (why if changed else "")
+                  + ("  (written)" if wrote else ""))
+    if counts["unreadable"] + counts["refused"] < len(dirs):     # nothing judged: the error lines say it all
         print(f"{len(dirs)} record(s): {counts[PASS]} PASS, {counts[FAIL]} FAIL, {counts[UNKNOWN]} UNKNOWN, "
-              f"{counts['unreadable']} unreadable; {counts['changed']} changed"
+              f"{counts['unreadable']} unreadable" + (f", {counts['refused']} refused" if counts["refused"] else "")
+              + f"; {counts['changed']} changed"
+              + (f"; {len(written)} verdict.json written" if args.write else "")
               + (f" (judged with profile {args.profile})" if args.profile else ""), file=sys.stderr)
     if counts[FAIL]:
         return 1
-    return 2 if counts[UNKNOWN] or counts["unreadable"] else 0
+    return 2 if counts[UNKNOWN] or counts["unreadable"] or counts["refused"] else 0

@@ -11,15 +11,25 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from harness.record import facts
-from harness.record.events import FAULT_START
+from harness.record.events import CLIENT, FAULT_START, TXN
+from harness.record.schema import event_error, json_type, metadata_errors
 from harness.record.verdicts import VERDICTS
 
 SCHEMA_VERSION = 1
+
+# Bounds on what is read (a record is evidence handed over by others: read nothing unbounded).
+MAX_EVENTS_BYTES = 4 << 30        # events.jsonl (the largest real record so far: 18 MB)
+MAX_OBJECT_BYTES = 64 << 20       # metadata.json, verdict.json
+MAX_LINE_BYTES = 16 << 20         # one event
+MAX_DEPTH = 64                    # nesting of objects and lists in one JSON value
+T_TOLERANCE_S = 0.001             # ``t`` (monotonic clock) may not go back more than this
+WALL_TOLERANCE_S = 2.0            # ``wall`` (Unix time; the host clock may be stepped) likewise
 
 
 class RecordError(ValueError):
@@ -42,37 +52,121 @@ class RunRecord:
 
 
 # -- one file ---------------------------------------------------------------------------------------
-def load_json_object(path: str | os.PathLike) -> dict:
-    """One JSON object file of a run record; RecordError naming the file when missing or malformed."""
+def open_regular(path: str | os.PathLike, limit: int):
+    """``path`` opened for binary reading if it is a regular file of at most ``limit`` bytes; RecordError
+    naming it otherwise (missing, a directory, a FIFO or a device: never opened for a blocking read)."""
     path = Path(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            obj = json.load(fh)
+        st = os.stat(path)
     except FileNotFoundError:
         raise RecordError(f"{path}: missing") from None
+    except OSError as e:
+        raise RecordError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise RecordError(f"{path}: not a regular file")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise RecordError(f"{path}: cannot be read ({e.strerror or e})") from None
+    st = os.fstat(fd)                     # what was opened (it may have been replaced since the stat)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        os.close(fd)
+        raise RecordError(f"{path}: not a regular file" if not stat.S_ISREG(st.st_mode)
+                          else f"{path}: {st.st_size} bytes, more than the {limit} a record file may have")
+    return os.fdopen(fd, "rb")
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _too_deep(text: str) -> bool:
+    """Whether a JSON text nests objects / lists deeper than :data:`MAX_DEPTH` (cheap for usual lines)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    depth, in_str, esc = 0, False, False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
+
+
+def loads_bounded(raw: bytes, where: str) -> Any:
+    """One JSON value from ``raw`` (of ``where``): UTF-8, at most :data:`MAX_DEPTH` deep, no NaN/Infinity;
+    RecordError naming ``where`` otherwise."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RecordError(f"{where}: not valid JSON: not UTF-8 (byte {e.start})") from None
+    if _too_deep(text):
+        raise RecordError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
-        raise RecordError(f"{path}: not valid JSON ({e})") from None
+        raise RecordError(f"{where}: not valid JSON ({e})") from None
+    except (ValueError, RecursionError) as e:     # NaN / Infinity; a nesting the depth scan missed
+        raise RecordError(f"{where}: not valid JSON ({e.__class__.__name__}: {str(e)[:80]})") from None
+
+
+def load_json_object(path: str | os.PathLike) -> dict:
+    """One JSON object file of a run record; RecordError naming the file when missing or malformed."""
+    with open_regular(path, MAX_OBJECT_BYTES) as fh:
+        raw = fh.read(MAX_OBJECT_BYTES + 1)
+    obj = loads_bounded(raw, str(path))
     if not isinstance(obj, dict):
         raise RecordError(f"{path}: expected a JSON object")
     return obj
 
 
 def iter_events(path: Path) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as fh:
+    with open_regular(path, MAX_EVENTS_BYTES) as fh:
         yield from parse_event_lines(fh, path)
 
 
-def parse_event_lines(lines, path) -> Iterator[dict]:
-    """The events of ``lines`` (of ``path``'s events.jsonl, named in errors)."""
+def parse_event_lines(lines, path, strict: bool = True) -> Iterator[dict]:
+    """The events of ``lines`` (bytes or str, of ``path``'s events.jsonl, named in errors), each checked
+    against its type's schema (:mod:`harness.record.schema`) and against the one before it: ``seq``
+    strictly increasing, ``t`` and ``wall`` not going back (beyond a small tolerance). Not ``strict``
+    (the recorder reading back its own events mid-run): JSON objects with ``type`` and ``t`` only."""
+    prev: dict | None = None
     for n, line in enumerate(lines, 1):
+        if len(line) > MAX_LINE_BYTES:
+            raise RecordError(f"{path}:{n}: a line of {len(line)} bytes, more than {MAX_LINE_BYTES}")
+        if isinstance(line, str):
+            line = line.encode("utf-8", "surrogatepass")
         if not line.strip():
             continue
-        try:
-            ev = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise RecordError(f"{path}:{n}: not valid JSON ({e})") from None
+        ev = loads_bounded(line, f"{path}:{n}")
         if not isinstance(ev, dict) or "type" not in ev or "t" not in ev:
             raise RecordError(f"{path}:{n}: event without 'type' and 't'")
+        if not strict:
+            yield ev
+            continue
+        err = event_error(ev)
+        if err:
+            raise RecordError(f"{path}:{n}: {err}")
+        if prev is not None:
+            if "seq" in ev and "seq" in prev and ev["seq"] <= prev["seq"]:
+                raise RecordError(f"{path}:{n}: field 'seq' {ev['seq']} does not follow {prev['seq']} "
+                                  "(duplicated or reordered lines)")
+            if ev["t"] < prev["t"] - T_TOLERANCE_S:
+                raise RecordError(f"{path}:{n}: field 't' {ev['t']} goes back from {prev['t']}")
+            if "wall" in ev and "wall" in prev and ev["wall"] < prev["wall"] - WALL_TOLERANCE_S:
+                raise RecordError(f"{path}:{n}: field 'wall' {ev['wall']} goes back from {prev['wall']}")
+        prev = ev
         yield ev
 
 
@@ -94,20 +188,10 @@ def verdict_error(name: str, verdict: dict, listed: str = ", ".join(VERDICTS)) -
 # -- the fields readers use, with their JSON types ------------------------------------------------------
 # (None is always allowed.) A record whose field has another type is refused, naming the file and the field.
 _SCALAR = (str, int, float, bool)
-META_TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("run_id", "suite", "scenario", "harness_version", "git_sha", "kafka_version", "broker_image",
-                     "distribution", "profile", "started_at", "replay_of"), _SCALAR),
-    "seed": (int, str), "topics": (list,), "schedule": (list,), "workload": (dict,), "broker_config": (dict,),
-}
 VERDICT_TYPES: dict[str, tuple[type, ...]] = {"reason": _SCALAR, "cause": (str,), "checks": (dict,),
                                               "coverage": (dict,)}
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", list: "a list",
                dict: "an object"}
-
-
-def _json_type(v: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
-            float: "a number"}.get(type(v), type(v).__name__)
 
 
 def field_errors(name: str, obj: dict, types: dict[str, tuple[type, ...]]) -> list[str]:
@@ -119,7 +203,7 @@ def field_errors(name: str, obj: dict, types: dict[str, tuple[type, ...]]) -> li
             continue
         if isinstance(v, bool) and bool not in ok or not isinstance(v, ok):
             want = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in ok))
-            out.append(f"{name}: field '{key}' is {_json_type(v)}, expected {want}")
+            out.append(f"{name}: field '{key}' is {json_type(v)}, expected {want}")
     return out
 
 
@@ -129,9 +213,9 @@ def load_object(name: str, raw: bytes | None) -> tuple[dict | None, str | None]:
     if raw is None:
         return None, f"{name}: missing"
     try:
-        obj = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        return None, f"{name}: not valid JSON ({e.__class__.__name__}: {str(e)[:80]})"
+        obj = loads_bounded(raw, name)
+    except RecordError as e:
+        return None, str(e)
     if not isinstance(obj, dict):
         return None, f"{name}: expected a JSON object, found {type(obj).__name__}"
     err = schema_error(name, obj)
@@ -149,7 +233,7 @@ def validate(meta: dict | None, verdict: dict | None) -> list[str]:
     if meta is not None and not meta.get("scenario"):
         errors.append("metadata.json: no scenario")
     if meta is not None:
-        errors += field_errors("metadata.json", meta, META_TYPES)
+        errors += metadata_errors("metadata.json", meta)
     if verdict is not None:
         errors += field_errors("verdict.json", verdict, VERDICT_TYPES)
     return errors
@@ -175,8 +259,12 @@ def upgrade(metadata: dict, events: list[dict]) -> tuple[dict, list[dict]]:
 
 
 # -- a record directory ---------------------------------------------------------------------------------
+_WORKLOAD_EVENTS = (CLIENT, "partition.", TXN, "group.")   # event types only a workload records
+
+
 def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
-    """Read and validate one run record, :func:`upgrade`\ d; raises RecordError with a message naming the file."""
+    """Read and validate one run record, :func:`upgrade`\ d; raises RecordError with a message naming the
+    file (and the line and field of an event) when any part of it does not fit docs/run-record.md."""
     p = Path(path)
     if not p.is_dir():
         raise RecordError(f"{p}: not a run record directory")
@@ -189,20 +277,32 @@ def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
     err = verdict_error(str(p / "verdict.json"), verdict, repr(VERDICTS))
     if err:
         raise RecordError(err)
-    if with_events and not (p / "events.jsonl").exists():
-        raise RecordError(f"{p / 'events.jsonl'}: missing")
+    errors = metadata_errors(str(p / "metadata.json"), meta)
+    if errors:
+        raise RecordError(errors[0])
     events = list(iter_events(p / "events.jsonl")) if with_events else []
+    if with_events and not isinstance(meta.get("workload"), dict):
+        client = next((e for e in events if e["type"].startswith(_WORKLOAD_EVENTS)), None)
+        if client is not None:
+            raise RecordError(f"{p / 'metadata.json'}: field 'workload' is {json_type(meta.get('workload'))}, "
+                              f"but events.jsonl holds the workload's events ({client['type']} seq {client['seq']})")
     meta, events = upgrade(meta, events)
     return RunRecord(p, meta, verdict, events)
 
 
 def list_runs(runs_dir: str | os.PathLike) -> list[Path]:
-    """Run directories under ``runs_dir`` (recursively), skipping in-progress ``.tmp-*`` ones."""
+    """Run directories under ``runs_dir`` (recursively, through symlinked directories, each real directory
+    once), skipping in-progress ``.tmp-*`` ones and other hidden directories."""
     root = Path(runs_dir)
     out = []
-    for meta in sorted(root.rglob("metadata.json")):
-        d = meta.parent
-        if any(part.startswith(".") for part in d.relative_to(root).parts):
+    seen: set[str] = set()
+    for top, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(top)
+        if real in seen:              # a symlink loop, or a directory reached twice
+            dirs[:] = []
             continue
-        out.append(d)
-    return out
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if "metadata.json" in files:
+            out.append(Path(top))
+    return sorted(out)

@@ -37,6 +37,11 @@ SCHEMES = ("s3://", "s3a://")
 ENDPOINT_ENV = "AWS_ENDPOINT_URL"
 ATTEMPTS = 4                       # whole-file attempts (each one already retried inside botocore)
 BACKOFF_S = 0.5
+# Reads that must end (``check s3://...``): a store that does not answer is given up within this many
+# seconds, one line. Each attempt is bounded by the connect and read timeouts below, not retried inside
+# botocore; attempts go on while one more fits before the deadline.
+READ_DEADLINE_S = 15.0
+BOUNDED_CONNECT_S, BOUNDED_READ_S = 3.0, 4.0
 T = TypeVar("T")
 
 
@@ -77,18 +82,24 @@ def _transient(e: BaseException) -> bool:
 
 
 def with_retries(fn: Callable[[], T], what: str, attempts: int = ATTEMPTS, backoff_s: float = BACKOFF_S,
-                 transient: Callable[[BaseException], bool] = _transient, sleep=time.sleep) -> T:
-    """``fn()``, retried on transient errors up to ``attempts`` times in all (exponential backoff);
-    the last error, or any other, becomes one HarnessError line."""
+                 transient: Callable[[BaseException], bool] = _transient, sleep=time.sleep,
+                 deadline_s: float | None = None, attempt_s: float = 0.0) -> T:
+    """``fn()``, retried on transient errors up to ``attempts`` times in all (exponential backoff), and
+    with ``deadline_s`` only while another attempt (at most ``attempt_s`` long) ends before it; the last
+    error, or any other, becomes one HarnessError line."""
+    start = time.monotonic()
     for i in range(attempts):
         try:
             return fn()
         except Exception as e:  # noqa: BLE001 - classified below
-            if i + 1 < attempts and transient(e):
-                sleep(backoff_s * (2 ** i))
+            wait = backoff_s * (2 ** i)
+            in_time = deadline_s is None or time.monotonic() - start + wait + attempt_s <= deadline_s
+            if i + 1 < attempts and transient(e) and in_time:
+                sleep(wait)
                 continue
+            took = f" in {time.monotonic() - start:.1f} s" if deadline_s is not None else ""
             raise HarnessError(f"object storage: {what}: {_describe(e)}"
-                               + (f" (after {i + 1} attempts)" if transient(e) else "")) from None
+                               + (f" (after {i + 1} attempts{took})" if transient(e) else "")) from None
     raise AssertionError("unreachable")
 
 
@@ -122,7 +133,8 @@ def record_files(local_dir: Path) -> list[str]:
 class S3Store:
     """One ``s3://bucket/prefix`` runs dir."""
 
-    def __init__(self, url: str, endpoint: str | None = None):
+    def __init__(self, url: str, endpoint: str | None = None, deadline_s: float | None = None):
+        self.deadline_s = deadline_s         # bounded reads (READ_DEADLINE_S): each call ends within it
         self.url = url.rstrip("/")
         self.bucket, self.prefix = split_url(url)
         self.endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
@@ -131,10 +143,18 @@ class S3Store:
             from botocore.config import Config
         except ImportError as e:  # pragma: no cover - boto3 is a dependency
             raise HarnessError(f"--runs-dir {url}: boto3 is not installed ({e})") from None
-        cfg = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=10, read_timeout=60,
+        bounded = deadline_s is not None
+        cfg = Config(retries={"total_max_attempts": 1} if bounded else {"max_attempts": 5, "mode": "standard"},
+                     connect_timeout=BOUNDED_CONNECT_S if bounded else 10,
+                     read_timeout=BOUNDED_READ_S if bounded else 60,
                      s3={"addressing_style": "path"})
         self.session = boto3.session.Session()
         self.client = self.session.client("s3", endpoint_url=self.endpoint, config=cfg)
+
+    def _retry(self, fn: Callable[[], T], what: str) -> T:
+        if self.deadline_s is None:
+            return with_retries(fn, what)
+        return with_retries(fn, what, deadline_s=self.deadline_s, attempt_s=BOUNDED_CONNECT_S + BOUNDED_READ_S)
 
     def key(self, *parts: str) -> str:
         return "/".join(p for p in (self.prefix, *parts) if p)
@@ -148,7 +168,7 @@ class S3Store:
             raise HarnessError(f"--runs-dir {self.url}: no AWS credentials (set AWS_ACCESS_KEY_ID and "
                                "AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws/credentials)")
         try:
-            with_retries(lambda: self.client.head_bucket(Bucket=self.bucket), f"bucket {self.bucket}")
+            self._retry(lambda: self.client.head_bucket(Bucket=self.bucket), f"bucket {self.bucket}")
         except HarnessError as e:
             where = f" at {self.endpoint}" if self.endpoint else ""
             raise HarnessError(f"--runs-dir {self.url}{where}: {e}".replace("object storage: ", "")) from None
@@ -164,11 +184,11 @@ class S3Store:
         for rel in record_files(local_dir):
             path = local_dir / rel
             files[rel] = {"size": path.stat().st_size, "sha256": _sha256(path)}
-            with_retries(lambda: self._put(path, self.key(run_id, rel)), f"upload {rel} of {run_id}")
+            self._retry(lambda: self._put(path, self.key(run_id, rel)), f"upload {rel} of {run_id}")
         manifest = {"schema_version": MANIFEST_SCHEMA, "run_id": run_id, "files": files,
                     "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         body = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
-        with_retries(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key(run_id, MANIFEST), Body=body,
+        self._retry(lambda: self.client.put_object(Bucket=self.bucket, Key=self.key(run_id, MANIFEST), Body=body,
                                                     ContentType="application/json"), f"manifest of {run_id}")
         return self.record_url(run_id)
 
@@ -191,7 +211,7 @@ class S3Store:
             for page in pages:
                 out.extend((o["Key"], o["Size"]) for o in page.get("Contents", []))
             return out
-        return with_retries(listing, f"list {self.url}")
+        return self._retry(listing, f"list {self.url}")
 
     def list_records(self) -> list[str]:
         """Run ids of the complete records (manifest present) directly under the prefix, sorted."""
@@ -204,7 +224,7 @@ class S3Store:
         return sorted(ids)
 
     def manifest(self, run_id: str) -> dict:
-        body = with_retries(lambda: self.client.get_object(Bucket=self.bucket, Key=self.key(run_id, MANIFEST))
+        body = self._retry(lambda: self.client.get_object(Bucket=self.bucket, Key=self.key(run_id, MANIFEST))
                             ["Body"].read(), f"manifest of {run_id}")
         return json.loads(body)
 
@@ -219,7 +239,7 @@ class S3Store:
             for rel, facts in m.get("files", {}).items():
                 target = tmp / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with_retries(lambda: self._get(self.key(run_id, rel), target), f"download {rel} of {run_id}")
+                self._retry(lambda: self._get(self.key(run_id, rel), target), f"download {rel} of {run_id}")
                 if target.stat().st_size != facts.get("size") or _sha256(target) != facts.get("sha256"):
                     raise HarnessError(f"{self.record_url(run_id)}/{rel}: differs from its manifest")
             final = dest_root / run_id
@@ -234,8 +254,8 @@ class S3Store:
         return [self.download(r, dest_root) for r in self.list_records()]
 
 
-def open_store(url: str, endpoint: str | None = None) -> S3Store:
-    return S3Store(url, endpoint)
+def open_store(url: str, endpoint: str | None = None, deadline_s: float | None = None) -> S3Store:
+    return S3Store(url, endpoint, deadline_s)
 
 
 class Publisher:

@@ -36,7 +36,13 @@ CAUSES: dict[str, str] = {
     "environment": "the cluster did not start or stopped answering for a reason outside the broker",
     "checker-error": "a checker raised an error on this record",
     "undecided": "the history cannot decide a check (for example no final read of the partitions)",
+    "record-invalid": "the stored record is malformed (a file, line or field of the wrong shape): the evidence "
+                      "cannot be judged, whatever it seems to say about the broker",
 }
+RECORD_INVALID = "record-invalid"
+
+# The checks a scenario may name (metadata.json ``checks``; harness/scenario/schema.py).
+CHECK_NAMES = ("conformance", "durability", "transactions", "groups", "expectations")
 
 # -- reading the checks of a stored verdict (verdict.json ``checks``) --------------------------------------
 # Names the durability checker may use for each count readers aggregate (first match wins).

@@ -16,6 +16,7 @@ stays under ``.tmp-<id>``, invisible to readers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -55,6 +56,25 @@ def new_run_id(scenario: str) -> str:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in scenario)[:80]
     return f"{stamp}-{safe}-{secrets.token_hex(3)}"
+
+
+def file_sha256(path: Path) -> str | None:
+    """The SHA-256 of a file's bytes (hex), None when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def evidence(record_dir: Path, harness_version: str | None) -> dict:
+    """verdict.json ``evidence``: what the verdict judged (the SHA-256 of metadata.json and events.jsonl)
+    and the harness version that judged it."""
+    return {"metadata_sha256": file_sha256(record_dir / "metadata.json"),
+            "events_sha256": file_sha256(record_dir / "events.jsonl"), "harness_version": harness_version}
 
 
 def _write_json_atomic(path: Path, obj: Any) -> None:
@@ -179,10 +199,11 @@ class RunRecorder:
                 limit = self._size
             path = self._published_dir() / "events.jsonl"
         if limit is None:
-            return list(iter_events(path))
+            with open(path, "rb") as fh:
+                return list(parse_event_lines(fh, path, strict=False))
         with open(path, "rb") as fh:
             data = fh.read(limit)
-        return list(parse_event_lines(data.decode("utf-8").splitlines(keepends=True), path))
+        return list(parse_event_lines(data.splitlines(keepends=True), path, strict=False))
 
     def _published_dir(self) -> Path:
         return self.final_dir if self._finished and self.final_dir.is_dir() else self.tmp_dir
@@ -279,6 +300,7 @@ class RunRecorder:
 
     def _write_pair(self, verdict_body: dict) -> None:
         _write_json_atomic(self.tmp_dir / "metadata.json", self.metadata)
+        verdict_body = {**verdict_body, "evidence": evidence(self.tmp_dir, self.metadata.get("harness_version"))}
         _write_json_atomic(self.tmp_dir / "verdict.json", verdict_body)
 
     def __enter__(self) -> "RunRecorder":

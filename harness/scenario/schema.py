@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from harness.errors import ScenarioError
+from harness.record.verdicts import CHECK_NAMES
 from harness.nemesis.catalog import CATALOG, FaultSpecError, validate_params
 from harness.nemesis.targets import TargetError, parse_target
 from harness.scenario.schedule import ScheduleError, parse_mix
@@ -47,7 +48,7 @@ EXPECTATIONS = ("leader_elected", "leader_is", "controller_elected", "isr_full",
                 "reassignment_completes", "topic_deleted", "no_acked_write_lost", "conformance", "transactions", "groups")
 CHECKER_EXPECTATIONS = {"no_acked_write_lost": "durability", "conformance": "conformance",
                         "transactions": "transactions", "groups": "groups"}
-CHECKS = ("conformance", "durability", "transactions", "groups", "expectations")
+CHECKS = CHECK_NAMES
 MODES = ("zookeeper", "kraft")
 SUITE_TAGS = ("smoke", "conformance", "chaos", "nightly")
 WORKLOAD_KINDS = {"plain": WorkloadConfig, "txn": TxnWorkloadConfig, "group": GroupWorkloadConfig}
