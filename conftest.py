@@ -8,7 +8,7 @@ What is left here is this repository's own:
 - every ``docker`` or ``spark`` test is in one xdist group, so ``./run.sh test -n 2 --dist loadgroup``
   runs them one at a time on one worker (never two clusters or Spark jobs of its own at once) while the
   pure tests run on the other worker;
-- the suite markers ``smoke``/``conformance``/``chaos``/``nightly`` imply ``docker`` (the plugin then gives
+- the suite markers ``smoke``/``conformance``/``chaos``/``nightly`` and ``ssh`` (SSH test hosts) imply ``docker`` (the plugin then gives
   such tests ``kc_docker`` first: no engine → they **fail** with the reason, unless
   ``KAFKA_CHAOS_SKIP_DOCKER=1`` is set explicitly, which skips them);
 - the older option names ``--kafka-version``, ``--broker-image``, ``--brokers``, ``--zookeepers``,
@@ -60,7 +60,8 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the group into a nodeid suffix
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if any(item.get_closest_marker(m) for m in SUITE_MARKERS) and not item.get_closest_marker("docker"):
+        implies_docker = any(item.get_closest_marker(m) for m in SUITE_MARKERS + ("ssh",))
+        if implies_docker and not item.get_closest_marker("docker"):
             item.add_marker(pytest.mark.docker)
         # under `-n 2 --dist loadgroup` (the default of `./run.sh test`): the tests that start clusters run
         # on one worker, one at a time, so one cluster runs at once as without xdist; the Spark-only tests

@@ -85,6 +85,14 @@ def cmd_images_build_tansu(args) -> int:
     return EXIT_OK
 
 
+def cmd_images_build_host(args) -> int:
+    from harness import host_image  # lazy: only this command builds the SSH test host image
+    for v in args.kafka or ["4.4.0"]:
+        b = host_image.build(v, force=args.force)
+        print(f"{b.tag} {'cached' if b.cached else 'built'} in {b.seconds:.1f} s (id {b.image_id.replace('sha256:', '')[:12]})")
+    return EXIT_OK
+
+
 def cmd_images_list(args) -> int:
     rows = images.list_images()
     if args.json:
@@ -236,7 +244,7 @@ def _check_cluster_up(args) -> None:
 
 def _check_images(args) -> None:
     """`images build`: every --kafka version is resolved before the first build starts."""
-    if getattr(args, "images_command", None) == "build":
+    if getattr(args, "images_command", None) in ("build", "build-host"):
         for v in args.kafka or []:
             images.resolve_version(v)
 
@@ -273,6 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--version", default="0.6.0", metavar="VERSION", help="the tansu crate's version (default 0.6.0)")
     bt.add_argument("--force", action="store_true", help="rebuild the images even if cached")
     bt.set_defaults(func=cmd_images_build_tansu)
+    bh = isub.add_parser("build-host", help="build kafka-chaos/sshhost:<version> offline: an SSH test host (sshd, Kafka "
+                                            "as a service) for --nodes tests (docs/ssh-test-hosts.md)")
+    bh.add_argument("--kafka", action="append", metavar="VERSION", help="Kafka version (default 4.4.0); repeat for several")
+    bh.add_argument("--force", action="store_true", help="rebuild even if cached")
+    bh.set_defaults(func=cmd_images_build_host, precheck=_check_images)
     ls = isub.add_parser("list", help="show the images built here")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_images_list)

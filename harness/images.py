@@ -146,8 +146,15 @@ def image_tag(version: str) -> str:
 
 
 # -- base image ---------------------------------------------------------------------------------
+def _rootfs_hash(packages: list[str], hooks: tuple[str, ...] = ()) -> str:
+    """The input hash of a root-filesystem image: its package list (and extra mmdebstrap hooks, when any:
+    without them the hash is the one the base image always had)."""
+    parts: list = [packages, "bookworm", "v1"] + ([list(hooks)] if hooks else [])
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
 def _base_hash() -> str:
-    return hashlib.sha256(json.dumps([BASE_PACKAGES, "bookworm", "v1"]).encode()).hexdigest()[:16]
+    return _rootfs_hash(BASE_PACKAGES)
 
 
 def find_image(tag: str):
@@ -161,22 +168,29 @@ def find_image(tag: str):
 
 def ensure_base_image(force: bool = False) -> str:
     """Build (or reuse) the Debian base image; returns its id."""
-    want = _base_hash()
-    img = find_image(BASE_TAG)
+    return ensure_rootfs_image(BASE_TAG, BASE_PACKAGES, force=force)
+
+
+def ensure_rootfs_image(tag: str, packages: list[str], hooks: tuple[str, ...] = (), force: bool = False) -> str:
+    """Build (or reuse) a Debian bookworm image of ``packages`` made by mmdebstrap and ``docker import``;
+    ``hooks`` are extra ``--customize-hook`` shell commands (``$1`` is the root directory). Returns its id."""
+    want = _rootfs_hash(packages, hooks)
+    img = find_image(tag)
     if img is not None and not force and img.labels.get("kafka-chaos.input-hash") == want:
         return img.id
     if shutil.which("mmdebstrap") is None:
         raise HarnessError("mmdebstrap is not installed; run `apt-get install mmdebstrap` (or ./run.sh setup)")
     if os.geteuid() != 0:
         raise HarnessError("building the base image needs root (mmdebstrap creates device nodes); run as root")
-    _log(f"building base image {BASE_TAG} with mmdebstrap (about a minute)")
+    _log(f"building base image {tag} with mmdebstrap (about a minute)")
     with tempfile.TemporaryDirectory(prefix="kc-rootfs-") as tmp:
         tar = Path(tmp) / "rootfs.tar"
-        cmd = ["mmdebstrap", "--variant=apt", "--include=" + ",".join(BASE_PACKAGES),
+        cmd = ["mmdebstrap", "--variant=apt", "--include=" + ",".join(packages),
                "--aptopt=Acquire::Retries \"3\"",
-               "--customize-hook=rm -rf \"$1\"/var/cache/apt/archives/*.deb \"$1\"/var/lib/apt/lists/*",
-               "bookworm", str(tar),
-               f"deb {DEBIAN_MIRROR} bookworm main", f"deb {DEBIAN_SECURITY} bookworm-security main"]
+               "--customize-hook=rm -rf \"$1\"/var/cache/apt/archives/*.deb \"$1\"/var/lib/apt/lists/*"]
+        cmd += [f"--customize-hook={h}" for h in hooks]
+        cmd += ["bookworm", str(tar),
+                f"deb {DEBIAN_MIRROR} bookworm main", f"deb {DEBIAN_SECURITY} bookworm-security main"]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             raise HarnessError("mmdebstrap failed: " + (res.stderr.strip().splitlines() or ["?"])[-1])
@@ -186,10 +200,10 @@ def ensure_base_image(force: bool = False) -> str:
         args = ["docker", "import"]
         for c in changes:
             args += ["-c", c]
-        res = subprocess.run(args + [str(tar), BASE_TAG], capture_output=True, text=True)
+        res = subprocess.run(args + [str(tar), tag], capture_output=True, text=True)
         if res.returncode != 0:
             raise HarnessError("docker import failed: " + res.stderr.strip())
-    return find_image(BASE_TAG).id
+    return find_image(tag).id
 
 
 # -- jars ----------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def _record(parent: Path, **meta) -> Path:
 @pytest.mark.parametrize("args, expected", [
     ([], ["`kafka-chaos` needs a command: images, cluster", "see `kafka-chaos --help`"]),
     (["cluster"], ["`kafka-chaos cluster` needs an action: up, status, down"]),
-    (["images"], ["`kafka-chaos images` needs an action: build, build-kfake, build-kroxylicious, build-tansu, list"]),
+    (["images"], ["`kafka-chaos images` needs an action: build, build-kfake, build-kroxylicious, build-tansu, build-host, list"]),
     (["clustr", "up"], ["invalid choice: 'clustr'", "did you mean 'cluster'?"]),
     (["cluster", "upp"], ["invalid choice: 'upp'", "did you mean 'up'?", "`kafka-chaos cluster --help`"]),
     (["images", "buidl"], ["did you mean 'build'?"]),
