@@ -166,13 +166,29 @@ def cmd_cluster_status(args) -> int:
         print("no kafka-chaos clusters are running")
         return EXIT_OK
     for i, name in enumerate(names):
-        cl = Cluster.attach(name)
         if i:
             print()
+        if _print_ssh_hosts(name):
+            continue
+        cl = Cluster.attach(name)
         _print_cluster(cl)
         for n in cl.nodes():
             print(f"# {n.name:24} {n.role:10} {n.status():8} 127.0.0.1:{n.host_port}")
     return EXIT_OK
+
+
+def _print_ssh_hosts(name: str) -> bool:
+    """An SSH test host set (tests/remote/hosts.py) under ``name``: its containers, not a cluster to attach to."""
+    from harness.cluster.cleanup import labelled_containers
+    cs = labelled_containers(f"{docker_util.LABEL_CLUSTER}={name}")
+    if not cs or not all(c["Labels"].get(docker_util.LABEL_SSHHOST) == "1" for c in cs):
+        return False
+    print(f"# {name}: SSH test hosts (docs/ssh-test-hosts.md), reached over SSH through a nodes file; "
+          f"`kafka-chaos cluster down --name {name}` removes them")
+    for c in sorted(cs, key=lambda c: c["Names"][0]):
+        ports = ", ".join(f"{p['PrivatePort']}->127.0.0.1:{p['PublicPort']}" for p in c.get("Ports", []) if p.get("PublicPort"))
+        print(f"# {c['Names'][0].lstrip('/'):24} sshhost    {c['State']:8} {ports}")
+    return True
 
 
 def cmd_cluster_down(args) -> int:

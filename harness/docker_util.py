@@ -17,6 +17,7 @@ LABEL_OWNER_PID = "kafka-chaos.owner-pid"
 LABEL_OWNER_HOST = "kafka-chaos.owner-host"
 LABEL_OWNER_START = "kafka-chaos.owner-start"  # the owner's start time (/proc/PID/stat): tells a reused pid apart
 LABEL_PERSISTENT = "kafka-chaos.persistent"  # "1" for `cluster up` clusters (no owner process)
+LABEL_SSHHOST = "kafka-chaos.sshhost"  # "1" on SSH test hosts (tests/remote/hosts.py), not a cluster the harness runs
 
 ENSURE_HINT = "start one with `sudo scripts/ensure-docker.sh` (installs Debian's docker.io and starts dockerd) or set DOCKER_HOST"
 

@@ -54,11 +54,11 @@ from harness.distributions.apache_kraft import ApacheKraft
 from harness.distributions.apache_zk import ApacheZk
 from harness.distributions.base import CONTROLLER_PORT, INTERNAL_PORT
 from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG, DEFAULT_ZK_CONFIG, ZK_CLIENT_PORT
-from harness.docker_util import LABEL, LABEL_CLUSTER, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START, LABEL_PERSISTENT
+from harness.docker_util import (LABEL, LABEL_CLUSTER, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START,
+                                 LABEL_PERSISTENT, LABEL_SSHHOST)
 from harness.errors import HarnessError
 from harness.protocol.client import ProtocolClient, ProtocolError
 
-LABEL_SSHHOST = "kafka-chaos.sshhost"
 EXTERNAL_PORT = 9092          # the client listener inside every host (published on 127.0.0.1)
 READY_TIMEOUT_S = 240         # three JVMs starting on a loaded 2-core host
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,24}")

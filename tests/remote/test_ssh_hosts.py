@@ -5,6 +5,7 @@ service that a kill -9 does not take the host down with and that its script star
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from harness.protocol.client import ProtocolClient, ProtocolError
 from tests.remote import hosts
 
 pytestmark = [pytest.mark.docker, pytest.mark.ssh]
+ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 120      # bounds of the waits below (a JVM restart on a loaded 2-core host)
 
 
@@ -202,12 +204,40 @@ def test_zookeeper_mode_hosts(ssh_hosts_factory):
     assert "metadata_log_dir" not in doc["service"]
 
 
+def kafka_chaos(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
 def test_up_refuses_an_existing_name_and_down_removes_everything(ssh_hosts_factory, tmp_path):
     hs = ssh_hosts_factory("4.4.0", brokers=1)
     with pytest.raises(hosts.HostsError, match="exists"):
         hosts.up(hs.name, tmp_path, "4.4.0", brokers=1)
     assert metadata_ok(hs.hosts[0].client_port, 1), "the refused start must leave the existing hosts alone"
+    status = kafka_chaos("cluster", "status", "--name", hs.name)
+    assert status.returncode == 0 and f"# {hs.name}: SSH test hosts" in status.stdout, status.stdout + status.stderr
+    assert f"kc-{hs.name}-n1" in status.stdout
     assert hosts.down(hs.name) == 1
     client = docker_util.client()
     assert not client.containers.list(all=True, filters={"label": f"kafka-chaos.cluster={hs.name}"})
     assert not client.networks.list(names=[f"kc-{hs.name}"])
+
+
+def test_hosts_of_a_dead_owner_are_removed_by_the_next_kafka_chaos_command(tmp_path):
+    """Hosts a test process started belong to it: killed (SIGKILL, no teardown), its hosts are reaped by
+    the next `kafka-chaos` command like its clusters would be."""
+    name = f"{os.environ.get('KAFKA_CHAOS_SSH_HOSTS_PREFIX', 'ssh')}reap{os.getpid()}"
+    script = ("import os, sys\nfrom pathlib import Path\nfrom tests.remote import hosts\n"
+              f"hosts.up({name!r}, Path({str(tmp_path)!r}), '4.4.0', brokers=1)\n"
+              "os.kill(os.getpid(), 9)\n")
+    res = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == -9, res.stderr
+    client = docker_util.client()
+    assert client.containers.list(all=True, filters={"label": f"kafka-chaos.cluster={name}"}), "the hosts did not start"
+    try:
+        res = kafka_chaos("cleanup", "--dead-only")
+        assert res.returncode == 0, res.stderr
+        assert not client.containers.list(all=True, filters={"label": f"kafka-chaos.cluster={name}"})
+        assert not client.networks.list(names=[f"kc-{name}"])
+    finally:
+        hosts.down(name)
