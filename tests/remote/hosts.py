@@ -63,10 +63,11 @@ EXTERNAL_PORT = 9092          # the client listener inside every host (published
 READY_TIMEOUT_S = 240         # three JVMs starting on a loaded 2-core host
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,24}")
 USER = host_image.HARNESS_USER
-KAFKA_SERVICE = {"start": "/etc/init.d/kafka start", "stop": "/etc/init.d/kafka stop",
+KAFKA_SERVICE = {"start": "/etc/init.d/kafka start", "stop": "/etc/init.d/kafka stop", "status": "/etc/init.d/kafka status",
                  "pidfile": "/run/kafka/kafka.pid", "log_file": "/var/log/kafka/server.log",
                  "data_dir": "/var/lib/kafka/data", "metadata_log_dir": "/var/lib/kafka/data"}
 ZK_SERVICE = {"start": "/etc/init.d/zookeeper start", "stop": "/etc/init.d/zookeeper stop",
+              "status": "/etc/init.d/zookeeper status",
               "pidfile": "/run/kafka/zookeeper.pid", "log_file": "/var/log/kafka/zookeeper.log",
               "data_dir": "/var/lib/zookeeper"}
 

@@ -92,6 +92,15 @@ def test_nodes_file_names_every_host(ssh_hosts):
     assert ssh_hosts.key_file.stat().st_mode & 0o077 == 0, "the private key must be readable by its owner only"
 
 
+def test_nodes_file_loads_with_the_adapters_parser(ssh_hosts):
+    """The --nodes adapter's own check of the file (skipped where the adapter is not part of the checkout)."""
+    nodes_file = pytest.importorskip("harness.remote.nodes_file")
+    nf = nodes_file.load(ssh_hosts.nodes_file)
+    assert nf.name == ssh_hosts.name and nf.controller_model == "kraft"
+    assert sorted((n.id, n.endpoint, n.ssh.port, n.address) for n in nf.nodes) == \
+        sorted((h.node_id, ("127.0.0.1", h.client_port), h.ssh_port, h.address) for h in ssh_hosts.hosts)
+
+
 def test_key_login_and_sudo(ssh_hosts):
     for h in ssh_hosts.hosts:
         with connect(ssh_hosts, h) as c:
