@@ -18,8 +18,12 @@ API, as the people who provision those VMs would.
   host), its EXTERNAL listener advertised as 127.0.0.1:<published port>; the storage formatted with
   ``kafka-storage`` as user ``kafka``; ``/etc/init.d/kafka start``; ready when every node answers
   Metadata with every broker and sshd sends its banner;
+- with ``security`` (``--security SASL_SSL:SCRAM-SHA-512``, ``SSL``, ``SASL_PLAINTEXT:PLAIN``, ...): the
+  EXTERNAL listeners secured as the container adapter secures them (harness/cluster/listener_security.py),
+  the SCRAM user created at format time (KRaft) or in ZooKeeper before the brokers start, the CA in
+  ``OUT/ca.pem`` and the credentials in the nodes file's ``[client]``;
 - in ``OUT``: ``id_ed25519`` (+ ``.pub``), ``known_hosts``, ``nodes.toml`` (the ``--nodes`` file,
-  harness/remote/nodes_file.py) and ``hosts.json`` (containers and ports).
+  harness/remote/nodes_file.py; mode 0600) and ``hosts.json`` (containers and ports).
 
 Command line (wrap it in the cluster slot's lock when other clusters run)::
 
@@ -45,14 +49,14 @@ import tarfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness import docker_util, host_image, images
 from harness.cluster.owner import this_owner
 from harness.distributions.apache_kraft import ApacheKraft
 from harness.distributions.apache_zk import ApacheZk
-from harness.distributions.base import CONTROLLER_PORT, INTERNAL_PORT
+from harness.distributions.base import CONTROLLER_PORT, INTERNAL_PORT, NodePlan
 from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG, DEFAULT_ZK_CONFIG, ZK_CLIENT_PORT
 from harness.docker_util import (LABEL, LABEL_CLUSTER, LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START,
                                  LABEL_PERSISTENT, LABEL_SSHHOST)
@@ -100,6 +104,7 @@ class HostSet:
     out: Path
     hosts: list[Host]
     seconds: float            # up() wall time
+    client: dict = field(default_factory=lambda: {"protocol": "PLAINTEXT"})   # the nodes file's [client] security keys
 
     @property
     def nodes_file(self) -> Path:
@@ -166,8 +171,9 @@ def nodes_toml(hs: HostSet, key: str = "id_ed25519", known_hosts: str = "known_h
              "owner_confirmed = true   # test hosts started for this purpose", 'interface = "eth0"', "",
              "[ports]", f"internal = {INTERNAL_PORT}"]
     lines += [f"controller = {CONTROLLER_PORT}"] if hs.mode == "kraft" else [f"zookeeper = {ZK_CLIENT_PORT}"]
-    lines += ["", "[client]", f"bootstrap_servers = {_toml_str(hs.bootstrap_servers)}", 'security_protocol = "PLAINTEXT"',
-              "", "[ssh]", f"user = {_toml_str(USER)}", f"key_file = {_toml_str(key)}",
+    lines += ["", "[client]", f"bootstrap_servers = {_toml_str(hs.bootstrap_servers)}"]
+    lines += [f"{k} = {_toml_str(v)}" for k, v in hs.client.items()]
+    lines += ["", "[ssh]", f"user = {_toml_str(USER)}", f"key_file = {_toml_str(key)}",
               f"known_hosts = {_toml_str(known_hosts)}", "sudo = true", "connect_timeout_s = 5", "", "[service]"]
     lines += [f"{k} = {_toml_str(v)}" for k, v in KAFKA_SERVICE.items()
               if hs.mode == "kraft" or k != "metadata_log_dir"]   # ZooKeeper mode: no metadata log
@@ -220,7 +226,7 @@ class _NodeLike:      # harness.distributions.base.NodeLike
     role: str = "broker"
 
 
-def _kafka_configs(mode: str, hosts: list[Host], zk_alias: str) -> dict[int, str]:
+def _kafka_configs(mode: str, hosts: list[Host], zk_alias: str, ls=None) -> dict[int, str]:
     """Each Kafka host's server.properties: what the container adapter's distribution gives the same node,
     with the EXTERNAL listener on port 9092 inside the host (advertised as 127.0.0.1:<published port>)."""
     dist = ApacheKraft() if mode == "kraft" else ApacheZk()
@@ -230,8 +236,61 @@ def _kafka_configs(mode: str, hosts: list[Host], zk_alias: str) -> dict[int, str
     for n in nodes:
         cfg = dist.node_config(common, n, nodes, zookeeper_connect=f"{zk_alias}:{ZK_CLIENT_PORT}")
         cfg["listeners"] = cfg["listeners"].replace(f"EXTERNAL://0.0.0.0:{n.host_port}", f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT}")
+        if ls is not None:    # the EXTERNAL listener secured as the container adapter does it
+            cfg = ls.apply(NodePlan("kraft", {"KC_CONFIG": ""}, cfg), n).config
         out[n.node_id] = "".join(f"{k}={v}\n" for k, v in cfg.items())
     return out
+
+
+def parse_security(spec: str | None):
+    """``--security PROTOCOL[:MECHANISM]`` as a Security (None: PLAINTEXT); a bad one is one line."""
+    if not spec or spec.strip().upper() == "PLAINTEXT":
+        return None
+    try:
+        from harness.cluster.security import Security
+        import harness.cluster.listener_security  # noqa: F401  (what _listener_security needs)
+    except ImportError:
+        raise HostsError("--security needs the harness's TLS and SASL listener support "
+                         "(harness/cluster/listener_security.py), which this checkout lacks") from None
+    return Security.parse(spec, "--security")
+
+
+def _listener_security(asked, name: str, out: Path):
+    """(ListenerSecurity or None, the nodes file's [client] security keys) for ``asked`` (a Security from
+    :func:`parse_security`): the EXTERNAL listeners secured the way the container adapter secures them
+    (harness/cluster/listener_security.py: a CA made now, one server certificate per host, inline PEM;
+    PLAIN in the listener's JAAS; SCRAM users created by :func:`up`); the CA clients trust is ``OUT/ca.pem``."""
+    if asked is None:
+        return None, {"protocol": "PLAINTEXT"}
+    from harness.cluster import certs
+    from harness.cluster.listener_security import ListenerSecurity
+    ls = ListenerSecurity.prepare(asked, name)
+    if ls.ca is not None:
+        (out / "ca.pem").write_text(ls.ca.cert_pem)
+        certs.remove_tls_dir(name)          # the harness's own copy: the hosts keep theirs in OUT
+        ls.security = ls.security.with_credentials(ca_file=str(out / "ca.pem"))
+    sec = ls.security
+    client = {"protocol": sec.protocol}
+    for k in ("mechanism", "username", "password", "ca_file"):
+        if getattr(sec, k):
+            client[k] = getattr(sec, k)
+    return ls, client
+
+
+def _scram_user_zookeeper(c, sec, deadline: float) -> None:
+    """ZooKeeper mode: the SCRAM credential written into ZooKeeper before any broker starts (Kafka's
+    ConfigCommand with --zookeeper, on the ZooKeeper host)."""
+    cmd = ["kafka-run-class", "kafka.admin.ConfigCommand", "--zookeeper", f"localhost:{ZK_CLIENT_PORT}", "--alter",
+           "--add-config", f"{sec.mechanism}=[iterations=4096,password={sec.password}]",
+           "--entity-type", "users", "--entity-name", sec.username]
+    while True:
+        rc, out = c.exec_run(cmd)
+        if rc == 0:
+            return
+        if time.monotonic() > deadline:
+            raise HostsError(f"{c.name}: creating the SCRAM user failed: "
+                             f"{(out.decode(errors='replace').strip().splitlines() or ['?'])[-1][:200]}")
+        time.sleep(1)
 
 
 def _zk_config() -> str:
@@ -249,7 +308,17 @@ def _ssh_banner(port: int) -> bool:
         return False
 
 
-def _brokers_seen(port: int) -> int:
+def _brokers_seen(port: int, client_config: dict | None = None) -> int:
+    """How many brokers node ``port``'s Metadata names (0: no answer). A secured listener is asked by
+    librdkafka with the clients' settings (the nodes file's [client])."""
+    if client_config:
+        from confluent_kafka.admin import AdminClient   # lazy: librdkafka, only for secured listeners
+        try:
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "socket.timeout.ms": 3000,
+                                 "log_level": 0, **client_config})
+            return len(admin.list_topics(timeout=3).brokers)
+        except Exception:  # KafkaException of any kind: not (yet) answering
+            return 0
     try:
         with ProtocolClient("127.0.0.1", port, timeout=3) as pc:
             return len(pc.metadata([]).brokers)
@@ -257,13 +326,13 @@ def _brokers_seen(port: int) -> int:
         return 0
 
 
-def _wait_ready(containers: dict, hs: HostSet, deadline: float) -> None:
+def _wait_ready(containers: dict, hs: HostSet, deadline: float, client_config: dict | None = None) -> None:
     """Until every Kafka host answers Metadata naming every broker and every sshd sends its banner."""
     want = len(hs.kafka_hosts)
     waiting = {h.container: h for h in hs.hosts}
     while True:
         for h in list(waiting.values()):
-            ok = _ssh_banner(h.ssh_port) and (h.is_zookeeper or _brokers_seen(h.client_port) == want)
+            ok = _ssh_banner(h.ssh_port) and (h.is_zookeeper or _brokers_seen(h.client_port, client_config) == want)
             if ok:
                 del waiting[h.container]
         if not waiting:
@@ -279,7 +348,7 @@ def _wait_ready(containers: dict, hs: HostSet, deadline: float) -> None:
 
 
 def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = False, brokers: int = 3,
-       persistent: bool = False) -> HostSet:
+       persistent: bool = False, security: str | None = None) -> HostSet:
     """Start the host set ``name`` (see the module docstring); on any failure nothing is left running."""
     t0 = time.monotonic()
     if not NAME_RE.fullmatch(name or ""):
@@ -292,6 +361,7 @@ def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = Fal
         raise HostsError(f"Kafka {version} has no ZooKeeper mode; use 3.x (e.g. 3.9.2) with --zookeeper")
     if not zookeeper and (brokers < 3 and brokers != 1):
         raise HostsError("KRaft host sets have 1 or at least 3 nodes (3 combined nodes form the quorum)")
+    asked = parse_security(security)
     client = docker_util.client()
     net_name = f"kc-{name}"
     if client.networks.list(names=[net_name]) or client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={name}"}):
@@ -300,6 +370,7 @@ def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = Fal
     out = Path(out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     labels = _labels(name, persistent)
+    ls, client_keys = _listener_security(asked, name, out)
     private, public = keypair(f"kafka-chaos-test-{name}")
     (out / "id_ed25519").write_bytes(private)
     os.chmod(out / "id_ed25519", 0o600)
@@ -321,9 +392,10 @@ def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = Fal
         with ThreadPoolExecutor(max_workers=4) as pool:
             started = list(pool.map(start, specs))
         containers = {h.container: c for c, h in started}
-        hs = HostSet(name, version, mode, out, [h for _, h in started], 0.0)
+        hs = HostSet(name, version, mode, out, [h for _, h in started], 0.0, client_keys)
         (out / "known_hosts").write_text("".join(f"[127.0.0.1]:{h.ssh_port} {h.host_key}\n" for h in hs.hosts))
-        configs = _kafka_configs(mode, hs.kafka_hosts, f"{name}-zk")
+        configs = _kafka_configs(mode, hs.kafka_hosts, f"{name}-zk", ls)
+        scram = ls.security if ls is not None and ls.security.scram else None
         cid = cluster_id()
 
         def configure(h: Host) -> None:
@@ -332,10 +404,14 @@ def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = Fal
                 c.put_archive("/", _tar([("etc/kafka/zookeeper.properties", _zk_config().encode(), 0o644, 0)]))
                 _exec(c, ["sed", "-i", "s/^START_AT_BOOT=no/START_AT_BOOT=yes/", "/etc/default/zookeeper"], "boot setting")
                 _exec(c, ["/etc/init.d/zookeeper", "start"], "/etc/init.d/zookeeper start")
+                if scram:
+                    _scram_user_zookeeper(c, scram, time.monotonic() + 90)
                 return
             c.put_archive("/", _tar([("etc/kafka/server.properties", configs[h.node_id].encode(), 0o644, 0)]))
             if mode == "kraft":
-                _exec(c, ["kafka-storage", "format", "-t", cid, "-c", "/etc/kafka/server.properties"],
+                # SCRAM: the credential goes into the metadata log's bootstrap records (KIP-900)
+                add = ["--add-scram", f"{scram.mechanism}=[name={scram.username},password={scram.password}]"] if scram else []
+                _exec(c, ["kafka-storage", "format", "-t", cid, "-c", "/etc/kafka/server.properties", *add],
                       "kafka-storage format", user="kafka")
             _exec(c, ["sed", "-i", "s/^START_AT_BOOT=no/START_AT_BOOT=yes/", "/etc/default/kafka"], "boot setting")
             _exec(c, ["/etc/init.d/kafka", "start"], "/etc/init.d/kafka start")
@@ -345,9 +421,11 @@ def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = Fal
             configure(h)
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(configure, hs.kafka_hosts))
-        _wait_ready(containers, hs, time.monotonic() + READY_TIMEOUT_S)
+        client_config = ls.security.client_config() if ls is not None else None
+        _wait_ready(containers, hs, time.monotonic() + READY_TIMEOUT_S, client_config)
         hs.seconds = round(time.monotonic() - t0, 1)
         hs.nodes_file.write_text(nodes_toml(hs))
+        os.chmod(hs.nodes_file, 0o600)       # with SASL it holds the password
         (out / "hosts.json").write_text(json.dumps({**asdict(hs), "out": str(out)}, indent=2) + "\n")
         return hs
     except BaseException:
@@ -376,12 +454,15 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--out", required=True, type=Path, help="directory for the key, known_hosts and nodes.toml")
     u.add_argument("--zookeeper", action="store_true", help="ZooKeeper mode (3.x): one more host running ZooKeeper")
     u.add_argument("--brokers", type=int, default=3)
+    u.add_argument("--security", metavar="PROTOCOL[:MECHANISM]", help="the client listener's security, as "
+                   "`kafka-chaos run --security` (e.g. SASL_SSL:SCRAM-SHA-512; default PLAINTEXT)")
     d = sub.add_parser("down", help="remove the hosts and their network")
     d.add_argument("--name", required=True)
     args = p.parse_args(argv)
     try:
         if args.cmd == "up":
-            hs = up(args.name, args.out, args.kafka, args.zookeeper, args.brokers, persistent=True)
+            hs = up(args.name, args.out, args.kafka, args.zookeeper, args.brokers, persistent=True,
+                    security=args.security)
             print(f"{hs.nodes_file}  ({len(hs.hosts)} hosts, {hs.mode}, Kafka {hs.kafka_version}, "
                   f"up in {hs.seconds} s; bootstrap {hs.bootstrap_servers})")
         else:

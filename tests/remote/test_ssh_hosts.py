@@ -191,13 +191,51 @@ def test_stop_and_start_with_the_service_script(ssh_hosts):
     wait_until(f"node {h.node_id} answers Metadata with {want} brokers again", lambda: metadata_ok(h.client_port, want))
 
 
-def test_zookeeper_mode_hosts(ssh_hosts_factory):
-    hs = ssh_hosts_factory("3.9.2", zookeeper=True)
+def admin_brokers(port: int, client: dict) -> list[tuple[int, str, int]]:
+    """The brokers node ``port`` names, asked by librdkafka with the nodes file's [client] security."""
+    from confluent_kafka.admin import AdminClient
+    from harness.cluster.security import Security
+    conf = {k: v for k, v in client.items() if k != "bootstrap_servers"}
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0,
+                         **Security.from_mapping(conf, "[client]").client_config()})
+    md = admin.list_topics(timeout=15)
+    return sorted((b.id, b.host, b.port) for b in md.brokers.values())
+
+
+def test_sasl_ssl_scram_hosts(ssh_hosts_factory):
+    """--security: the client listener speaks TLS and SCRAM, with the CA and credentials of the nodes file."""
+    pytest.importorskip("harness.cluster.listener_security")
+    from confluent_kafka import KafkaException
+    hs = ssh_hosts_factory("4.4.0", brokers=1, security="SASL_SSL:SCRAM-SHA-512")
+    client = tomllib.loads(hs.nodes_file.read_text())["client"]
+    assert {k: client[k] for k in ("protocol", "mechanism")} == {"protocol": "SASL_SSL", "mechanism": "SCRAM-SHA-512"}
+    assert Path(client["ca_file"]).read_text().startswith("-----BEGIN CERTIFICATE-----")
+    assert hs.nodes_file.stat().st_mode & 0o077 == 0, "the nodes file holds the password"
+    h = hs.hosts[0]
+    assert admin_brokers(h.client_port, client) == [(1, "127.0.0.1", h.client_port)]
+    with pytest.raises(KafkaException):
+        admin_brokers(h.client_port, {**client, "password": "wrong"})
+    with pytest.raises(ProtocolError):     # a plaintext client gets no answer from a TLS listener
+        brokers_seen(h.client_port)
+
+
+def test_zookeeper_mode_hosts_with_scram(ssh_hosts_factory):
+    """ZooKeeper mode (3.9.2): a ZooKeeper host and 3 brokers; with SASL (where the checkout has the
+    listener security support; PLAINTEXT otherwise) the SCRAM user written into ZooKeeper before the
+    brokers start."""
+    try:
+        import harness.cluster.listener_security  # noqa: F401
+        security = "SASL_PLAINTEXT:SCRAM-SHA-256"
+    except ImportError:
+        security = None
+    hs = ssh_hosts_factory("3.9.2", zookeeper=True, security=security)
     zk = [h for h in hs.hosts if h.is_zookeeper]
     assert len(zk) == 1 and len(hs.kafka_hosts) == 3
     endpoints = sorted((h.node_id, "127.0.0.1", h.client_port) for h in hs.kafka_hosts)
+    doc = tomllib.loads(hs.nodes_file.read_text())
     for h in hs.kafka_hosts:
-        assert brokers_seen(h.client_port) == endpoints
+        got = admin_brokers(h.client_port, doc["client"]) if security else brokers_seen(h.client_port)
+        assert got == endpoints
     with connect(hs, zk[0]) as c:
         rc, out = run(c, "sudo -n /etc/init.d/zookeeper status")
         assert rc == 0 and out.startswith("zookeeper is running"), out
@@ -206,7 +244,6 @@ def test_zookeeper_mode_hosts(ssh_hosts_factory):
         rc, out = run(c, "sudo -n /etc/init.d/zookeeper start")
         assert rc == 1 and "no readable configuration /etc/kafka/zookeeper.properties" in out, (rc, out)
         assert run(c, "sudo -n /etc/init.d/zookeeper status")[0] == 3
-    doc = tomllib.loads(hs.nodes_file.read_text())
     zk_node = [n for n in doc["node"] if n["roles"] == ["zookeeper"]]
     assert len(zk_node) == 1 and zk_node[0]["service"]["pidfile"] == "/run/kafka/zookeeper.pid"
     assert zk_node[0]["endpoint"] == f"127.0.0.1:{zk[0].client_port}"
