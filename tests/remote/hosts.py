@@ -63,6 +63,7 @@ from harness.docker_util import (LABEL, LABEL_CLUSTER, LABEL_OWNER_HOST, LABEL_O
 from harness.errors import HarnessError
 from harness.protocol.client import ProtocolClient, ProtocolError
 
+KAFKA_GID = 1000              # the group of the user `kafka` in the image (harness/host_image.py)
 EXTERNAL_PORT = 9092          # the client listener inside every host (published on 127.0.0.1)
 READY_TIMEOUT_S = 240         # three JVMs starting on a loaded 2-core host
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,24}")
@@ -141,13 +142,13 @@ def keypair(comment: str) -> tuple[bytes, str]:
     return private, f"{public} {comment}"
 
 
-def _tar(files: list[tuple[str, bytes, int, int]]) -> bytes:
-    """A tar of (path without leading '/', content, mode, uid) (gid = uid) for ``put_archive('/')``."""
+def _tar(files: list[tuple]) -> bytes:
+    """A tar of (path without leading '/', content, mode, uid[, gid]) (gid: uid's) for ``put_archive('/')``."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for path, data, mode, uid in files:
+        for path, data, mode, uid, *gid in files:
             info = tarfile.TarInfo(path)
-            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), mode, uid, uid, int(time.time())
+            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), mode, uid, (gid or [uid])[0], int(time.time())
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
@@ -407,7 +408,8 @@ def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = Fal
                 if scram:
                     _scram_user_zookeeper(c, scram, time.monotonic() + 90)
                 return
-            c.put_archive("/", _tar([("etc/kafka/server.properties", configs[h.node_id].encode(), 0o644, 0)]))
+            # root:kafka 0640, as a package installs it: with --security it holds a private key and passwords
+            c.put_archive("/", _tar([("etc/kafka/server.properties", configs[h.node_id].encode(), 0o640, 0, KAFKA_GID)]))
             if mode == "kraft":
                 # SCRAM: the credential goes into the metadata log's bootstrap records (KIP-900)
                 add = ["--add-scram", f"{scram.mechanism}=[name={scram.username},password={scram.password}]"] if scram else []

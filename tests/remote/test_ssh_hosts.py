@@ -110,6 +110,8 @@ def test_key_login_and_sudo(ssh_hosts):
             assert rc == 0 and out.startswith("kafka is running"), out
             rc, out = run(c, "sudo -n iptables -S INPUT")
             assert rc == 0 and "-P INPUT ACCEPT" in out, out
+            assert run(c, "stat -c %U:%G:%a /etc/kafka/server.properties") == (0, "root:kafka:640")
+            assert run(c, "cat /etc/kafka/server.properties")[0] != 0, "the config is not world-readable"
             # the harness's addresses: this host's own address on the hosts' network is the nodes file's
             assert run(c, "hostname -i")[1].split()[0] == h.address
 
