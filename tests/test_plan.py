@@ -1,0 +1,208 @@
+"""``run --plan`` / ``certify --plan`` (harness/commands/plan.py): the plan says what would run, where, with
+which faults and commands, and touches nothing.
+
+"Touches nothing" is shown from the outside: each plan runs in a child process whose Docker endpoint does
+not exist (a Docker call would fail the command: exit 2), whose HOME, $KAFKA_CHAOS_CACHE (the Kafka version
+list, the jars), $KAFKA_CHAOS_STATE and working directory (./runs, ./certificates) are fresh temporary
+directories that must still be empty afterwards; with the real Docker engine, its event stream over the
+plan's lifetime must name nothing of the plan's cluster prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+NO_DOCKER = "unix:///nonexistent/kafka-chaos-plan-test.sock"
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.fixture
+def sandbox(tmp_path):
+    """Empty HOME, cache, state and working directories for one child process."""
+    root = tmp_path / "sandbox"
+    dirs = {k: root / k for k in ("home", "cache", "state", "cwd")}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    return root, dirs
+
+
+def plan(sandbox, *args: str, docker_host: str = NO_DOCKER, prefix: str | None = None):
+    root, d = sandbox
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_CHAOS_", "DOCKER_"))}
+    env.update(DOCKER_HOST=docker_host, HOME=str(d["home"]), KAFKA_CHAOS_CACHE=str(d["cache"]),
+               KAFKA_CHAOS_STATE=str(d["state"]), PYTHONPATH=str(REPO), PYTHONDONTWRITEBYTECODE="1",
+               XDG_CACHE_HOME=str(d["cache"]), XDG_STATE_HOME=str(d["state"]))
+    if prefix:
+        env["KAFKA_CHAOS_CLUSTER_PREFIX"] = prefix
+    res = subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
+                         timeout=120, env=env, cwd=d["cwd"])
+    assert _files(root) == ["cache", "cwd", "home", "state"], f"the plan wrote files: {_files(root)}"
+    return res
+
+
+def ok(res) -> str:
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr, res.stderr
+    return res.stdout
+
+
+def one_error_line(res) -> str:
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "error:" in lines[0], res.stderr
+    return lines[0]
+
+
+# -- what the plan says -------------------------------------------------------------------------------
+def test_run_smoke_plan(sandbox):
+    out = ok(plan(sandbox, "run", "smoke", "--plan"))
+    for name in ("broker_failover.kill_leader", "controller_failover.kill_controller",
+                 "controller_failover.delete_controller_znode", "isr.pause_follower"):
+        assert name in out
+    assert "kafka-chaos/kafka:3.9." in out and "apache-zk" in out and "PLAINTEXT" in out
+    assert "container kc-r<run>-zk1" in out and "container kc-r<run>-b3" in out
+    assert "127.0.0.1:<free port>" in out
+    assert "docker kill --signal SIGKILL kc-r<run>-b1" in out         # kill_leader / kill_controller
+    assert "docker start kc-r<run>-b1" in out                         # their heal
+    assert "docker pause kc-r<run>-b1" in out and "docker unpause kc-r<run>-b1" in out
+    assert "deletes /controller (no node command)" in out
+    assert "old = at_fault['leader']" in out                          # how the script picks its target
+    assert "expected duration: 4 run(s)" in out
+
+
+def test_kraft_conformance_plan(sandbox):
+    out = ok(plan(sandbox, "run", "conformance", "--plan", "--distribution", "apache-kraft",
+                  "--kafka-version", "4.4.0"))
+    assert "kafka-chaos/kafka:4.4.0" in out and "profile kraft-4.4" in out
+    assert "runs a controller" in out
+    assert "quorum.kill_leader" in out and "kill quorum-leader" in out
+    head, _, rest = out.partition("not applicable:")
+    assert "zookeeper.kill_leader: it acts on ZooKeeper itself" in rest
+    assert "zookeeper.kill_leader" not in head        # listed only as not applicable
+    # quorum.cut_from_brokers: the active controller's CONTROLLER listener (9094) cut from broker 4 only
+    cut = out[out.index("quorum.cut_from_brokers"):]
+    cut = cut[:cut.index("\n[")]
+    assert "iptables -w 5 -A KAFKA_CHAOS_IN -s BROKER4_IP/32 -p tcp --dport 9094" in cut
+    assert "BROKER2_IP" not in cut and "BROKER3_IP" not in cut
+    assert "iptables -w 5 -D KAFKA_CHAOS_IN -s BROKER4_IP/32 -p tcp --dport 9094" in cut   # its heal
+
+
+def test_certify_plan(sandbox):
+    out = ok(plan(sandbox, "certify", "--plan"))
+    assert "plan of `kafka-chaos certify`" in out
+    assert "certify needs --profile; the default is shown" in out
+    assert "capabilities:" in out and "broker_failover      broker_failover.kill_leader" in out
+    assert "quorum.kill_leader: needs controller nodes" in out
+    assert "transactions.zombie_fenced: not a conformance scenario" in out
+
+
+def test_plan_json_is_the_same_plan(sandbox):
+    data = json.loads(ok(plan(sandbox, "run", "smoke", "--plan", "--json", "--parallel", "2", "--seed", "5")))
+    assert data["plan"] == "run" and data["target"] == "smoke" and data["seed"] == 5
+    assert data["broker"]["distribution"] == "apache-zk" and data["security"] == {"protocol": "PLAINTEXT"}
+    s = {e["name"]: e for e in data["scenarios"]}
+    assert list(s) == ["broker_failover.kill_leader", "controller_failover.kill_controller",
+                       "controller_failover.delete_controller_znode", "isr.pause_follower"]
+    kill = s["broker_failover.kill_leader"]["faults"][0]
+    assert (kill["fault"], kill["target"]) == ("kill", "broker:{old}")
+    assert kill["commands"]["apply"][0]["commands"] == ["docker kill --signal SIGKILL kc-r<run>-b1"]
+    assert kill["commands"]["example"] is True
+    nodes = s["isr.pause_follower"]["cluster"]["nodes"]
+    assert [(n["role"], n["name"]) for n in nodes] == [("zookeeper", "kc-r<run>-zk1"), ("broker", "kc-r<run>-b1"),
+                                                        ("broker", "kc-r<run>-b2"), ("broker", "kc-r<run>-b3")]
+    d = data["duration"]
+    assert d["runs"] == 4 and d["parallel"] == 2
+    total = sum(e["estimate_s"] for e in data["scenarios"])
+    assert d["serial_s"] == round(total) and max(e["estimate_s"] for e in data["scenarios"]) <= d["parallel_s"] < total
+
+
+def test_scheduled_faults_are_the_runs_schedule(sandbox):
+    """A seeded fault mix: the plan lists exactly the schedule the run generates from that seed."""
+    from suites.catalog import scenarios_for
+    from harness.distributions import resolve
+    from harness.scenario.schedule import generate_schedule
+    data = json.loads(ok(plan(sandbox, "run", "nightly.short", "--plan", "--json", "--seed", "7")))
+    s = scenarios_for("nightly.short")[0]
+    want = generate_schedule(7, s.fault_mix, resolve("apache-zk").roles)
+    got = data["scenarios"][0]["faults"]
+    assert [(f["fault"], f["target"]) for f in got] == [(i.fault, i.target) for i in want.items]
+    assert all(f"at {i.at:g} s" in f["when"] for f, i in zip(got, want.items))
+
+
+def test_scenario_file_plan(sandbox):
+    out = ok(plan(sandbox, "run", str(REPO / "docs/examples/scenarios/network.toml"), "--plan"))
+    assert "network.file_isolate_leader" in out
+    assert "fault 1: isolate leader(chaos,0) — the leader of partition 0 of topic chaos" in out
+    assert "at 5 s, healed 25 s later  [steps[0]]" in out
+    assert "-m comment --comment kafka-chaos:1:isolate -j DROP" in out
+
+
+def test_distribution_file_plan_names_its_preflight(sandbox):
+    out = ok(plan(sandbox, "run", "conformance", "--plan", "--distribution-file", str(REPO / "docs/examples/tansu.toml")))
+    assert "preflight     a cluster of the distribution file's broker checks its contract first" in out
+    assert "storage.kill_store" in out and "docker kill --signal SIGKILL kc-r<run>-store1" in out
+
+
+# -- bad input: one line, exit 2, nothing touched -----------------------------------------------------
+def test_unknown_suite(sandbox):
+    assert "no suite or scenario named 'smokey'" in one_error_line(plan(sandbox, "run", "smokey", "--plan"))
+
+
+def test_bad_scenario_file(sandbox, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x.y"\n[[steps]]\nat = 1\nfault = "explode"\ntarget = "broker:1"\n')
+    line = one_error_line(plan(sandbox, "run", str(bad), "--plan"))
+    assert "bad.toml:4: steps[0].fault" in line
+
+
+def test_json_needs_plan(sandbox):
+    assert "--json is for --plan" in one_error_line(plan(sandbox, "run", "smoke", "--json"))
+
+
+def test_plan_cannot_replay(sandbox):
+    assert "--plan cannot be combined with --replay" in one_error_line(
+        plan(sandbox, "run", "--replay", "runs/x", "--plan"))
+
+
+def test_no_applicable_scenario_plan_then_error(sandbox):
+    res = plan(sandbox, "run", "smoke", "--plan", "--distribution-file", str(REPO / "docs/examples/kfake.toml"))
+    assert "no scenario of 'smoke' applies" in one_error_line(res)
+    assert "not applicable:" in res.stdout and "the distribution runs 1 (layout single-node)" in res.stdout
+
+
+# -- with the real engine: no container or network of the plan appears ----------------------------------
+def _docker_ok() -> bool:
+    return shutil.which("docker") is not None and subprocess.run(
+        ["docker", "info"], capture_output=True, timeout=30).returncode == 0
+
+
+@pytest.mark.docker
+def test_plan_creates_nothing_in_docker(sandbox):
+    if not _docker_ok():
+        pytest.skip("no Docker engine")
+    prefix = "h4plan" + uuid.uuid4().hex[:6]
+    since = time.time() - 1
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    ok(plan(sandbox, "run", "smoke", "--plan", docker_host=host, prefix=prefix))
+    ok(plan(sandbox, "certify", "--plan", "--kafka-version", "3.9.2", docker_host=host, prefix=prefix))
+    events = subprocess.run(["docker", "events", "--since", f"{since:.0f}", "--until", f"{time.time() + 1:.0f}",
+                             "--format", "{{json .}}"], capture_output=True, text=True, timeout=60)
+    assert events.returncode == 0, events.stderr
+    assert prefix not in events.stdout
+    names = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True).stdout \
+        + subprocess.run(["docker", "network", "ls", "--format", "{{.Name}}"], capture_output=True, text=True).stdout
+    assert prefix not in names
