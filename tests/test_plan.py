@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import HarnessError
+
 REPO = Path(__file__).resolve().parent.parent
 NO_DOCKER = "unix:///nonexistent/kafka-chaos-plan-test.sock"
 
@@ -182,6 +184,24 @@ def test_no_applicable_scenario_plan_then_error(sandbox):
     res = plan(sandbox, "run", "smoke", "--plan", "--distribution-file", str(REPO / "docs/examples/kfake.toml"))
     assert "no scenario of 'smoke' applies" in one_error_line(res)
     assert "not applicable:" in res.stdout and "the distribution runs 1 (layout single-node)" in res.stdout
+
+
+# -- certify on hosts the harness did not start: the owner says so ------------------------------------
+def test_certify_requires_the_owner_on_foreign_hosts():
+    from harness.certify.command import require_owner
+    from harness.distributions.base import Distribution
+
+    class Hosts(Distribution):
+        name = "nodes:staging"
+        foreign_hosts = True
+
+    with pytest.raises(HarnessError, match="--i-own-this-cluster"):
+        require_owner(Hosts(), confirmed=False)
+    require_owner(Hosts(), confirmed=True)
+    confirmed = Hosts()
+    confirmed.owner_confirmed = True
+    require_owner(confirmed, confirmed=False)
+    require_owner(Distribution(), confirmed=False)         # a cluster the harness starts: nothing to confirm
 
 
 # -- with the real engine: no container or network of the plan appears ----------------------------------
