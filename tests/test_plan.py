@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,78 @@ def test_plan_creates_nothing_in_docker(sandbox):
     names = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True).stdout \
         + subprocess.run(["docker", "network", "ls", "--format", "{{.Name}}"], capture_output=True, text=True).stdout
     assert prefix not in names
+
+
+# -- the pieces, in process ------------------------------------------------------------------------------
+def test_faults_read_from_python_scripts():
+    """kind from the factory's closure, params from **params, loops and branches said, the script's own
+    choice of target kept as its text with the line that makes it."""
+    from suites.catalog import scenarios_for
+    from harness.scenario.script_faults import stated_faults
+
+    def faults(name):
+        how, fs = stated_faults(scenarios_for(name)[0])
+        assert how == "script"
+        return fs
+    kill, = faults("broker_failover.stop_leader")
+    assert (kill.kind, kill.target, kill.resolved) == ("stop", "broker:{old}", False)
+    assert "old = at_fault['leader']" in kill.note and kill.source.startswith("broker_failover.py:")
+    cut, = faults("isr.partition_follower")
+    assert (cut.kind, cut.params) == ("link_cut", {"links": ["replication"]})
+    rolling, = faults("restart.rolling")
+    assert rolling.kind == "restart" and rolling.repeated
+    assert [(f.kind, f.target, f.conditional) for f in faults("network.isolate_controller")] == [
+        ("isolate", "broker:{c0}", True), ("isolate", "controller", True)]
+    assert [(f.kind, f.target, f.params) for f in faults("quorum.cut_from_brokers")] == [
+        ("link_cut", "quorum-leader", {"links": ["controller"], "peers": "broker:4"})]
+    assert stated_faults(scenarios_for("topics.create_delete")[0]) == ("none", [])
+
+
+def test_a_nodes_cluster_slots_in():
+    """An adapter of hosts (``--nodes``, harness/distributions/remote.py) gives ``plan_nodes()``: the plan
+    lists those hosts and asks each node's own access for its commands (here a stand-in for the SSH access
+    with its ``describe``), never containers."""
+    from suites.catalog import scenarios_for
+    from harness import images
+    from harness.commands.plan import build
+    from harness.distributions.apache_kraft import ApacheKraft
+    from harness.request import Broker
+
+    class Ssh:
+        kind = "ssh"
+
+        def __init__(self, host):
+            self.host = host
+
+        def where(self):
+            return f"ssh harness@{self.host}:22"
+
+        def describe(self, op, **kw):
+            return [f"ssh harness@{self.host} sudo -n {op} {' '.join(f'{k}={v}' for k, v in kw.items())}".rstrip()]
+
+    class Hosts(ApacheKraft):
+        name = "nodes:staging"
+        foreign_hosts = True
+        nodes_file = "staging.toml"
+
+        def plan_nodes(self):
+            return [SimpleNamespace(role="broker", node_id=i, name=f"kafka-{i}", alias=f"broker{i}", host_port=9092,
+                                    endpoint=f"10.0.0.{i}:9092", address=f"10.0.0.{i}", access=Ssh(f"10.0.0.{i}"))
+                    for i in (1, 2, 3)]
+
+    dist = Hosts()
+    broker = Broker(images.ImageInfo("(none)", None, "4.4.0", "nodes"), dist)
+    s = scenarios_for("broker_failover.kill_leader")[0]
+    p = build("run", s.name, broker, "", [broker.request(s)], [])
+    assert p["where"]["kind"] == "nodes" and "staging.toml" in p["where"]["text"]
+    nodes = p["scenarios"][0]["cluster"]["nodes"]
+    assert [(n["name"], n["where"], n["port"]) for n in nodes] == [
+        (f"kafka-{i}", f"ssh harness@10.0.0.{i}:22", f"10.0.0.{i}:9092") for i in (1, 2, 3)]
+    kill = p["scenarios"][0]["faults"][0]["commands"]
+    assert kill["apply"] == [{"node": "broker1", "where": "ssh harness@10.0.0.1:22",
+                              "commands": ["ssh harness@10.0.0.1 sudo -n kill signal=SIGKILL"]}]
+    assert kill["heal"][0]["commands"] == ["ssh harness@10.0.0.1 sudo -n start"]
+    # a network fault's rules match the hosts' own addresses
+    iso = build("run", "x", broker, "", [broker.request(scenarios_for("network.isolate_controller")[0])], [])
+    script = iso["scenarios"][0]["faults"][1]["commands"]["apply"][0]["commands"][0]
+    assert "-s 10.0.0.2/32" in script and "docker" not in script

@@ -100,9 +100,16 @@ def _version_offline(requested: str | None) -> tuple[str | None, str]:
 
 
 def plan_broker(*, kafka_version=None, image=None, distribution=None, distribution_file=None, layout=None,
-                profile=None, default: str | None = "apache-zk") -> tuple[Broker, str]:
-    """:func:`harness.request.resolve_broker` without Docker: (the Broker, a note on the image)."""
+                profile=None, default: str | None = "apache-zk", nodes=None) -> tuple[Broker, str]:
+    """:func:`harness.request.resolve_broker` without Docker: (the Broker, a note on the image).
+    ``nodes``: a nodes file (``--nodes``): hosts the harness connects to, no image."""
     from harness import distributions
+    if nodes:                              # the adapter reads the file; it connects to nothing until a run
+        dist = distributions.resolve(distribution, distribution_file, layout, nodes=nodes)
+        version = getattr(dist, "kafka_version", None) or kafka_version
+        check_profile(dist, profile, version)
+        return (Broker(images.ImageInfo("(none: the nodes run their own Kafka)", None, version, "nodes"), dist,
+                       profile), f"the nodes file's Kafka {version or '(version not given)'}")
     if distribution_file and kafka_version:
         raise HarnessError("--kafka-version does not apply to --distribution-file: the file names its image "
                            "(--broker-image overrides it)")
@@ -342,7 +349,8 @@ def run_plan(args) -> int:
             kafka_version = sf.kafka_version
         distribution = distribution or sf.distribution
     broker, note = plan_broker(kafka_version=kafka_version, image=args.broker_image, distribution=distribution,
-                               distribution_file=args.distribution_file, layout=args.layout, profile=args.profile)
+                               distribution_file=args.distribution_file, layout=args.layout, profile=args.profile,
+                               nodes=getattr(args, "nodes", None))
     if args.length is not None:
         chosen = [s.with_length(args.length) for s in chosen]
     requests = []
@@ -396,7 +404,7 @@ def certify_plan(args) -> int:
         raise HarnessError("--parallel must be at least 1 and --retries 0 or more")
     broker, note = plan_broker(kafka_version=args.kafka_version, image=args.broker_image, distribution=args.distribution,
                                distribution_file=args.distribution_file, layout=args.layout, profile=args.profile,
-                               default=None)
+                               default=None, nodes=getattr(args, "nodes", None))
     info, dist = broker.image, broker.distribution
     subject = Subject.from_image_info(info, dist)
     profile = resolve_profile(args.profile or dist.default_profile(info.kafka_version), subject)
