@@ -113,6 +113,12 @@ def test_certify_plan(sandbox):
     assert "transactions.zombie_fenced: not a conformance scenario" in out
 
 
+def test_certify_plan_says_a_required_capability_cannot_apply(sandbox):
+    out = ok(plan(sandbox, "certify", "--plan", "--kafka-version", "3.9.2", "--profile", "apache-zk-3.9",
+                  "--require", "quorum"))
+    assert "would stop    INCOMPATIBLE before any run (exit 3): required capability quorum" in out
+
+
 def test_plan_json_is_the_same_plan(sandbox):
     data = json.loads(ok(plan(sandbox, "run", "smoke", "--plan", "--json", "--parallel", "2", "--seed", "5")))
     assert data["plan"] == "run" and data["target"] == "smoke" and data["seed"] == 5
@@ -172,8 +178,13 @@ def test_bad_scenario_file(sandbox, tmp_path):
     assert "bad.toml:4: steps[0].fault" in line
 
 
+def test_certify_plan_unknown_capability(sandbox):
+    assert "unknown capability 'quorom'" in one_error_line(plan(sandbox, "certify", "--plan", "--capability", "quorom"))
+
+
 def test_json_needs_plan(sandbox):
     assert "--json is for --plan" in one_error_line(plan(sandbox, "run", "smoke", "--json"))
+    assert "--json is for --plan" in one_error_line(plan(sandbox, "certify", "--profile", "apache-zk-3.9", "--json"))
 
 
 def test_plan_cannot_replay(sandbox):

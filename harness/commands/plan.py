@@ -319,7 +319,13 @@ def attach(parser, planner) -> None:
     """Route ``parser``'s command to ``planner(args)`` when ``--plan`` is given (certify: its command
     module sits below this one in the layers and cannot call it)."""
     func = parser.get_default("func")
-    parser.set_defaults(func=lambda args: planner(args) if getattr(args, "plan", False) else func(args))
+
+    def route(args):
+        if getattr(args, "plan", False):
+            return planner(args)
+        check_no_plan_conflicts(args)          # --json without --plan
+        return func(args)
+    parser.set_defaults(func=route)
 
 
 def _skipped_variant(chosen, variant):
@@ -394,6 +400,7 @@ def certify_plan(args) -> int:
     """``kafka-chaos certify ... --plan``."""
     from suites.catalog import SCENARIOS
     from harness.certify.capabilities import Subject, plan as capability_plan, resolve_profile
+    from harness.distributions.capability_table import capability
     from harness.certify.fleet import shard_todo
     from harness.options import config_pairs
     from harness.request import RunRequest
@@ -409,8 +416,16 @@ def certify_plan(args) -> int:
     subject = Subject.from_image_info(info, dist)
     profile = resolve_profile(args.profile or dist.default_profile(info.kafka_version), subject)
     selected = list(dict.fromkeys(args.capability or [])) or None
+    required = list(dict.fromkeys(args.require or []))
+    for n in (selected or []) + required:
+        capability(n)
+    for n in required:
+        if selected and n not in selected:
+            raise HarnessError(f"--require {n}: the capability is not selected; add --capability {n}")
     only = list(dict.fromkeys(args.scenario or [])) or None
     plans = capability_plan(SCENARIOS, subject, selected, only)
+    by_name = {cp.capability.name: cp for cp in plans}
+    lacking = [n for n in required if n in by_name and (by_name[n].na_reason or not by_name[n].applicable)]
     todo = [(cp, sp) for cp in plans for sp in cp.applicable]
     if args.shard:
         todo = shard_todo(todo, args.shard)
@@ -426,6 +441,9 @@ def certify_plan(args) -> int:
                                "not_applicable": cp.na_reason} for cp in plans],
              "owner_confirmation": owner_line(dist, getattr(args, "i_own_this_cluster", False)),
              "out": args.out or f"certificates/<time>-{profile}"}
+    if lacking:                  # as certify does (_required_not_applicable): INCOMPATIBLE before any run
+        extra["would_stop"] = (f"INCOMPATIBLE before any run (exit 3): required capability {', '.join(lacking)} "
+                               "cannot apply to this broker")
     if dist.needs_preflight:
         extra["preflight_note"] = ("the preflight's ApiVersions may make more capabilities NOT-APPLICABLE "
                                    "(shown here as if every API were advertised)")

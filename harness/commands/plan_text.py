@@ -52,6 +52,8 @@ def render(plan: dict) -> str:
         lines.append(f"broker config {_params(plan['broker_config'])} (over each scenario's own)")
     if b["preflight"]:
         lines.append("preflight     a cluster of the distribution file's broker checks its contract first")
+    if plan.get("would_stop"):
+        lines.append(f"would stop    {plan['would_stop']}")
     if plan.get("owner_confirmation"):
         lines.append(f"owner         {plan['owner_confirmation']['text']}")
     for key in ("variant", "shard", "runs_dir", "out"):
