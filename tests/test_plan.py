@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -214,6 +215,31 @@ def test_certify_requires_the_owner_on_foreign_hosts():
     confirmed.owner_confirmed = True
     require_owner(confirmed, confirmed=False)
     require_owner(Distribution(), confirmed=False)         # a cluster the harness starts: nothing to confirm
+
+
+# -- under strace: not one socket, connection, process, or file opened for writing -----------------------
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.parametrize("args", [("run", "smoke", "--plan"),
+                                  ("run", "conformance", "--plan", "--distribution", "apache-kraft", "--kafka-version",
+                                   "4.4.0", "--json"),
+                                  ("certify", "--plan")])
+def test_plan_makes_no_syscall_that_touches_anything(sandbox, args):
+    root, d = sandbox
+    trace = root.parent / "strace.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_CHAOS_", "DOCKER_"))}
+    env.update(HOME=str(d["home"]), KAFKA_CHAOS_CACHE=str(d["cache"]), PYTHONPATH=str(REPO), PYTHONDONTWRITEBYTECODE="1")
+    res = subprocess.run(["strace", "-f", "-qq", "-o", str(trace), "-e",
+                          "trace=socket,connect,execve,openat,mkdir,mkdirat,rename,renameat,unlink,unlinkat",
+                          sys.executable, "-m", "harness.cli", *args],
+                         capture_output=True, text=True, timeout=300, env=env, cwd=d["cwd"])
+    assert res.returncode == 0, res.stderr
+    calls = [ln for ln in trace.read_text().splitlines() if "ENOENT" not in ln]
+    assert not [c for c in calls if "socket(" in c or "connect(" in c], "the plan opened a socket"
+    assert len([c for c in calls if "execve(" in c]) == 1, "the plan started a process"
+    assert not [c for c in calls if "openat(" in c and ("O_WRONLY" in c or "O_RDWR" in c or "O_CREAT" in c)], \
+        "the plan opened a file for writing"
+    assert not [c for c in calls if re.search(r"\b(mkdir|mkdirat|rename|renameat|unlink|unlinkat)\(", c)], \
+        "the plan changed the file system"
 
 
 # -- with the real engine: no container or network of the plan appears ----------------------------------
