@@ -196,7 +196,9 @@ def _when(f, how: str) -> str:
         return f"{start}, {heal}"
     extra = [x for x, on in (("once per element of a loop", f.repeated), ("in a branch (some clusters only)",
                                                                           f.conditional)) if on]
-    return "when the script gets there" + (f", {', '.join(extra)}" if extra else "") + "; healed by the script"
+    instant = f.kind in CATALOG and CATALOG[f.kind].instant
+    return "when the script gets there" + (f", {', '.join(extra)}" if extra else "") + (
+        "; an event: nothing to heal" if instant else "; healed by the script")
 
 
 def _example_target(target: str, nodes: list[PlanNode]) -> str | None:
