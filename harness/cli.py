@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness import __version__, distributions, images
 from harness.certify import command as certify
-from harness.commands import check, completion, demo, doctor, run as run_command
+from harness.commands import check, completion, demo, doctor, plan, run as run_command
 from harness import docker_util
 from harness.cluster import lifecycle
 from harness.record import storage
@@ -353,6 +353,8 @@ def _add_run_parser(sub) -> None:
     """`run`, `certify`, `check`, `demo`, `doctor` and `completion` are defined next to their commands."""
     run_command.add_parser(sub)
     certify.add_parser(sub)
+    plan.add_args(sub.choices["certify"])
+    plan.attach(sub.choices["certify"], plan.certify_plan)     # certify --plan: harness/commands/plan.py
     check.add_parser(sub)
     demo.add_parser(sub, main)
     doctor.add_parser(sub)
@@ -362,8 +364,8 @@ def _add_run_parser(sub) -> None:
 def _reap_at_start(args=None) -> None:
     """Every command first removes what dead kafka-chaos processes left (harness/cluster/lifecycle.py): silent
     and quick when there is nothing, never blocking when Docker is down. ``cleanup`` does it itself."""
-    if args is not None and args.command in ("cleanup", "completion", "doctor"):
-        return
+    if args is not None and (args.command in ("cleanup", "completion", "doctor") or getattr(args, "plan", False)):
+        return      # --plan touches nothing: not even what dead processes left
     runs = [getattr(args, "runs_dir", None) or "runs"]
     reap_at_start([storage.local_runs_dir(r) for r in runs if isinstance(r, str)])
 

@@ -59,8 +59,13 @@ RUN_USER = "kafka"
 IMAGE_LAYOUT = f"user={RUN_USER}"
 
 
+def cache_path() -> Path:
+    """Where builds are cached (``$KAFKA_CHAOS_CACHE``, default ``~/.cache/kafka-chaos``), not created."""
+    return Path(os.environ.get("KAFKA_CHAOS_CACHE", Path.home() / ".cache" / "kafka-chaos"))
+
+
 def cache_dir() -> Path:
-    d = Path(os.environ.get("KAFKA_CHAOS_CACHE", Path.home() / ".cache" / "kafka-chaos"))
+    d = cache_path()
     d.mkdir(parents=True, exist_ok=True)
     return d
 

@@ -207,6 +207,10 @@ def add_parser(sub) -> None:
                         "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for "
                         "ZooKeeper mode only are NOT-APPLICABLE) or generic (default for any other image: configured "
                         "by KAFKA_* variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
+    c.add_argument("--i-own-this-cluster", action="store_true",
+                   help="certify a cluster of hosts the harness did not start (--nodes FILE): you own it and "
+                        "accept that every fault of the certification runs on it (or the nodes file's "
+                        "owner_confirmed = true); refused without")
     c.set_defaults(func=cmd_certify, precheck=precheck)
 
 
@@ -218,7 +222,7 @@ def precheck(args) -> None:
     if args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     check_writable_dir(args.out or "certificates", "--out")
-    if args.runs_dir:
+    if args.runs_dir and not getattr(args, "plan", False):   # a plan connects to no s3:// store
         check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
     if args.shard:
         parse_shard(args.shard)
@@ -230,6 +234,16 @@ def precheck(args) -> None:
     for n in args.scenario or []:
         if n not in names:
             raise HarnessError(f"unknown scenario {n!r}{did_you_mean(n, names)}; `kafka-chaos run list` lists them")
+
+
+def require_owner(dist, confirmed: bool) -> None:
+    """A cluster of hosts the harness did not start (a ``--nodes`` file: ``Distribution.foreign_hosts``)
+    is certified only when its owner said so: ``--i-own-this-cluster`` or the file's
+    ``owner_confirmed = true`` (``Distribution.owner_confirmed``); else one line, exit 2, before any run."""
+    if getattr(dist, "foreign_hosts", False) and not (confirmed or getattr(dist, "owner_confirmed", False)):
+        raise HarnessError(f"certify runs every fault of the certification on the hosts of {dist.name}, which the "
+                           "harness did not start: pass --i-own-this-cluster (or set owner_confirmed = true in the "
+                           "nodes file) to confirm they are yours to break")
 
 
 def _print_capabilities(scenarios) -> None:
@@ -362,6 +376,7 @@ def cmd_certify(args) -> int:
     broker = resolve_broker(kafka_version=args.kafka_version, image=args.broker_image, distribution=args.distribution,
                             distribution_file=args.distribution_file, layout=args.layout, profile=args.profile,
                             default=None, build_missing=args.kafka_version is None and args.broker_image is None)
+    require_owner(broker.distribution, args.i_own_this_cluster)
     info = broker.image
     subject = Subject.from_image_info(info, broker.distribution)
     profile = resolve_profile(args.profile, subject)

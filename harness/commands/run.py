@@ -17,6 +17,7 @@ from harness.errors import HarnessError
 from harness.options import (add_distribution_args, check_runs_dir, config_args, config_pairs,
                              did_you_mean)
 from harness.parallel import GATE_ENV, Job, run_parallel
+from harness.commands import plan as planning
 from harness.commands.replay import plan_replay
 from harness.request import RunRequest, check_profile, resolve_broker
 from harness.runner import RunOutcome, execute
@@ -71,6 +72,7 @@ def add_parser(sub) -> None:
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="broker config override on top of each scenario's own (repeatable); the run is judged "
                         "against the configuration it ran with")
+    planning.add_args(r)
     r.set_defaults(func=cmd_run, precheck=precheck)
 
 
@@ -84,7 +86,9 @@ def precheck(args) -> None:
         raise HarnessError(f"--length must be > 0 seconds, got {args.length:g}")
     if args.seed is not None and args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
-    check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
+    planning.check_no_plan_conflicts(args)
+    if not args.plan:              # a plan writes nothing and connects to nothing (an s3:// store)
+        check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
     check_profile(None, args.profile, args.kafka_version)
     if args.target and args.target.endswith(".toml"):
         from harness.scenario.file import load_file     # a scenario file: its errors name file, line and key
@@ -185,6 +189,8 @@ def cmd_run(args) -> int:
         raise HarnessError("--parallel must be at least 1")
     if args.shard:
         parse_shard(args.shard)          # a malformed value is a usage error before any Docker work
+    if args.plan:
+        return planning.run_plan(args)   # harness/commands/plan.py: touches nothing
     if args.replay:
         if args.shard:
             raise HarnessError("--shard cannot be combined with --replay")

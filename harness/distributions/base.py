@@ -121,6 +121,10 @@ class Distribution:
     # the broker's contract is checked by a preflight cluster before any scenario runs (a distribution
     # file: harness/certify/preflight.py)
     needs_preflight = False
+    # the nodes are hosts the harness did not start (a --nodes file): ``certify`` needs the owner's
+    # confirmation (--i-own-this-cluster, or the file's ``owner_confirmed``: :attr:`owner_confirmed`)
+    foreign_hosts = False
+    owner_confirmed = False
 
     def cli_args(self) -> list[str]:
         """The arguments that give a child ``kafka-chaos run`` this same distribution."""

@@ -173,6 +173,7 @@ def make_script(steps: list[dict], expect: list[dict], partitions: dict[str, int
         t_end = time.monotonic()
         for x in by_step.get("faults", []):
             check(ctx, x, None, t_end + x["within"] - time.monotonic(), reassigned, partitions)
+    script.plan_steps = [] if random else steps     # what `run --plan` shows (harness/scenario/script_faults.py)
     return script
 
 
