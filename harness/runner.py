@@ -24,6 +24,7 @@ from harness.cluster import container_logs, group_coordinator
 from harness import docker_util
 from harness.checkers.verdict import decide
 from harness.cluster.cluster import Cluster, ClusterSpec
+from harness.cluster.listener_security import check_client_access
 from harness.cluster.security import Security
 from harness.errors import HarnessError
 from harness.cluster.lifecycle import Shield
@@ -215,6 +216,7 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         cluster.start()
         rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name,
                             security=cluster.security.describe())
+        check_client_access(cluster)     # refused credentials, an untrusted certificate: one line, no fault
         rec.phase("cluster.ready")
         docker_events = _watch_docker(cluster, rec)
         view = obs.start(cluster, rec, [t.name for t in scenario.topics], scenario.max_duration_s)

@@ -163,3 +163,43 @@ def from_env(env: dict[str, str], cluster_name: str) -> Security | None:
     if sec.tls and env.get(ENV_CA):
         sec = sec.with_credentials(ca_file=certs.write_ca(cluster_name, env[ENV_CA]))
     return sec
+
+
+class ClientAccessError(HarnessError):
+    """The cluster's clients cannot connect with its Security: refused credentials, an untrusted or
+    mismatched certificate. Said in one line before any fault (the run is UNKNOWN, exit 2)."""
+
+
+def check_client_access(cluster, security: Security | None = None, timeout_s: float = 15.0) -> None:
+    """Connect to the cluster the way its clients will (``security``, default the cluster's), right
+    after it is up and before anything else: the protocol client (TLS handshake, SASL) and librdkafka
+    (a Metadata request). A refused SASL login is asked again until ``timeout_s`` (a SCRAM credential
+    just created reaches every broker a moment later); a certificate that does not verify is final.
+    Raises :class:`ClientAccessError` naming "SASL authentication failed" or "certificate verify failed"."""
+    from harness.protocol import ProtocolError, first_answer
+    from harness.protocol.client import AuthenticationError
+    sec = security or cluster.security
+    if sec.plaintext:
+        return
+    ports = [cluster.brokers[b].host_port for b in cluster.broker_ids]
+    what = f"cluster {cluster.name}'s clients cannot connect with {sec.spec()}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            first_answer(ports, lambda c: c.metadata([]), 5.0, security=sec)
+            break
+        except AuthenticationError as e:
+            if "certificate verify failed" in str(e) or time.monotonic() > deadline:
+                raise ClientAccessError(f"{what}: {e}") from None
+        except ProtocolError as e:
+            if time.monotonic() > deadline:
+                raise ClientAccessError(f"{what}: {e}") from None
+        time.sleep(1.0)
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+    from harness.clientlog import with_logger
+    try:
+        AdminClient(with_logger({"bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in ports),
+                                 **sec.client_config()})).list_topics(timeout=max(5.0, deadline - time.monotonic()))
+    except KafkaException as e:
+        raise ClientAccessError(f"{what} (librdkafka): {e.args[0].str() if e.args else e}") from None
