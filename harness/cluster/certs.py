@@ -114,6 +114,10 @@ def remove_tls_dir(cluster_name: str) -> None:
     shutil.rmtree(tls_dir(cluster_name), ignore_errors=True)
 
 
+def remove_all_tls_dirs() -> None:
+    shutil.rmtree(os.path.dirname(tls_dir("x")), ignore_errors=True)
+
+
 def last_cert(chain_pem: str) -> str:
     """The last certificate of a PEM chain (a node's chain ends with the CA's)."""
     marker = "-----BEGIN CERTIFICATE-----"
