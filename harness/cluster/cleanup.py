@@ -86,6 +86,7 @@ def remove_cluster(name: str, settle: bool = True) -> int:
             time.sleep(0.3)
         if not (labelled_containers(label) or client.networks.list(filters={"label": label})):
             break
+    certs.remove_tls_dir(name)              # a secured cluster's CA file goes with it (harness/cluster/certs.py)
     return removed
 
 

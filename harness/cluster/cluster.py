@@ -31,7 +31,7 @@ from typing import Iterable
 from harness import distributions, images
 from harness.distributions.base import Distribution
 from harness import docker_util
-from harness.cluster import certs, node_groups
+from harness.cluster import node_groups
 from harness.cluster.listener_security import ListenerSecurity, from_env, public_config
 from harness.cluster.security import PLAINTEXT, Security
 from harness.cluster.cleanup import labelled_containers, reap_orphans, remove_cluster
@@ -423,7 +423,6 @@ class Cluster(TopicAdmin):
         self.control.close()
         self._admin = None
         remove_cluster(self.name, settle=not self.started)   # a completed start has no create in flight
-        certs.remove_tls_dir(self.name)
         self.started = False
 
     def __enter__(self) -> "Cluster":

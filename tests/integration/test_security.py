@@ -118,3 +118,28 @@ def test_transactions_coordinator_kill(security, kc_image, tmp_path):
     assert out.verdict == "PASS", out.reason
     sec = Security.parse(security)
     _secured_run(out.path, sec.protocol, sec.mechanism)
+
+
+def test_cluster_up_prints_what_a_client_needs_and_down_removes_the_ca(kc_image):
+    import subprocess
+    import sys
+    from confluent_kafka.admin import AdminClient
+    name = run_cluster_name("up")
+    up = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name, "--brokers", "1",
+                         "--broker-image", kc_image.tag, "--security", "sasl_ssl"],
+                        capture_output=True, text=True, timeout=300)
+    try:
+        assert up.returncode == 0, up.stderr[-2000:]
+        printed = dict(line.split("=", 1) for line in up.stdout.splitlines() if "=" in line)
+        assert printed["security.protocol"] == "SASL_SSL" and printed["sasl.mechanism"] == "SCRAM-SHA-512"
+        client = {k: v for k, v in printed.items() if k == "bootstrap.servers" or k.startswith(("sasl.", "ssl.",
+                                                                                                "security."))}
+        assert len(AdminClient(client).list_topics(timeout=30).brokers) == 1     # the printed settings connect
+        attached = Cluster.attach(name)            # another process finds the same settings on the containers
+        assert attached.security.password == printed["sasl.password"]
+        check_client_access(attached)
+    finally:
+        down = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "down", "--name", name],
+                              capture_output=True, text=True, timeout=300)
+    assert down.returncode == 0, down.stderr
+    assert not os.path.exists(printed["ssl.ca.location"])
