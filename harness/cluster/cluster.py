@@ -32,7 +32,7 @@ from harness import distributions, images
 from harness.distributions.base import Distribution
 from harness import docker_util
 from harness.cluster import node_groups
-from harness.cluster.listener_security import ListenerSecurity, from_env, public_config
+from harness.cluster.listener_security import ListenerSecurity, check_kafka_version, from_env, public_config
 from harness.cluster.security import PLAINTEXT, Security
 from harness.cluster.cleanup import labelled_containers, reap_orphans, remove_cluster
 from harness.cluster.topics import TopicAdmin
@@ -204,6 +204,7 @@ class Cluster(TopicAdmin):
         self.image = images.image_for(self.spec.kafka_version, self.spec.image or self.distribution.image,
                                       build_missing=self.spec.build_missing)
         self.distribution.check_image(self.image)
+        check_kafka_version(self.security, self.image.kafka_version)
         if client.networks.list(names=[self.network_name]) or labelled_containers(f"{LABEL_CLUSTER}={self.name}"):
             raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
         groups = self.distribution.node_groups(self.spec)

@@ -49,6 +49,17 @@ def _pem_value(pem: str) -> str:
     return pem.strip().replace("\n", "\\n")
 
 
+def check_kafka_version(security: Security, kafka_version: str | None) -> None:
+    """HarnessError when ``security`` needs more than Kafka ``kafka_version`` has (PEM keystores, KIP-651, and
+    SCRAM users created over the Admin API, KIP-554, both 2.7); an unknown version passes."""
+    from harness.distributions.base import version_key
+    key = version_key(kafka_version)
+    if not security.plaintext and key is not None and key < (2, 7):
+        raise HarnessError(f"--security {security.spec()}: Kafka {kafka_version} predates PEM keystores and SCRAM "
+                           "users created over the Admin API (KIP-651, KIP-554); use Kafka 2.7 or newer "
+                           "(docs/security.md)")
+
+
 @dataclass
 class ListenerSecurity:
     """One cluster's listener security: the client-side :attr:`security` (credentials and CA file filled

@@ -133,3 +133,11 @@ def test_bad_security_option_is_one_line_and_exit_2(argv):
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kafka-chaos: error: --security: "), res.stderr
+
+
+def test_kafka_before_2_7_is_refused_in_one_line():
+    from harness.cluster.listener_security import check_kafka_version
+    with pytest.raises(HarnessError, match=r"Kafka 2.6.3 predates PEM keystores .* use Kafka 2.7 or newer"):
+        check_kafka_version(Security.parse("SSL"), "2.6.3")
+    check_kafka_version(Security.parse("SSL"), "2.7.0")
+    check_kafka_version(Security(), "2.4.1")          # PLAINTEXT: any version
