@@ -29,9 +29,10 @@ from harness.cluster import lifecycle
 from harness.record import storage
 from harness.cluster.cleanup import list_clusters, remove_cluster
 from harness.cluster.cluster import Cluster, ClusterSpec
+from harness.cluster.security import Security
 from harness.errors import HarnessError
 from harness.cluster.lifecycle import reap_at_start
-from harness.options import add_distribution_args, config_pairs, did_you_mean
+from harness.options import add_distribution_args, add_security_arg, check_security, config_pairs, did_you_mean
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
@@ -111,6 +112,8 @@ def cmd_images_list(args) -> int:
 def _print_cluster(cl) -> None:
     print(f"cluster={cl.name}")
     print(f"bootstrap.servers={cl.bootstrap_servers}")
+    for k, v in cl.security.client_config().items():    # what a client needs to connect (docs/security.md)
+        print(f"{k}={v}")
     if cl.zookeepers:
         print(f"zookeeper.connect={cl.zookeeper_connect}")
     else:
@@ -151,7 +154,8 @@ def cmd_cluster_up(args) -> int:
     spec = ClusterSpec(brokers=args.brokers, zookeepers=args.zookeepers, kafka_version=args.kafka_version,
                        image=args.broker_image, broker_config=config_pairs(args.config), name=args.name,
                        persistent=True, port_base=args.port_base, build_missing=args.build,
-                       distribution=args.adapter, controllers=args.controllers)
+                       distribution=args.adapter, controllers=args.controllers,
+                       security=Security.parse(args.security) if args.security else None)
     cl = Cluster(spec)
     with _starting(spec.name):
         cl.start()
@@ -252,6 +256,7 @@ def _check_cluster_up(args) -> None:
     if args.distribution_file and args.kafka_version:
         raise HarnessError("--kafka-version does not apply to --distribution-file: the file names its image "
                            "(--broker-image overrides it)")
+    check_security(args)
     args.adapter = distributions.resolve(args.distribution, args.distribution_file, args.layout)
     if args.kafka_version:
         args.adapter.fits(args.kafka_version)
@@ -321,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="controller-only nodes of apache-kraft-dedicated (default 3; ids 101, 102, ...)")
     up.add_argument("--port-base", type=int, help="fixed host ports: brokers BASE+id, ZooKeeper BASE+100+n")
     up.add_argument("--build", action="store_true", help="build the image first if it is missing")
+    add_security_arg(up)
     up.set_defaults(func=cmd_cluster_up, precheck=_check_cluster_up)
     st = csub.add_parser("status", help="print bootstrap.servers / zookeeper.connect of running clusters")
     st.add_argument("--name")

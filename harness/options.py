@@ -60,6 +60,23 @@ def config_args(overrides: dict[str, str]) -> list[str]:
     return [a for k, v in overrides.items() for a in ("--config", f"{k}={v}")]
 
 
+def add_security_arg(parser) -> None:
+    """``--security PROTOCOL[:MECHANISM]``: the client-facing listener of the clusters a command starts
+    (checked by :func:`check_security`; docs/security.md)."""
+    parser.add_argument("--security", metavar="PROTOCOL[:MECHANISM]", default=None,
+                        help="the brokers' client listener: PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL, "
+                             "with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default for SASL) after a colon, e.g. "
+                             "SASL_SSL:SCRAM-SHA-512; certificates and the password are made per run "
+                             "(docs/security.md)")
+
+
+def check_security(args) -> None:
+    """``args.security`` normalised (``sasl_ssl`` -> ``SASL_SSL:SCRAM-SHA-512``); a bad value is one line."""
+    if getattr(args, "security", None) is not None:
+        from harness.cluster.security import Security     # noqa: the parsing rules live with the dataclass
+        args.security = Security.parse(args.security, "--security").spec()
+
+
 def add_distribution_args(parser, help: str) -> None:
     """``--distribution`` (its ``help``), ``--layout`` and ``--distribution-file``: the three ways a command
     line names the distribution adapter (resolved once: :func:`harness.distributions.resolve`)."""

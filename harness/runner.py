@@ -24,6 +24,8 @@ from harness.cluster import container_logs, group_coordinator
 from harness import docker_util
 from harness.checkers.verdict import decide
 from harness.cluster.cluster import Cluster, ClusterSpec
+from harness.cluster.listener_security import check_client_access
+from harness.cluster.security import Security
 from harness.errors import HarnessError
 from harness.cluster.lifecycle import Shield
 from harness.nemesis import Nemesis
@@ -185,6 +187,7 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         schedule = generate_schedule(seed, scenario.fault_mix, dist.roles)
     if schedule is not None:
         scenario = scenario.covering(schedule)
+    security = Security.parse(scenario.security, "security") if scenario.security else None
     rec = RunRecorder(runs_dir, scenario.name, on_open=mark_record_dir, metadata={
         "suite": suite, "harness_version": __version__, "git_sha": _git_sha(),
         "kafka_version": info.kafka_version, "broker_image": info.tag, "image_id": info.image_id,
@@ -195,6 +198,8 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
         "host": host_facts(), "replay_of": replay_of, "description": scenario.description,
         "variant": scenario.variant,
+        # the client-facing listener, without secrets (the cluster's own description replaces it at start)
+        "security": (security or Security()).describe(),
         "tags": list(scenario.tags), "checks": list(scenario.checks), "record": {"end_marker": True}})
     cluster = view = nemesis = workload = docker_events = None
     obs = observation.for_distribution(dist)    # how this distribution's control plane is seen
@@ -207,9 +212,11 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
     try:
         cluster = Cluster(ClusterSpec(brokers=scenario.brokers, zookeepers=scenario.zookeepers, image=info.tag,
                                       broker_config=cfg, name=cluster_name or run_cluster_name(rec.run_id[-6:]), distribution=dist,
-                                      persistent=keep_cluster))
+                                      persistent=keep_cluster, security=security))
         cluster.start()
-        rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name)
+        rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name,
+                            security=cluster.security.describe())
+        check_client_access(cluster)     # refused credentials, an untrusted certificate: one line, no fault
         rec.phase("cluster.ready")
         docker_events = _watch_docker(cluster, rec)
         view = obs.start(cluster, rec, [t.name for t in scenario.topics], scenario.max_duration_s)
@@ -222,7 +229,7 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
             ctx.wait_until(f"{t.name}: full ISR after creation", lambda t=t: _full_isr(view, t), 60)
         if scenario.workload:
             rec.phase("groups.ready", **group_coordinator.settle(cluster))    # before any fault (its docstring)
-            workload = make_workload(cluster.bootstrap_servers,
+            workload = make_workload(cluster.client_config(),
                                      {"duration_s": scenario.max_duration_s, **scenario.workload}, rec.emit)
             rec.update_metadata(workload=workload.config.to_metadata())
             workload.start()

@@ -104,3 +104,12 @@ def test_scenario_applicability():
     zk = scenarios_for("zookeeper.session_expiry")[0]
     assert zk.not_applicable("3.9.2", distributions.resolve("apache-kraft")) == "it acts on ZooKeeper itself, which this cluster does not run"
     assert zk.not_applicable("3.9.2", distributions.resolve()) is None
+
+
+@pytest.mark.parametrize("recorded, spec", [
+    ({"protocol": "SASL_SSL", "mechanism": "SCRAM-SHA-512", "username": "kafka-chaos", "ca": "given"},
+     "SASL_SSL:SCRAM-SHA-512"),
+    ({"protocol": "SSL", "ca": "given"}, "SSL"), ({"protocol": "PLAINTEXT"}, None), (..., None)])
+def test_plan_keeps_the_listener_security_it_ran_with(tmp_path, recorded, spec):
+    """docs/security.md: a replay runs on the protocol and mechanism recorded (new certificates, new password)."""
+    assert plan_replay(_record(tmp_path, security=recorded)).security == spec

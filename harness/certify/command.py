@@ -42,8 +42,8 @@ from harness.certify.certificate_data import (CERTIFICATE_SCHEMA, EXIT_INCOMPATI
 from harness.checkers.verdict import decide
 from harness.errors import HarnessError
 from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
-from harness.options import (add_distribution_args, check_runs_dir, check_writable_dir,
-                             config_args, config_pairs, did_you_mean)
+from harness.options import (add_distribution_args, add_security_arg, check_runs_dir, check_security,
+                             check_writable_dir, config_args, config_pairs, did_you_mean)
 from harness.parallel import Job, run_children
 from harness.shard import parse_shard
 from harness.certify.fleet import merged_results, shard_todo
@@ -211,6 +211,7 @@ def add_parser(sub) -> None:
                    help="certify a cluster of hosts the harness did not start (--nodes FILE): you own it and "
                         "accept that every fault of the certification runs on it (or the nodes file's "
                         "owner_confirmed = true); refused without")
+    add_security_arg(c)
     c.set_defaults(func=cmd_certify, precheck=precheck)
 
 
@@ -221,6 +222,7 @@ def precheck(args) -> None:
         return
     if args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
+    check_security(args)
     check_writable_dir(args.out or "certificates", "--out")
     if args.runs_dir and not getattr(args, "plan", False):   # a plan connects to no s3:// store
         check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
@@ -272,7 +274,7 @@ def _run_serial(todo, args, broker: Broker, overrides: dict, runs_dir: Path, res
             tag = f"[{i}/{len(todo)}] {cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
             _say(f"{tag}: running ...")
             # the plan decided the scenario applies (capabilities.plan): the request says so without asking again
-            o = runner.execute(RunRequest(sp.scenario, broker), runs_dir=runs_dir, suite="certify", seed=args.seed,
+            o = runner.execute(RunRequest(sp.scenario.with_security(args.security), broker), runs_dir=runs_dir, suite="certify", seed=args.seed,
                                broker_config=overrides or None)
             if _record_attempt(results, tag, sp, o.path, o.seconds, attempt, overrides, pub)["verdict"] != UNKNOWN:
                 break
@@ -284,7 +286,8 @@ def _run_parallel(todo, args, broker: Broker, overrides: dict, runs_dir: Path, r
     a time (:mod:`harness.parallel`); the runs spoiled by the environment (UNKNOWN) are retried
     together in a next round, up to ``--retries`` rounds."""
     extra = ["--broker-image", broker.image.tag, "--runs-dir", str(runs_dir), "--suite", "certify",
-             "--profile", broker.profile, *broker.distribution.cli_args(), *config_args(overrides)]
+             "--profile", broker.profile, *broker.distribution.cli_args(), *config_args(overrides),
+             *(["--security", args.security] if args.security else [])]
     pending = list(todo)
     for attempt in range(args.retries + 1):
         if not pending:

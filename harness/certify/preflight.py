@@ -163,7 +163,7 @@ def _round_trip(cl: Cluster, deadline: float, facts: dict) -> None:
         raise Incompatible(f"CreateTopics of {topic} (1 partition, replication factor {rf}) failed: {e.args[0]}") from None
     except Exception as e:   # noqa: BLE001 - a timeout from the future
         raise Incompatible(f"CreateTopics of {topic} did not answer within {left():.0f} s: {e}") from None
-    p = Producer(with_logger({"bootstrap.servers": cl.bootstrap_servers, "acks": "all",
+    p = Producer(with_logger({**cl.client_config(), "acks": "all",
                               "message.timeout.ms": int(min(10, left()) * 1000)}))
     errs: list = []
     t0 = time.monotonic()
@@ -173,7 +173,7 @@ def _round_trip(cl: Cluster, deadline: float, facts: dict) -> None:
         raise Incompatible(f"producing one record to {topic} (acks=all) failed: {errs[0] if errs else 'no answer'}")
     facts["produce_ack_s"] = round(time.monotonic() - t0, 2)
     joined: list[float] = []
-    c = Consumer(with_logger({"bootstrap.servers": cl.bootstrap_servers, "group.id": topic,
+    c = Consumer(with_logger({**cl.client_config(), "group.id": topic,
                               "auto.offset.reset": "earliest", "enable.auto.commit": False,
                               "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}))
     t1 = time.monotonic()
@@ -213,7 +213,8 @@ def check_cluster(cl: Cluster, deadline: float, facts: dict) -> tuple[dict, list
     controllers: dict[int, int] = {}
     for b, port in published.items():
         try:
-            with ProtocolClient(port=port, timeout=min(5.0, max(0.5, deadline - time.monotonic()))) as c:
+            with ProtocolClient(port=port, timeout=min(5.0, max(0.5, deadline - time.monotonic())),
+                                security=getattr(cl, "security", None)) as c:
                 per_node[b] = set(c.api_versions().versions)
                 md = c.metadata([])
                 listed[b] = md.brokers

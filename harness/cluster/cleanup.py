@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from harness.cluster import certs
 from harness import docker_util
 from harness.docker_util import LABEL, LABEL_CLUSTER
 from harness.cluster.lifecycle import reap
@@ -85,6 +86,7 @@ def remove_cluster(name: str, settle: bool = True) -> int:
             time.sleep(0.3)
         if not (labelled_containers(label) or client.networks.list(filters={"label": label})):
             break
+    certs.remove_tls_dir(name)              # a secured cluster's CA file goes with it (harness/cluster/certs.py)
     return removed
 
 
@@ -92,12 +94,18 @@ def reap_orphans() -> list[str]:
     """Remove the containers, networks and volumes whose owner process on this host is gone (never a
     live owner's, another host's or a `cluster up` cluster's: harness/cluster/lifecycle.py); returns the names of
     the clusters they belonged to."""
-    return sorted({i.cluster for i in reap(docker_util.client()) if i.cluster})
+    names = sorted({i.cluster for i in reap(docker_util.client()) if i.cluster})
+    for name in names:
+        certs.remove_tls_dir(name)          # a secured cluster's CA file (harness/cluster/certs.py)
+    return names
 
 
 def cleanup_all() -> dict[str, int]:
-    """Remove everything carrying the harness label: containers, networks, volumes."""
-    return _remove_labelled(f"{LABEL}=1")
+    """Remove everything carrying the harness label: containers, networks, volumes (and the clusters'
+    CA files: harness/cluster/certs.py)."""
+    out = _remove_labelled(f"{LABEL}=1")
+    certs.remove_all_tls_dirs()
+    return out
 
 
 def leftovers() -> dict[str, list[str]]:

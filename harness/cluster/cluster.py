@@ -32,6 +32,8 @@ from harness import distributions, images
 from harness.distributions.base import Distribution
 from harness import docker_util
 from harness.cluster import node_groups
+from harness.cluster.listener_security import ListenerSecurity, check_kafka_version, from_env, public_config
+from harness.cluster.security import PLAINTEXT, Security
 from harness.cluster.cleanup import labelled_containers, reap_orphans, remove_cluster
 from harness.cluster.topics import TopicAdmin
 from harness.docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_NODE_PORTS, LABEL_OWNER_HOST,
@@ -68,6 +70,8 @@ class ClusterSpec:
     distribution: Distribution | str | None = None
     node_env: dict[str, str] = field(default_factory=dict)  # extra environment for every Kafka node
     controllers: int = 3                # apache-kraft-dedicated: controller-only nodes besides the brokers
+    # the client-facing listener's security (harness/cluster/security.py, docs/security.md); None: PLAINTEXT
+    security: Security | None = None
 
     def validate(self) -> None:
         if not 1 <= self.brokers <= 9:
@@ -82,6 +86,10 @@ class ClusterSpec:
             raise HarnessError(f"--port-base must be between 1024 and 65000, not {self.port_base}")
         if not isinstance(self.distribution, Distribution):   # unknown names fail here, with the choices
             self.distribution = distributions.resolve(self.distribution)
+        if self.security is not None and not self.security.plaintext and self.distribution.foreign:
+            raise HarnessError(f"--security {self.security.spec()}: distribution {self.distribution.name} runs a broker "
+                               "the harness does not configure; TLS and SASL listeners need apache-zk, apache-kraft "
+                               "or apache-kraft-dedicated (docs/security.md)")
 
 
 # -- the cluster --------------------------------------------------------------------------------
@@ -104,6 +112,9 @@ class Cluster(TopicAdmin):
         self.distribution: Distribution = self.spec.distribution
         self.control = self.distribution.control_plane(self)   # harness/distributions/control_plane.py
         self.cluster_id: str | None = None          # KRaft cluster id (None in ZooKeeper mode)
+        # how clients reach the brokers (credentials and CA file filled in once started; docs/security.md)
+        self.security: Security = self.spec.security or PLAINTEXT
+        self._listener_security: ListenerSecurity | None = None
 
     # ---- nodes and addresses
     @property
@@ -137,6 +148,11 @@ class Cluster(TopicAdmin):
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{self.brokers[b].host_port}" for b in self.broker_ids)
+
+    def client_config(self) -> dict:
+        """THE configuration every client of this cluster starts from (confluent-kafka keys): the bootstrap
+        servers and the listener's security (:meth:`harness.cluster.security.Security.client_config`)."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.security.client_config()}
 
     @property
     def zookeeper_connect(self) -> str:
@@ -188,6 +204,7 @@ class Cluster(TopicAdmin):
         self.image = images.image_for(self.spec.kafka_version, self.spec.image or self.distribution.image,
                                       build_missing=self.spec.build_missing)
         self.distribution.check_image(self.image)
+        check_kafka_version(self.security, self.image.kafka_version)
         if client.networks.list(names=[self.network_name]) or labelled_containers(f"{LABEL_CLUSTER}={self.name}"):
             raise HarnessError(f"a cluster named {self.name!r} already exists; `kafka-chaos cluster down --name {self.name}` first")
         groups = self.distribution.node_groups(self.spec)
@@ -200,6 +217,9 @@ class Cluster(TopicAdmin):
         self.brokers = self._broker_nodes(ids, b_ports)
         self.cluster_id = self.control.new_cluster_id() or self.cluster_id
         try:
+            if not self.security.plaintext:
+                self._listener_security = ListenerSecurity.prepare(self.security, self.name)
+                self.security = self._listener_security.security
             net = Network(docker_network_kw={"labels": self._labels(), "driver": "bridge"})
             net.name = self.network_name
             net.create()
@@ -215,6 +235,8 @@ class Cluster(TopicAdmin):
             node_groups.wait_services(self, groups, t0 + self.spec.startup_timeout_s)
             for node in self.broker_containers():
                 self._container(DockerContainer, net, node, self._node_plan(node)).start()
+            if self._listener_security is not None:    # the SCRAM user, before any client connects
+                self._listener_security.create_users(self, t0 + self.spec.startup_timeout_s)
             self.started = True
             self.wait_ready(self.spec.startup_timeout_s)
         except BaseException:
@@ -285,8 +307,9 @@ class Cluster(TopicAdmin):
         return "controller" in self._node_plan(node).config.get("process.roles", "")
 
     def _node_plan(self, node: Node) -> distributions.NodePlan:
-        return self.distribution.plan(self.broker_config, node, self.kafka_nodes(),
+        plan = self.distribution.plan(self.broker_config, node, self.kafka_nodes(),
                                       self.internal_zookeeper_connect, self.cluster_id, self.spec.node_env)
+        return self._listener_security.apply(plan, node) if self._listener_security is not None else plan
 
     # ---- the control plane (harness/distributions/control_plane.py: ZooKeeper or the Kafka protocol)
     def zk(self):
@@ -322,13 +345,15 @@ class Cluster(TopicAdmin):
         """A Metadata response (v7+, with leader epochs) from the first broker that answers
         (:class:`harness.protocol.MetadataResult`), the brokers in ``last`` asked only after the
         others; raises ProtocolError when none does."""
-        return first_answer(self._protocol_ports(last), lambda c: c.metadata(topics), timeout_s)[1]
+        return first_answer(self._protocol_ports(last), lambda c: c.metadata(topics), timeout_s,
+                            security=self.security)[1]
 
     def quorum(self, timeout_s: float = 5.0, last: Iterable[int] = ()):
         """The KRaft metadata quorum (DescribeQuorum through the first broker that answers, those in
         ``last`` after the others): :class:`harness.protocol.QuorumInfo` with ``leader_id``,
         ``leader_epoch``, ``voters``."""
-        return first_answer(self._protocol_ports(last), lambda c: c.describe_quorum(), timeout_s)[1]
+        return first_answer(self._protocol_ports(last), lambda c: c.describe_quorum(), timeout_s,
+                            security=self.security)[1]
 
     def coordinator(self, key: str, key_type: str = "group", timeout_s: float = 3.0, last: Iterable[int] = ()):
         """The coordinator of group ``key`` (``key_type`` "group") or of transactional id ``key``
@@ -340,7 +365,8 @@ class Cluster(TopicAdmin):
         found = None                 # the last error answer, or the first ProtocolError
         for port in self._protocol_ports(last):
             try:
-                got = first_answer([port], lambda c: c.find_coordinator(key, key_type), timeout_s)
+                got = first_answer([port], lambda c: c.find_coordinator(key, key_type), timeout_s,
+                                   security=getattr(self, "security", None))
             except ProtocolError as e:
                 found = found or e
                 continue
@@ -413,7 +439,7 @@ class Cluster(TopicAdmin):
                 "brokers": len(self.brokers), "zookeepers": len(self.zookeepers),
                 **({"controllers": len(self.controllers)} if self.controllers else {}),
                 "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
-                "broker_config": self.broker_config}
+                "security": self.security.describe(), "broker_config": self.broker_config}
 
     # ---- attach to an existing cluster (CLI status/down, other processes)
     @classmethod
@@ -446,7 +472,9 @@ class Cluster(TopicAdmin):
                     cl.brokers[int(sid)] = Node(name, role, int(sid), c.name, f"broker{nid}", int(sport),
                                                 cl.distribution.started_line(int(sid)))
                 env = dict(e.split("=", 1) for e in c.attrs["Config"].get("Env", []) if "=" in e)
-                cl.broker_config = dict(l.split("=", 1) for l in env.get("KC_CONFIG", "").splitlines() if "=" in l)
+                cl.broker_config = public_config(dict(l.split("=", 1) for l in env.get("KC_CONFIG", "").splitlines()
+                                                      if "=" in l))
+                cl.security = from_env(env, name) or cl.security
                 cl.cluster_id = env.get("KC_CLUSTER_ID") or env.get("CLUSTER_ID") or cl.cluster_id
         for ns in cl.aux_nodes.values():
             ns.sort(key=lambda n: n.node_id)

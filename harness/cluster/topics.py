@@ -1,6 +1,6 @@
 """A cluster's topic administration through the Admin API: the shared AdminClient, creating a topic
 (asked again, bounded, when a loaded machine answers too late) and waiting for its leaders, deleting
-it. A mixin of :class:`harness.cluster.cluster.Cluster`, which provides ``bootstrap_servers``, ``name``,
+it. A mixin of :class:`harness.cluster.cluster.Cluster`, which provides ``client_config()``, ``name``,
 ``_admin`` and ``_progress`` (its progress line).
 """
 
@@ -19,10 +19,9 @@ class TopicAdmin:
     def admin(self, **conf):
         """A shared AdminClient (a fresh one when ``conf`` is given). Keep a reference while futures are pending."""
         if conf:
-            return AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 30000, **conf}))
+            return AdminClient(with_logger({**self.client_config(), "socket.timeout.ms": 30000, **conf}))
         if self._admin is None:
-            self._admin = AdminClient(with_logger({"bootstrap.servers": self.bootstrap_servers,
-                                                 "socket.timeout.ms": 30000}))
+            self._admin = AdminClient(with_logger({**self.client_config(), "socket.timeout.ms": 30000}))
         return self._admin
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,

@@ -32,6 +32,7 @@ class ReplayPlan:
     suite: str
     distribution: str | None = None
     variant: str | None = None            # the scenario's variant the run was (Scenario.with_variant)
+    security: str | None = None           # the listener it ran with, PROTOCOL[:MECHANISM] (None: PLAINTEXT)
 
 
 def plan_replay(run_dir: str | Path) -> ReplayPlan:
@@ -61,4 +62,13 @@ def plan_replay(run_dir: str | Path) -> ReplayPlan:
                       broker_image=meta.get("broker_image"), kafka_version=meta.get("kafka_version"),
                       profile=meta.get("profile"), broker_config={str(k): str(v) for k, v in cfg.items()},
                       suite=str(meta.get("suite") or "adhoc"), distribution=meta.get("distribution"),
-                      variant=meta.get("variant") if isinstance(meta.get("variant"), str) else None)
+                      variant=meta.get("variant") if isinstance(meta.get("variant"), str) else None,
+                      security=_security(meta.get("security")))
+
+
+def _security(recorded) -> str | None:
+    """metadata.json ``security`` (Security.describe(): no secrets) as PROTOCOL[:MECHANISM]; None: PLAINTEXT."""
+    if not isinstance(recorded, dict) or recorded.get("protocol") in (None, "PLAINTEXT"):
+        return None
+    proto, mech = str(recorded["protocol"]), recorded.get("mechanism")
+    return f"{proto}:{mech}" if mech else proto

@@ -14,8 +14,8 @@ from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
 from harness import distributions, images
 from harness.errors import HarnessError
-from harness.options import (add_distribution_args, check_runs_dir, config_args, config_pairs,
-                             did_you_mean)
+from harness.options import (add_distribution_args, add_security_arg, check_runs_dir, check_security,
+                             config_args, config_pairs, did_you_mean)
 from harness.parallel import GATE_ENV, Job, run_parallel
 from harness.commands import plan as planning
 from harness.commands.replay import plan_replay
@@ -73,6 +73,7 @@ def add_parser(sub) -> None:
                    help="broker config override on top of each scenario's own (repeatable); the run is judged "
                         "against the configuration it ran with")
     planning.add_args(r)
+    add_security_arg(r)
     r.set_defaults(func=cmd_run, precheck=precheck)
 
 
@@ -90,6 +91,7 @@ def precheck(args) -> None:
     if not args.plan:              # a plan writes nothing and connects to nothing (an s3:// store)
         check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
     check_profile(None, args.profile, args.kafka_version)
+    check_security(args)
     if args.target and args.target.endswith(".toml"):
         from harness.scenario.file import load_file     # a scenario file: its errors name file, line and key
         args.scenario_file = load_file(args.target)
@@ -161,7 +163,7 @@ def _replay_jobs(args) -> list[tuple[RunRequest, dict]]:
                            "`run FILE.toml --replay RUN_DIR`)")
     if args.variant and args.variant != plan.variant:
         raise HarnessError(f"--variant cannot change a replay: {plan.run_id} ran variant {plan.variant!r}")
-    found = [found[0].with_variant(plan.variant)]
+    found = [found[0].with_variant(plan.variant).with_security(args.security or plan.security)]
     if args.kafka_version or args.broker_image:   # replay the same schedule against another broker
         info = images.image_for(args.kafka_version, args.broker_image, build_missing=False)
         profile = args.profile
@@ -229,6 +231,7 @@ def cmd_run(args) -> int:
     seed = args.seed or 0
     if args.length is not None:
         chosen = [s.with_length(args.length) for s in chosen]
+    chosen = [s.with_security(args.security) for s in chosen]     # --security over a file's [cluster] security
     requests = broker.applicable(chosen, _say)       # each scenario's applicability, decided once
     if not requests:
         raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
@@ -249,7 +252,8 @@ def cmd_run(args) -> int:
     if args.parallel > 1 and len(requests) * args.repeat > 1:
         extra = (["--profile", args.profile] if args.profile else []) + dist.cli_args() + (
             ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides) + (
-            ["--variant", args.variant] if args.variant else [])
+            ["--variant", args.variant] if args.variant else []) + (
+            ["--security", args.security] if args.security else [])
         pub = Publisher(args.runs_dir, args.s3_endpoint)   # children record locally; this process publishes
         before = set(os.listdir(pub.local)) if os.path.isdir(pub.local) else set()
         target = args.target if sf else None     # a file's scenario is the file

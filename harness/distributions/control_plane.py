@@ -313,7 +313,7 @@ class ProtocolControlPlane(ControlPlane):
         info, errors = None, []
         for port in [cluster.brokers[b].host_port for b in cluster.broker_ids]:
             try:
-                with ProtocolClient("127.0.0.1", port, timeout=timeout_s) as c:
+                with ProtocolClient("127.0.0.1", port, timeout=timeout_s, security=getattr(cluster, "security", None)) as c:
                     t = next((t for t in c.metadata([topic]).topics if t.name == topic), None)
                     if t is not None and t.error is None:
                         info = t
@@ -411,7 +411,7 @@ class ProtocolControlPlane(ControlPlane):
         (DescribeQuorum) and each finished its startup; asked through the Kafka protocol."""
         cl = self.cluster
         for b in sorted(want):
-            with ProtocolClient(port=cl.brokers[b].host_port, timeout=5.0) as c:
+            with ProtocolClient(port=cl.brokers[b].host_port, timeout=5.0, security=getattr(cl, "security", None)) as c:
                 seen = {x.node_id for x in c.metadata([]).brokers}
             if not want <= seen:
                 return f"broker {b} lists {sorted(seen)} in metadata, waiting for {sorted(want - seen)}"

@@ -204,7 +204,7 @@ class FileControlPlane(ProtocolControlPlane):
         for b in sorted(want):
             node = cl.brokers[b]
             try:
-                with ProtocolClient(port=node.host_port, timeout=3.0) as c:
+                with ProtocolClient(port=node.host_port, timeout=3.0, security=getattr(cl, "security", None)) as c:
                     c.api_versions()
                     c.metadata([])
             except ProtocolError as e:
@@ -233,7 +233,7 @@ class FileControlPlane(ProtocolControlPlane):
         ports = [self.cluster.brokers[b].host_port for b in self.cluster.broker_ids]
         for port in ports:
             try:
-                with ProtocolClient(port=port, timeout=5.0) as c:
+                with ProtocolClient(port=port, timeout=5.0, security=getattr(self.cluster, "security", None)) as c:
                     if c.supports_describe_quorum():
                         q = c.describe_quorum()
                         return q.leader_id if q.error is None and q.leader_id >= 0 else None

@@ -98,7 +98,7 @@ class ProtocolSampler(PeriodicSampler):
                  max_samples: int | None = None, duration: float | None = None,
                  topics: list[str] | None = None, include_internal: bool = False,
                  request_timeout: float = 3.0, quorum: bool | None = None,
-                 reassignments: bool | None = None, elr: bool = False):
+                 reassignments: bool | None = None, elr: bool = False, security=None):
         if not brokers:
             raise ValueError("no broker ports to sample")
         if max_samples is None and duration is None:
@@ -109,6 +109,7 @@ class ProtocolSampler(PeriodicSampler):
         self.request_timeout, self.quorum = request_timeout, quorum
         self.reassignments, self.elr = reassignments, elr
         self._preferred: int | None = None
+        self.security = security        # the listener's (harness/cluster/security.py); None: PLAINTEXT
 
     thread_name = "protocol-sampler"
 
@@ -118,6 +119,7 @@ class ProtocolSampler(PeriodicSampler):
     @classmethod
     def for_cluster(cls, cluster, emit=None, **kw) -> "ProtocolSampler":
         """A sampler of every broker of a :class:`harness.cluster.cluster.Cluster`."""
+        kw.setdefault("security", getattr(cluster, "security", None))
         return cls({b: cluster.brokers[b].host_port for b in cluster.broker_ids}, emit, **kw)
 
     # -- one sample ----------------------------------------------------------------------------
@@ -135,7 +137,7 @@ class ProtocolSampler(PeriodicSampler):
         last: Exception | None = None
         for b in self._order():
             with ProtocolClient(port=self.brokers[b], timeout=self.request_timeout,
-                                client_id="kafka-chaos-protocol-sampler") as c:
+                                client_id="kafka-chaos-protocol-sampler", security=self.security) as c:
                 try:
                     if self.elr and c.supports_describe_topic_partitions():
                         md = c.metadata([])
@@ -168,7 +170,7 @@ class ProtocolSampler(PeriodicSampler):
         ctl = md.controller_id
         if r.error == "NOT_CONTROLLER" and ctl in self.brokers and ctl != b:
             with ProtocolClient(port=self.brokers[ctl], timeout=self.request_timeout,
-                                client_id="kafka-chaos-protocol-sampler") as cc:
+                                client_id="kafka-chaos-protocol-sampler", security=self.security) as cc:
                 return ctl, cc.list_partition_reassignments()
         return b, r
 

@@ -63,7 +63,8 @@ class ZooKeeperSource(ObservationSource):
     def start(self, cluster, rec, topics, duration_s):
         self.view = self.watcher = ZkWatcher(cluster.zookeeper_connect, emit=rec.emit).start()
         self.sampler = AdminSampler(cluster.bootstrap_servers, emit=rec.emit, interval=1.0,
-                                    duration=duration_s + 180, topics=topics).start()
+                                    duration=duration_s + 180, topics=topics,
+                                    client_config=cluster.security.client_config()).start()
         return self.view
 
     def stop(self) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
 import struct
 import time
 from typing import Callable, Iterable, TypeVar
@@ -22,6 +23,7 @@ from harness.errors import HarnessError
 from harness.protocol import admin_messages as a
 from harness.protocol import header as h
 from harness.protocol import messages as m
+from harness.protocol import sasl
 from harness.protocol.wire import DecodeError, Reader
 
 T = TypeVar("T")
@@ -34,6 +36,20 @@ class ProtocolError(HarnessError):
 
 class UnsupportedApi(ProtocolError):
     """The broker does not speak any version of the API that this client implements."""
+
+
+class AuthenticationError(ProtocolError):
+    """The broker refused this client's SASL credentials or mechanism, or its TLS certificate is not one
+    this client trusts: asking again will not help (the harness's preflight says so and stops)."""
+
+
+def tls_context(security) -> ssl.SSLContext:
+    """The TLS context of ``security`` (a :class:`harness.cluster.security.Security`): the CA file it
+    names (else the system's), host names checked, its client certificate when it has one."""
+    ctx = ssl.create_default_context(cafile=getattr(security, "ca_file", None) or None)
+    if getattr(security, "cert_file", None):
+        ctx.load_cert_chain(security.cert_file, security.key_file)
+    return ctx
 
 
 def _require_loopback(host: str) -> None:
@@ -49,7 +65,7 @@ class ProtocolClient:
     """One connection to ``host:port``; use as a context manager or call :meth:`close`."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9092, timeout: float = 5.0,
-                 client_id: str = "kafka-chaos-protocol"):
+                 client_id: str = "kafka-chaos-protocol", security=None):
         _require_loopback(host)
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0, got {timeout}")
@@ -57,6 +73,9 @@ class ProtocolClient:
         self._sock: socket.socket | None = None
         self._correlation = 0
         self._versions: m.ApiVersionsResult | None = None
+        # how the listener is reached (a harness.cluster.security.Security; None or PLAINTEXT: plain TCP)
+        self.security = security if security is not None and security.protocol != "PLAINTEXT" else None
+        self._tls = tls_context(self.security) if self.security is not None and self.security.tls else None
 
     def __repr__(self) -> str:
         return f"ProtocolClient({self.host}:{self.port})"
@@ -69,7 +88,61 @@ class ProtocolClient:
             except OSError as e:
                 raise ProtocolError(f"{self.host}:{self.port}: cannot connect: {e}") from None
             self._sock.settimeout(self.timeout)
+            if self._tls is not None:
+                try:
+                    self._sock = self._tls.wrap_socket(self._sock, server_hostname=self.host)
+                except ssl.SSLCertVerificationError as e:
+                    self.close()
+                    raise AuthenticationError(f"{self.host}:{self.port}: TLS: certificate verify failed: "
+                                              f"{e.verify_message or e}") from None
+                except (OSError, ssl.SSLError) as e:
+                    self.close()
+                    raise ProtocolError(f"{self.host}:{self.port}: TLS handshake: {e}") from None
+            if self.security is not None and self.security.sasl:
+                try:
+                    self._authenticate()
+                except BaseException:
+                    self.close()
+                    raise
         return self._sock
+
+    def _authenticate(self) -> None:
+        """SaslHandshake v1, then SaslAuthenticate (PLAIN: one message; SCRAM: two) on the new connection."""
+        sec, where = self.security, f"{self.host}:{self.port}"
+        mech = sec.mechanism
+        # ApiVersions first (a listener takes it before the handshake, not between handshake and authenticate)
+        v = self._version(sasl.API_SASL_AUTHENTICATE, sasl.SASL_AUTHENTICATE_VERSIONS, "SaslAuthenticate")
+        body = self.roundtrip(sasl.API_SASL_HANDSHAKE, 1,
+                              lambda cid: sasl.encode_handshake_request(cid, self.client_id, mech),
+                              "SaslHandshake v1")
+        try:
+            err, enabled = sasl.decode_handshake_response(body)
+        except DecodeError as e:
+            raise ProtocolError(f"{where}: SaslHandshake v1: {e}") from None
+        if err is not None:
+            raise AuthenticationError(f"{where}: SASL authentication failed: the listener does not enable "
+                                      f"{mech} (it enables {', '.join(enabled) or 'none'}; {err})")
+
+        def step(data: bytes) -> bytes:
+            got = self.roundtrip(sasl.API_SASL_AUTHENTICATE, v,
+                                 lambda cid: sasl.encode_authenticate_request(v, cid, self.client_id, data),
+                                 f"SaslAuthenticate v{v}")
+            try:
+                e, msg, out = sasl.decode_authenticate_response(got, v)
+            except DecodeError as x:
+                raise ProtocolError(f"{where}: SaslAuthenticate v{v}: {x}") from None
+            if e is not None:
+                raise AuthenticationError(f"{where}: SASL authentication failed ({mech}, user "
+                                          f"{sec.username!r}): {msg or e}")
+            return out
+        try:
+            if mech == "PLAIN":
+                step(sasl.plain_initial(sec.username or "", sec.password or ""))
+                return
+            sc = sasl.ScramClient(mech, sec.username or "", sec.password or "")
+            sc.verify(step(sc.final(step(sc.first()))))
+        except sasl.SaslAuthenticationFailed as e:
+            raise AuthenticationError(f"{where}: {e}") from None
 
     def close(self) -> None:
         if self._sock is not None:
@@ -275,7 +348,7 @@ class ProtocolClient:
 
 
 def first_answer(ports: Iterable[int], ask: Callable[[ProtocolClient], T], timeout: float = 5.0,
-                 host: str = "127.0.0.1") -> tuple[int, T]:
+                 host: str = "127.0.0.1", security=None) -> tuple[int, T]:
     """Ask each broker port in turn until one answers; returns ``(port, answer)``.
 
     Raises the last :class:`ProtocolError` (or :class:`UnsupportedApi`) when none answers.
@@ -283,7 +356,7 @@ def first_answer(ports: Iterable[int], ask: Callable[[ProtocolClient], T], timeo
     last: ProtocolError | None = None
     ports = list(ports)
     for port in ports:
-        with ProtocolClient(host, port, timeout=timeout) as c:
+        with ProtocolClient(host, port, timeout=timeout, security=security) as c:
             try:
                 return port, ask(c)
             except ProtocolError as e:

@@ -108,7 +108,7 @@ def build(doc: dict, stem: str) -> tuple[Scenario, str | None, str | None]:
         topics=[TopicSpec(t["name"], t["partitions"], t["replication_factor"], t["config"], t["assignment"])
                 for t in topics],
         workload=workload, checks=checks, min_version=cl.get("min_version"), kraft=kraft, max_duration_s=bound,
-        fault_mix=mix, coverage=coverage,
+        fault_mix=mix, coverage=coverage, security=cl.get("security"),
         needs_roles=("zookeeper",) if not kraft else ("controller",) if cl["modes"] == ["kraft"] else ())
     return scenario, cl.get("distribution"), cl.get("kafka_version")
 

@@ -98,6 +98,9 @@ class Scenario:
     # brokers own their partitions' replicas, i.e. all but ``shared-storage`` (stateless brokers over a
     # store: no replicas, ISR or leader election among the node ids to fault or to judge)
     layouts: tuple[str, ...] | None = None
+    # the client-facing listener's security, ``PROTOCOL[:MECHANISM]`` (harness/cluster/security.py,
+    # docs/security.md; a scenario file's ``[cluster] security``, ``run --security``); None: PLAINTEXT
+    security: str | None = None
 
     def __post_init__(self) -> None:
         if self.needs_roles is None:
@@ -184,6 +187,11 @@ class Scenario:
         if layout not in self.layouts:
             return f"needs layout {' or '.join(self.layouts)}; this distribution's layout is {layout}"
         return None
+
+    def with_security(self, spec: str | None) -> "Scenario":
+        """This scenario on a cluster whose clients connect with ``spec`` (``SASL_SSL:SCRAM-SHA-512``;
+        None: as the scenario says)."""
+        return self if spec is None else replace(self, security=spec)
 
     def with_length(self, seconds: float) -> "Scenario":
         """This scenario with ``seconds`` of scheduled faults (scenarios with a ``fault_mix`` only)."""

@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any
 
-from harness.errors import ScenarioError
+from harness.errors import HarnessError, ScenarioError
 from harness.record.verdicts import CHECK_NAMES
 from harness.nemesis.catalog import CATALOG, FaultSpecError, validate_params
 from harness.nemesis.targets import TargetError, parse_target
@@ -37,7 +37,8 @@ class SchemaError(ScenarioError):
 
 TOP_KEYS = ("name", "description", "tags", "max_duration_s", "cluster", "topics", "workload", "steps",
             "random", "expect", "checks", "coverage")
-CLUSTER_KEYS = ("brokers", "zookeepers", "distribution", "kafka_version", "min_version", "modes", "config")
+CLUSTER_KEYS = ("brokers", "zookeepers", "distribution", "kafka_version", "min_version", "modes", "config",
+                "security")
 TOPIC_KEYS = ("name", "partitions", "replication_factor", "config", "assignment")
 STEP_KEYS = ("id", "at", "after", "fault", "target", "duration", "params", "action", "topic", "partition",
              "replicas", "throttle", "mb", "brokers")
@@ -143,6 +144,13 @@ def cluster(d: dict) -> dict:
            "zookeepers": integer(c.get("zookeepers", 1), (*p, "zookeepers"), 1, 5),
            "config": config_table(c.get("config", {}), (*p, "config")),
            "modes": strings(c.get("modes", list(MODES)), (*p, "modes"), MODES)}
+    if "security" in c:     # PROTOCOL[:MECHANISM] (docs/security.md)
+        from harness.cluster.security import Security
+        text = string(c["security"], (*p, "security"))
+        try:
+            out["security"] = Security.parse(text, "security").spec()
+        except HarnessError as e:
+            raise SchemaError((*p, "security"), str(e).removeprefix("security: ")) from None
     if "distribution" in c:
         from harness.distributions import NAMES     # lazy: only the names
         out["distribution"] = string(c["distribution"], (*p, "distribution"), tuple(NAMES))

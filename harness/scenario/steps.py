@@ -94,7 +94,7 @@ def preload(ctx: RunContext, topic: str, partition: int, mb: int) -> None:
     """Write ``mb`` MB to one partition (acks=all) in small batches, so that a throttled reassignment of
     it takes long (as suites/scenarios/reassignment.py does for its slow reassignments)."""
     from confluent_kafka import Producer   # lazy: the loader stays importable without a client
-    prod = Producer({"bootstrap.servers": ctx.cluster.bootstrap_servers, "acks": "all", "linger.ms": 50,
+    prod = Producer({**ctx.cluster.client_config(), "acks": "all", "linger.ms": 50,
                      "batch.size": SMALL_BATCH})
     value = b"r" * 10_000
     for _ in range(mb * 100):

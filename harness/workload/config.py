@@ -4,6 +4,25 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+# librdkafka settings a run record never keeps (the connection's secrets; docs/security.md)
+SECRET_SETTINGS = ("sasl.password", "ssl.key.password", "ssl.keystore.password", "ssl.key.pem",
+                   "ssl.keystore.location")
+
+
+def connection(bootstrap: str | dict) -> dict:
+    """How every client of a workload connects: ``bootstrap`` is the bootstrap servers, or the cluster's
+    whole client configuration (``Cluster.client_config()``: bootstrap servers and listener security)."""
+    if isinstance(bootstrap, dict):
+        if not bootstrap.get("bootstrap.servers"):
+            raise ValueError("the client configuration has no bootstrap.servers")
+        return dict(bootstrap)
+    return {"bootstrap.servers": bootstrap}
+
+
+def recorded_settings(settings: dict) -> dict:
+    """A client's settings as the run record keeps them: without the bootstrap servers and secrets."""
+    return {k: v for k, v in settings.items() if k != "bootstrap.servers" and k not in SECRET_SETTINGS}
+
 
 def partition_ids(partitions: int | list) -> list[int]:
     """A workload's ``partitions`` setting (a count, or the partition ids) as the list of ids."""
@@ -82,10 +101,10 @@ class WorkloadConfig:
     def acks_setting(self) -> str:
         return "all" if str(self.acks).lower() in ("all", "-1") else str(self.acks)
 
-    def producer_settings(self, bootstrap: str, client_id: str) -> dict:
-        """The librdkafka configuration of one producer."""
+    def producer_settings(self, bootstrap: str | dict, client_id: str) -> dict:
+        """The librdkafka configuration of one producer (``bootstrap``: see :func:`connection`)."""
         conf = {
-            "bootstrap.servers": bootstrap,
+            **connection(bootstrap),
             "client.id": client_id,
             "acks": self.acks_setting,
             "enable.idempotence": self.enable_idempotence,

@@ -17,17 +17,17 @@ from typing import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from harness.workload.config import WorkloadConfig
+from harness.workload.config import WorkloadConfig, connection, recorded_settings
 from harness.workload.outcomes import count_error, msg_leader_epoch
 from harness.workload.producer import CRASH_ERROR
 
 Emit = Callable[..., object]
 
 
-def consumer_settings(bootstrap: str, group_id: str, client_id: str, extra: dict | None = None,
+def consumer_settings(bootstrap: str | dict, group_id: str, client_id: str, extra: dict | None = None,
                       auto_commit: bool = False) -> dict:
     conf = {
-        "bootstrap.servers": bootstrap,
+        **connection(bootstrap),
         "group.id": group_id,
         "client.id": client_id,
         "enable.auto.commit": auto_commit,
@@ -112,7 +112,7 @@ class ConsumerProcess:
     def _run(self) -> None:
         cfg = self.cfg
         self.emit("client.config", process=self.name, role="consumer",
-                  config={"mode": self.mode, **{k: v for k, v in self.settings.items() if k != "bootstrap.servers"}})
+                  config={"mode": self.mode, **recorded_settings(self.settings)})
         consumer = Consumer(with_logger(self.settings))
         self.life("started", None)
         try:

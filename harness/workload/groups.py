@@ -33,7 +33,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from harness.clientlog import with_logger
 from harness.errors import HarnessError
 
-from harness.workload.config import WorkloadConfig
+from harness.workload.config import WorkloadConfig, recorded_settings
 from harness.workload.consumer import ClientThread, consumer_settings
 from harness.workload.outcomes import count_error, error_name
 from harness.workload.workload import Workload
@@ -159,7 +159,7 @@ class GroupMemberProcess(ClientThread):
     def _run(self) -> None:
         cfg, emit, name, topic, group = self.cfg, self.emit, self.name, self.cfg.topic, self.cfg.group
         emit("client.config", process=name, role="consumer",
-             config={"mode": "subscribe", **{k: v for k, v in self.settings.items() if k != "bootstrap.servers"}})
+             config={"mode": "subscribe", **recorded_settings(self.settings)})
         consumer = Consumer(with_logger(self.settings))
         owned: set[int] = set()
         done: dict[int, int] = {}      # partition -> next offset after what was processed, not committed yet

@@ -22,7 +22,7 @@ from typing import Callable
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.workload.client_threads import create_niced, nice_increment
-from harness.workload.config import WorkloadConfig
+from harness.workload.config import WorkloadConfig, recorded_settings
 from harness.workload.implicit_ack import IMPLICIT_UNCONFIRMED, EosLog, ImplicitAcks
 from harness.workload.outcomes import FAIL, INFO, classify_delivery_error, error_name, msg_leader_epoch, single_attempt
 
@@ -216,7 +216,7 @@ class ProducerProcess:
     def _run(self) -> None:
         cfg = self.cfg
         self.emit("client.config", process=self.name, role="producer",
-                  config={k: v for k, v in self.settings.items() if k != "bootstrap.servers"},
+                  config=recorded_settings(self.settings),
                   threads_nice=nice_increment())
         producer = self._new_producer()
         self.life("started", None, instance=0)

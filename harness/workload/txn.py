@@ -25,7 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from harness.clientlog import with_logger
 
 from harness.workload.client_threads import create_niced, nice_increment
-from harness.workload.config import partition_ids
+from harness.workload.config import connection, partition_ids, recorded_settings
 from harness.workload.consumer import ClientThread, consumer_settings
 from harness.workload.outcomes import count_error, error_name
 from harness.workload.workload import ClientGroup
@@ -120,7 +120,7 @@ class TxnProducerProcess:
         self.zombie, self.is_zombie = zombie, is_zombie
         self.rng = random.Random(seed)
         self.settings = {
-            "bootstrap.servers": bootstrap, "client.id": f"kafka-chaos-{name}",
+            **connection(bootstrap), "client.id": f"kafka-chaos-{name}",
             "transactional.id": cfg.tx_id, "transaction.timeout.ms": cfg.transaction_timeout_ms,
             "enable.idempotence": True, "acks": "all", "linger.ms": 5,
             "partitioner": "consistent_random", **cfg.producer_config}
@@ -161,7 +161,7 @@ class TxnProducerProcess:
 
     def _new_producer(self, first: bool) -> Producer:
         self.emit("client.config", process=self.name, role="producer",
-                  config={k: v for k, v in self.settings.items() if k != "bootstrap.servers"},
+                  config=recorded_settings(self.settings),
                   threads_nice=nice_increment())
         p = create_niced(lambda: Producer(with_logger(dict(self.settings))))   # client_threads.py
         deadline = time.monotonic() + 2 * self.cfg.op_timeout_s
@@ -325,7 +325,7 @@ class TxnConsumerProcess(ClientThread):
     def _run(self) -> None:
         cfg, emit, name, topic = self.cfg, self.emit, self.name, self.cfg.topic
         emit("client.config", process=name, role="consumer",
-             config={"mode": "assign", **{k: v for k, v in self.settings.items() if k != "bootstrap.servers"}})
+             config={"mode": "assign", **recorded_settings(self.settings)})
         consumer = Consumer(with_logger(self.settings))
         self.life("started", None)
         try:

@@ -97,7 +97,7 @@ def _preload(ctx: RunContext, topic: str, mb: int = 4) -> None:
     quota lets one fetch through whenever the rate over its window (11 × 1 s) is below the limit,
     and with ``replica.fetch.max.bytes = SMALL_FETCH`` such a fetch carries one batch. (With the
     default 1 MB fetch size a throttled follower still gets about 1 MB every 11 s.)"""
-    p = Producer({"bootstrap.servers": ctx.cluster.bootstrap_servers, "acks": "all", "linger.ms": 50,
+    p = Producer({**ctx.cluster.client_config(), "acks": "all", "linger.ms": 50,
                   "batch.size": SMALL_FETCH})
     value = b"r" * 10_000
     for _ in range(mb * 100):
