@@ -51,6 +51,9 @@ def pytest_addoption(parser):
                 help="ZooKeeper nodes (ZooKeeper mode; default 1)")
     g.addoption("--kc-runs-dir", default=env("KAFKA_CHAOS_RUNS_DIR", "runs"), metavar="DIR",
                 help="where judged runs write their records (default ./runs; $KAFKA_CHAOS_RUNS_DIR)")
+    g.addoption("--kc-security", default=env("KAFKA_CHAOS_SECURITY"), metavar="PROTOCOL[:MECHANISM]",
+                help="the clusters' client listener, e.g. SASL_SSL:SCRAM-SHA-512 (default PLAINTEXT; "
+                     "$KAFKA_CHAOS_SECURITY; docs/security.md)")
     g.addoption("--kc-keep-cluster", action="store_true", default=False,
                 help="leave clusters running after the tests (remove with `kafka-chaos cluster down --name N`)")
 
@@ -78,7 +81,8 @@ def _options(config) -> dict:
     o = config.getoption
     return {k: v for k, v in {"kafka_version": o("kc_kafka_version"), "distribution": o("kc_distribution"),
                               "image": o("kc_broker_image"), "brokers": o("kc_brokers"),
-                              "zookeepers": o("kc_zookeepers")}.items() if v is not None}
+                              "zookeepers": o("kc_zookeepers"), "security": o("kc_security")}.items()
+            if v is not None}
 
 
 def _marked(node) -> dict:
@@ -161,6 +165,9 @@ class ClusterPool:
         if not s.get("image"):
             s["image"] = images.image_for(s.pop("kafka_version", None), build_missing=True).tag
         s.pop("kafka_version", None)
+        if isinstance(s.get("security"), str):     # PROTOCOL[:MECHANISM] (docs/security.md)
+            from harness.cluster.security import Security
+            s["security"] = Security.parse(s["security"], "kafka-chaos security")
         keep = self.config.getoption("kc_keep_cluster")
         cl = Cluster(ClusterSpec(name=run_cluster_name(secrets.token_hex(3)), persistent=keep, **s, **extra))
         self.made.append(cl)

@@ -23,8 +23,9 @@ from harness.scenario.scenario import ExpectationFailed, RunContext, Scenario, T
 # what a test may set for its run (the ``kafka_chaos`` marker, a parametrized ``kc_spec``, the options)
 RUN_KEYS = ("distribution", "kafka_version", "image", "brokers", "zookeepers", "broker_config", "topic",
             "partitions", "replication_factor", "topic_config", "topics", "workload", "checks", "profile",
-            "max_duration_s", "needs_roles", "coverage", "seed")
-CLUSTER_KEYS = ("distribution", "kafka_version", "image", "brokers", "zookeepers", "broker_config", "controllers")
+            "max_duration_s", "needs_roles", "coverage", "seed", "security")
+CLUSTER_KEYS = ("distribution", "kafka_version", "image", "brokers", "zookeepers", "broker_config", "controllers",
+                "security")
 
 
 @dataclass
@@ -50,6 +51,7 @@ class RunSpec:
     needs_roles: tuple = ()
     coverage: dict | None = None
     seed: int = 0
+    security: str | None = None          # the clients' listener, PROTOCOL[:MECHANISM] (docs/security.md)
 
     @classmethod
     def from_dict(cls, name: str, values: dict, description: str = "") -> "RunSpec":
@@ -70,7 +72,7 @@ class RunSpec:
                         brokers=self.brokers, zookeepers=self.zookeepers, broker_config=dict(self.broker_config),
                         topics=topics, workload=workload, checks=tuple(self.checks), kraft=True,
                         max_duration_s=float(self.max_duration_s), needs_roles=tuple(self.needs_roles),
-                        coverage=self.coverage)
+                        coverage=self.coverage, security=self.security)
 
 
 def scenario_name(nodeid: str) -> str:

@@ -274,7 +274,8 @@ def _run_serial(todo, args, broker: Broker, overrides: dict, runs_dir: Path, res
             tag = f"[{i}/{len(todo)}] {cp.capability.name}/{sp.name}" + (f" (retry {attempt})" if attempt else "")
             _say(f"{tag}: running ...")
             # the plan decided the scenario applies (capabilities.plan): the request says so without asking again
-            o = runner.execute(RunRequest(sp.scenario.with_security(args.security), broker), runs_dir=runs_dir, suite="certify", seed=args.seed,
+            scenario = sp.scenario.with_security(getattr(args, "security", None))     # --security (docs/security.md)
+            o = runner.execute(RunRequest(scenario, broker), runs_dir=runs_dir, suite="certify", seed=args.seed,
                                broker_config=overrides or None)
             if _record_attempt(results, tag, sp, o.path, o.seconds, attempt, overrides, pub)["verdict"] != UNKNOWN:
                 break
@@ -287,7 +288,7 @@ def _run_parallel(todo, args, broker: Broker, overrides: dict, runs_dir: Path, r
     together in a next round, up to ``--retries`` rounds."""
     extra = ["--broker-image", broker.image.tag, "--runs-dir", str(runs_dir), "--suite", "certify",
              "--profile", broker.profile, *broker.distribution.cli_args(), *config_args(overrides),
-             *(["--security", args.security] if args.security else [])]
+             *(["--security", args.security] if getattr(args, "security", None) else [])]
     pending = list(todo)
     for attempt in range(args.retries + 1):
         if not pending:

@@ -143,3 +143,26 @@ def test_cluster_up_prints_what_a_client_needs_and_down_removes_the_ca(kc_image)
                               capture_output=True, text=True, timeout=300)
     assert down.returncode == 0, down.stderr
     assert not os.path.exists(printed["ssl.ca.location"])
+
+
+def test_pytest_plugin_cluster_with_security(kc_cluster_factory):
+    """``kc_cluster_factory(security=...)`` (and ``--kc-security``): a cluster whose clients use TLS."""
+    from confluent_kafka.admin import AdminClient
+    cl = kc_cluster_factory(brokers=1, security="SSL")
+    assert cl.client_config()["security.protocol"] == "SSL" and os.path.exists(cl.security.ca_file)
+    assert list(AdminClient(cl.client_config()).list_topics(timeout=30).brokers) == [1]
+    # a PLAINTEXT client does not get an answer from this listener
+    from harness.protocol import ProtocolClient, ProtocolError
+    with ProtocolClient(port=cl.brokers[1].host_port, timeout=3) as c, pytest.raises(ProtocolError):
+        c.api_versions()
+
+
+@pytest.mark.long
+@pytest.mark.kafka_chaos(security="SASL_SSL:SCRAM-SHA-256")
+def test_pytest_plugin_judged_run_on_sasl_ssl(kc_run, kc_ctx):
+    """A judged run of the plugin on SASL_SSL: the leader of chaos-0 killed and restarted, PASS at teardown."""
+    assert kc_run.cluster.security.protocol == "SASL_SSL"
+    import time
+    h = kc_ctx.fault("kill", "leader(chaos,0)")
+    time.sleep(3)
+    kc_ctx.heal(h)
