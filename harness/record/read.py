@@ -9,6 +9,7 @@ brought to the current shape in one place, :func:`upgrade`, when read.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -270,6 +271,40 @@ def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
         raise RecordError(f"{p}: not a run record directory")
     meta = load_json_object(p / "metadata.json")
     verdict = load_json_object(p / "verdict.json")
+    _check_pair(p, meta, verdict)
+    events = list(iter_events(p / "events.jsonl")) if with_events else []
+    return _finish(p, meta, verdict, events, with_events)
+
+
+def read_record(run_dir: str, files: dict[str, bytes | None]) -> RunRecord:
+    """:func:`read_run` of a record given as the bytes of its files (``files``: name -> bytes, a missing
+    file absent or None), as the report gets them from a listing or from Spark's binary-file reader: the
+    same rules, the same messages (naming ``run_dir``'s file, line and field)."""
+    p = Path(run_dir)
+    objs = []
+    for name in ("metadata.json", "verdict.json"):
+        raw = files.get(name)
+        if raw is None:
+            raise RecordError(f"{p / name}: missing")
+        if len(raw) > MAX_OBJECT_BYTES:
+            raise RecordError(f"{p / name}: {len(raw)} bytes, more than the {MAX_OBJECT_BYTES} a record file may have")
+        obj = loads_bounded(raw, str(p / name))
+        if not isinstance(obj, dict):
+            raise RecordError(f"{p / name}: expected a JSON object")
+        objs.append(obj)
+    meta, verdict = objs
+    _check_pair(p, meta, verdict)
+    raw = files.get("events.jsonl")
+    if raw is None:
+        raise RecordError(f"{p / 'events.jsonl'}: missing")
+    if len(raw) > MAX_EVENTS_BYTES:
+        raise RecordError(f"{p / 'events.jsonl'}: {len(raw)} bytes, more than the {MAX_EVENTS_BYTES} "
+                          "a record file may have")
+    events = list(parse_event_lines(raw.splitlines(), p / "events.jsonl"))
+    return _finish(p, meta, verdict, events, True)
+
+
+def _check_pair(p: Path, meta: dict, verdict: dict) -> None:
     for name, obj in (("metadata.json", meta), ("verdict.json", verdict)):
         err = schema_error(str(p / name), obj)
         if err:
@@ -280,7 +315,9 @@ def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
     errors = metadata_errors(str(p / "metadata.json"), meta)
     if errors:
         raise RecordError(errors[0])
-    events = list(iter_events(p / "events.jsonl")) if with_events else []
+
+
+def _finish(p: Path, meta: dict, verdict: dict, events: list[dict], with_events: bool) -> RunRecord:
     if with_events and not isinstance(meta.get("workload"), dict):
         client = next((e for e in events if e["type"].startswith(_WORKLOAD_EVENTS)), None)
         if client is not None:
@@ -288,6 +325,50 @@ def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
                               f"but events.jsonl holds the workload's events ({client['type']} seq {client['seq']})")
     meta, events = upgrade(meta, events)
     return RunRecord(p, meta, verdict, events)
+
+
+# -- what a verdict judged: the evidence digests (verdict.json ``evidence``, harness/record/writer.py) ----------
+EVIDENCE_FILES = {"metadata_sha256": "metadata.json", "events_sha256": "events.jsonl"}
+
+
+def sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def digests(files: dict[str, bytes | None]) -> dict[str, str | None]:
+    """``{"metadata_sha256", "events_sha256"}`` of a record's files given as bytes (None: missing)."""
+    return {k: (sha256(files[name]) if files.get(name) is not None else None) for k, name in EVIDENCE_FILES.items()}
+
+
+def file_digests(run_dir: str | os.PathLike) -> dict[str, str | None]:
+    """:func:`digests` of a record directory's files (read bounded, regular files only; None when unreadable)."""
+    out = {}
+    for k, name in EVIDENCE_FILES.items():
+        try:
+            with open_regular(Path(run_dir) / name, MAX_EVENTS_BYTES) as fh:
+                h = hashlib.sha256()
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            out[k] = h.hexdigest()
+        except (RecordError, OSError):
+            out[k] = None
+    return out
+
+
+def evidence_problems(verdict: dict, actual: dict[str, str | None], version: str) -> list[str]:
+    """Why ``verdict`` (a verdict.json) cannot be taken as the judgement of the files whose digests are
+    ``actual`` by this harness ``version``: ``[]`` when its ``evidence`` names exactly these digests and
+    this version; else one phrase per problem (no evidence, a digest that differs, another version)."""
+    ev = verdict.get("evidence")
+    if not isinstance(ev, dict):
+        return ["verdict.json has no evidence digests (judged before they were recorded)"]
+    out = []
+    for k, name in EVIDENCE_FILES.items():
+        if ev.get(k) != actual.get(k):
+            out.append(f"{name} sha256 {str(actual.get(k))[:12]} is not the judged {str(ev.get(k))[:12]}")
+    if ev.get("harness_version") != version:
+        out.append(f"judged by harness {ev.get('harness_version')}, this is {version}")
+    return out
 
 
 def list_runs(runs_dir: str | os.PathLike) -> list[Path]:
