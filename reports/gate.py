@@ -20,6 +20,8 @@ RULES: dict[str, tuple[str, int, str]] = {
     "fail_on_lost": ("lost_not_allowed", 1, "lost acknowledged writes (not allowed by the configuration)"),
     "fail_on_lost_allowed": ("lost_allowed", 0, "lost acknowledged writes the configuration allows (acks=1, ...)"),
     "fail_on_fail": ("fail", 1, "runs with a FAIL verdict"),
+    "fail_on_tampered": ("tampered", 1, "tampered or stale records: a stored verdict the events contradict, or "
+                                        "files changed since they were judged (reports/outcome.py)"),
     "fail_on_undecided": ("undecided_scenarios", 1, "undecided scenarios: no PASS or FAIL run (every run UNKNOWN, "
                                                     "coverage shortfalls included)"),
     "fail_on_unknown": ("unknown", 0, "runs with an UNKNOWN verdict"),
