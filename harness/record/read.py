@@ -10,6 +10,7 @@ brought to the current shape in one place, :func:`upgrade`, when read.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import stat
@@ -81,6 +82,9 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)    # one decoder: json.loads(..., kw) makes one a call
+
+
 def _too_deep(text: str) -> bool:
     """Whether a JSON text nests objects / lists deeper than :data:`MAX_DEPTH` (cheap for usual lines)."""
     if text.count("[") + text.count("{") <= MAX_DEPTH:
@@ -115,7 +119,7 @@ def loads_bounded(raw: bytes, where: str) -> Any:
     if _too_deep(text):
         raise RecordError(f"{where}: nested deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as e:
         raise RecordError(f"{where}: not valid JSON ({e})") from None
     except (ValueError, RecursionError) as e:     # NaN / Infinity; a nesting the depth scan missed
@@ -156,19 +160,52 @@ def parse_event_lines(lines, path, strict: bool = True) -> Iterator[dict]:
         if not strict:
             yield ev
             continue
-        err = event_error(ev)
-        if err:
-            raise RecordError(f"{path}:{n}: {err}")
-        if prev is not None:
-            if "seq" in ev and "seq" in prev and ev["seq"] <= prev["seq"]:
-                raise RecordError(f"{path}:{n}: field 'seq' {ev['seq']} does not follow {prev['seq']} "
-                                  "(duplicated or reordered lines)")
-            if ev["t"] < prev["t"] - T_TOLERANCE_S:
-                raise RecordError(f"{path}:{n}: field 't' {ev['t']} goes back from {prev['t']}")
-            if "wall" in ev and "wall" in prev and ev["wall"] < prev["wall"] - WALL_TOLERANCE_S:
-                raise RecordError(f"{path}:{n}: field 'wall' {ev['wall']} goes back from {prev['wall']}")
+        _check_event(ev, prev, path, n)
         prev = ev
         yield ev
+
+
+def _check_event(ev: dict, prev: dict | None, path, n: int) -> None:
+    """RecordError unless ``ev`` (line ``n``) fits its type's schema and follows ``prev``."""
+    err = event_error(ev)
+    if err:
+        raise RecordError(f"{path}:{n}: {err}")
+    if prev is not None:
+        if "seq" in ev and "seq" in prev and ev["seq"] <= prev["seq"]:
+            raise RecordError(f"{path}:{n}: field 'seq' {ev['seq']} does not follow {prev['seq']} "
+                              "(duplicated or reordered lines)")
+        if ev["t"] < prev["t"] - T_TOLERANCE_S:
+            raise RecordError(f"{path}:{n}: field 't' {ev['t']} goes back from {prev['t']}")
+        if "wall" in ev and "wall" in prev and ev["wall"] < prev["wall"] - WALL_TOLERANCE_S:
+            raise RecordError(f"{path}:{n}: field 'wall' {ev['wall']} goes back from {prev['wall']}")
+
+
+def parse_event_bytes(raw: bytes, path) -> list[dict]:
+    """:func:`parse_event_lines` (strict) of a whole events.jsonl given as bytes, with the same result and
+    the same errors, faster: when every line is small, shallow UTF-8 JSON, the lines are decoded as one
+    JSON array (one call into the C decoder instead of one per line, ~2x faster for the report's many
+    records); anything else (an error to name) goes line by line."""
+    lines = list(io.BytesIO(raw))         # split as a file is read: at b"\n" only, each line with its end
+    numbered = [(n, ln) for n, ln in enumerate(lines, 1) if ln.strip()]
+    try:
+        text = [ln.decode("utf-8") for _, ln in numbered]
+    except UnicodeDecodeError:
+        text = None
+    objs = None
+    if text is not None and all(len(t) <= MAX_LINE_BYTES and not _too_deep(t) for t in text):
+        try:
+            objs = _DECODER.decode("[" + ",".join(text) + "]")
+        except (ValueError, RecursionError):
+            objs = None
+    if objs is None or len(objs) != len(numbered):     # an error, or a line holding two values ("{..},{..}")
+        return list(parse_event_lines(lines, path))
+    prev = None
+    for (n, _), ev in zip(numbered, objs):
+        if not isinstance(ev, dict) or "type" not in ev or "t" not in ev:
+            raise RecordError(f"{path}:{n}: event without 'type' and 't'")
+        _check_event(ev, prev, path, n)
+        prev = ev
+    return objs
 
 
 def schema_error(name: str, obj: dict) -> str | None:
@@ -300,7 +337,7 @@ def read_record(run_dir: str, files: dict[str, bytes | None]) -> RunRecord:
     if len(raw) > MAX_EVENTS_BYTES:
         raise RecordError(f"{p / 'events.jsonl'}: {len(raw)} bytes, more than the {MAX_EVENTS_BYTES} "
                           "a record file may have")
-    events = list(parse_event_lines(raw.splitlines(), p / "events.jsonl"))
+    events = parse_event_bytes(raw, p / "events.jsonl")
     return _finish(p, meta, verdict, events, True)
 
 
