@@ -203,3 +203,26 @@ def test_compacted_table_is_rebuilt_when_the_outcome_mode_changes(spark, tmp_pat
     assert rc == 1 and [Path(t["path"]).name for t in s["tampered_records"]] == [d.name]
     shutil.rmtree(tmp_path / "b")
     assert os.path.isdir(runs / "_summaries")
+
+
+@pytest.mark.spark
+def test_records_judged_in_a_spark_job_give_the_rows_the_driver_gives(spark, tmp_path, monkeypatch):
+    """With a local master and enough records the records are read and judged by mapPartitions over their
+    paths (reports.compact.summarize_listed): the same rows as one after the other on the driver."""
+    runs = bulk_runs(tmp_path / "runs", 24, seed=9)
+    d = sorted(runs.iterdir())[3]
+    v = _verdict(d)
+    v["verdict"] = "FAIL" if v["verdict"] == "PASS" else "PASS"
+    _put(d, v)
+    listing = compact.scan(str(runs))
+    rows, on_driver = {}, []
+    local = compact.summarize_local
+    monkeypatch.setattr(compact, "summarize_local", lambda *a, **kw: on_driver.append(1) or local(*a, **kw))
+    for name, minimum in (("driver", 10 ** 9), ("spark", 1)):
+        monkeypatch.setattr(compact, "PARALLEL_MIN", minimum)
+        on_driver.clear()
+        df = compact.summarize_listed(spark, listing)
+        rows[name] = sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in df.collect())
+        assert on_driver == ([1] if name == "driver" else []), name
+    assert rows["driver"] == rows["spark"] and len(rows["spark"]) == 24
+    assert sum('"tampered": "tampered: ' in r for r in rows["spark"]) == 1
