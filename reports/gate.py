@@ -5,7 +5,8 @@ N = 0 disables the rule. Defaults: any lost acknowledged write (other than those
 checker marks ``allowed`` by the configuration, e.g. acks=1; see ``fail_on_lost_allowed``) or any
 FAIL verdict fails the gate, and so does a scenario none of whose runs was decided (every run UNKNOWN,
 including runs whose coverage fell short: cause ``workload``), since the report then holds no evidence
-about the broker for it; UNKNOWN runs of otherwise decided scenarios, skipped records, duplicates, ...
+about the broker for it, and so does a tampered or stale record (its stored verdict contradicted by
+its events, or its files changed since they were judged: reports/outcome.py); UNKNOWN runs of otherwise decided scenarios, skipped records, duplicates, ...
 are reported but do not fail it; and a report with no usable run fails (``min_runs``). Thresholds come from, in increasing precedence: the
 defaults, a JSON ``--gate-config`` file (``{"fail_on_lost": 1, ...}``), the ``--fail-on-*`` flags.
 """
