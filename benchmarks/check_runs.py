@@ -103,7 +103,7 @@ def main() -> None:
         varied = generate(sources, args.records, out)
         print(f"generated {args.records:,} records from {len(sources)} source record(s) in "
               f"{time.perf_counter() - t0:.1f} s; {len(varied)} with one drained record dropped")
-        ns = argparse.Namespace(paths=[str(out)], profile=None, write=False, json=True)
+        ns = argparse.Namespace(paths=[str(out)], profile=None, write=False, json=True, s3_endpoint=None)
         buf, err = io.StringIO(), io.StringIO()
         t0, c0 = time.perf_counter(), time.process_time()
         with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):

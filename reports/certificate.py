@@ -72,6 +72,13 @@ def _run_links(run: dict) -> str:
     if run.get("run_verdict") and run["run_verdict"] != verdict:
         extra = (f' <span class="muted">(the run record, judged with the applied configuration, says '
                  f'{_e(run["run_verdict"])}; this verdict is against the {_e(run.get("judged_against"))})</span>')
+    rec = run.get("record") or {}
+    if rec.get("disagrees"):
+        extra += f' <span class="tampered">({_e(rec["disagrees"])}: {_e(run.get("judged_against"))})</span>'
+    sha = rec.get("sha256") or {}
+    if sha:       # the digests of the files this verdict stands on (certificate.json has them in full)
+        extra += (' <span class="muted sha" title="' + _e(", ".join(f"{k} {v}" for k, v in sha.items())) + '">'
+                  + _e(" ".join(f"{k.split('_')[0]}:{str(v)[:12]}" for k, v in sha.items())) + "</span>")
     return (f'{_badge(verdict)} <a href="{_e(_href(p))}/"><code>{_e(run["run_id"])}</code></a>{extra} '
             f'<span class="muted">[<a href="{_e(_href(p + "/verdict.json"))}">verdict</a> · '
             f'<a href="{_e(_href(p + "/events.jsonl"))}">events</a> · '

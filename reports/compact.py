@@ -26,12 +26,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from harness import __version__
 from reports.availability import DERIVED_SCHEMA
+from reports.outcome import OUTCOME_FIELDS
 from reports.parse import PARSED_SCHEMA
 from reports.summary import FILES, summarize
 
 MANIFEST = "manifest.json"
-MANIFEST_VERSION = 2     # 1: batches partitioned by date and broker (a file per day and version in every batch)
+MANIFEST_VERSION = 3     # 1: batches partitioned by date and broker (a file per day and version in every batch);
+                         # 2: no outcome columns (verdicts taken from verdict.json)
 MAX_BATCHES = 16
 ROWS_PER_FILE = 50_000   # a rewritten generation: about this many rows per Parquet file
 _L, _D = T.LongType(), T.DoubleType()
@@ -44,6 +47,7 @@ SUMMARY_SCHEMA = T.StructType([
         ("event_fault_kinds", T.ArrayType(T.StringType())), ("partition_states", _L), ("max_ack_gap_s", _D))],
     T.StructField("derived_faults", DERIVED_SCHEMA["faults"].dataType),
     T.StructField("derived_windows", DERIVED_SCHEMA["windows"].dataType),
+    *[T.StructField(n, T.StringType()) for n in OUTCOME_FIELDS],
     T.StructField("sig", T.StringType()),
 ])
 TABLE_SCHEMA = T.StructType([*SUMMARY_SCHEMA.fields, T.StructField("batch", T.LongType())])
@@ -100,33 +104,56 @@ def rows_frame(spark: SparkSession, rows: list[tuple]) -> DataFrame:
     return spark.createDataFrame(rows, SUMMARY_SCHEMA, verifySchema=False)
 
 
-def summarize_local(listing: dict[str, tuple[dict[str, str], str]], run_dirs=None) -> list[tuple]:
+def summarize_local(listing: dict[str, tuple[dict[str, str], str]], run_dirs=None,
+                    trust_stored: bool = False) -> list[tuple]:
     """Summary rows of the listed records (all, or ``run_dirs``), read one after the other."""
     keys = sorted(listing if run_dirs is None else run_dirs)
-    return [summarize(d, _read(listing[d][0]), listing[d][1]) for d in keys]
+    return [summarize(d, _read(listing[d][0]), listing[d][1], trust_stored) for d in keys]
 
 
-def _summarize_files(rows):
+PARALLEL_MIN = 200       # fewer new records than this are summarized on the driver (a Spark job costs ~1 s)
+
+
+def summarize_listed(spark: SparkSession, listing: dict, run_dirs=None, trust_stored: bool = False) -> DataFrame:
+    """Summary rows of the listed local records as a DataFrame. With a ``local`` master and at least
+    :data:`PARALLEL_MIN` records they are read and judged in a Spark job, ``mapPartitions`` over the
+    record paths (every core: re-deriving the outcomes is the costly part, ~2 ms a record); with a
+    cluster master (whose executors may not see this machine's files) or few records, on the driver."""
+    keys = sorted(listing if run_dirs is None else run_dirs)
+    if len(keys) < PARALLEL_MIN or not spark.sparkContext.master.startswith("local"):
+        return rows_frame(spark, summarize_local(listing, keys, trust_stored))
+    items = [(d, listing[d][0], listing[d][1]) for d in keys]
+    slices = max(1, min(len(items) // 100, spark.sparkContext.defaultParallelism * 4))
+
+    def part(it):
+        for d, paths, sig in it:
+            yield summarize(d, _read(paths), sig, trust_stored)
+    return spark.createDataFrame(spark.sparkContext.parallelize(items, slices).mapPartitions(part), SUMMARY_SCHEMA,
+                                 verifySchema=False)
+
+
+def _summarize_files(rows, trust_stored: bool = False):
     for run_dir, files in rows:
-        yield summarize(run_dir, {name: content for name, content in files})
+        yield summarize(run_dir, {name: content for name, content in files}, None, trust_stored)
 
 
-def summarize_remote(spark: SparkSession, path: str) -> DataFrame:
+def summarize_remote(spark: SparkSession, path: str, trust_stored: bool = False) -> DataFrame:
     """Summary rows of every record under a path Spark reads (s3a://, hdfs://), on the executors."""
     files = (spark.read.format("binaryFile").option("pathGlobFilter", "{metadata.json,verdict.json,events.jsonl}")
              .option("recursiveFileLookup", "true").load(path).select("path", "content"))
     pairs = files.rdd.map(lambda r: (r.path.rsplit("/", 1)[0], (r.path.rsplit("/", 1)[1], bytes(r.content))))
-    return spark.createDataFrame(pairs.groupByKey().mapPartitions(_summarize_files), SUMMARY_SCHEMA)
+    return spark.createDataFrame(pairs.groupByKey().mapPartitions(lambda it: _summarize_files(it, trust_stored)),
+                                 SUMMARY_SCHEMA)
 
 
-def summarize_all(spark: SparkSession, path: str) -> DataFrame:
+def summarize_all(spark: SparkSession, path: str, trust_stored: bool = False) -> DataFrame:
     """Summary rows of every record under ``path`` (no table kept); a list: those record directories
     (an s3:// RUNS_PATH's complete records as s3a:// URLs, reports/s3a.py)."""
     if isinstance(path, (list, tuple)):
-        return summarize_remote(spark, list(path))
+        return summarize_remote(spark, list(path), trust_stored)
     if is_local(path):
-        return rows_frame(spark, summarize_local(scan(path)))
-    return summarize_remote(spark, path)
+        return summarize_listed(spark, scan(path), None, trust_stored)
+    return summarize_remote(spark, path, trust_stored)
 
 
 # -- the compacted table -------------------------------------------------------------------------
@@ -138,9 +165,17 @@ def _raw_manifest(table_dir: Path) -> dict | None:
     return m if isinstance(m, dict) else None
 
 
-def _manifest(table_dir: Path) -> dict | None:
+def judged_by(trust_stored: bool) -> dict:
+    """How a table's outcome columns were made: a table made another way (other checkers, or stored
+    verdicts trusted where the report now re-derives them) is rebuilt, never mixed."""
+    return {"harness_version": __version__, "trust_stored": bool(trust_stored)}
+
+
+def _manifest(table_dir: Path, trust_stored: bool | None = None) -> dict | None:
     m = _raw_manifest(table_dir)
-    return m if m is not None and m.get("version") == MANIFEST_VERSION else None
+    if m is None or m.get("version") != MANIFEST_VERSION:
+        return None
+    return m if trust_stored is None or m.get("judged_by") == judged_by(trust_stored) else None
 
 
 def _write_manifest(table_dir: Path, m: dict) -> None:
@@ -170,21 +205,22 @@ def read_table(spark: SparkSession, table_dir: str | Path) -> DataFrame:
     return df.filter(F.col("batch").isin(m["batches"])).select(*SUMMARY_SCHEMA.names)
 
 
-def update(spark: SparkSession, runs_path: str, table_dir: str | Path | None = None) -> dict:
+def update(spark: SparkSession, runs_path: str, table_dir: str | Path | None = None,
+           trust_stored: bool = False) -> dict:
     """Bring the compacted table of ``runs_path`` (a local directory) up to date; returns what it did:
     ``{"records", "added", "removed", "rewritten", "seconds", "table"}``."""
     t0 = time.time()
     table_dir = Path(table_dir or Path(local_path(runs_path)) / "_summaries")
     table_dir.mkdir(parents=True, exist_ok=True)
     listing = scan(runs_path)
-    m = _manifest(table_dir)
+    m = _manifest(table_dir, trust_stored)
     known: dict[str, str] = m["records"] if m else {}
     new = sorted(d for d, (_, sig) in listing.items() if known.get(d) != sig)
     gone = sorted(d for d in known if d not in listing or known[d] != listing[d][1])
     rewrite = m is None or bool(gone) or len(m["batches"]) >= MAX_BATCHES
     if new or rewrite:
         batch = max(m["batches"], default=-1) + 1 if m else 0
-        fresh = rows_frame(spark, summarize_local(listing, new))
+        fresh = summarize_listed(spark, listing, new, trust_stored)
         old_gen = None
         if rewrite:
             gen = f"gen-{uuid.uuid4().hex[:12]}"
@@ -207,6 +243,7 @@ def update(spark: SparkSession, runs_path: str, table_dir: str | Path | None = N
             _write(fresh, table_dir / gen, batch, "append")
             batches = [*m["batches"], batch]
         _write_manifest(table_dir, {"version": MANIFEST_VERSION, "generation": gen, "batches": batches,
+                                    "judged_by": judged_by(trust_stored),
                                     "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                     "records": {d: sig for d, (_, sig) in sorted(listing.items())}})
         if old_gen and old_gen != gen:

@@ -5,7 +5,8 @@ N = 0 disables the rule. Defaults: any lost acknowledged write (other than those
 checker marks ``allowed`` by the configuration, e.g. acks=1; see ``fail_on_lost_allowed``) or any
 FAIL verdict fails the gate, and so does a scenario none of whose runs was decided (every run UNKNOWN,
 including runs whose coverage fell short: cause ``workload``), since the report then holds no evidence
-about the broker for it; UNKNOWN runs of otherwise decided scenarios, skipped records, duplicates, ...
+about the broker for it, and so does a tampered or stale record (its stored verdict contradicted by
+its events, or its files changed since they were judged: reports/outcome.py); UNKNOWN runs of otherwise decided scenarios, skipped records, duplicates, ...
 are reported but do not fail it; and a report with no usable run fails (``min_runs``). Thresholds come from, in increasing precedence: the
 defaults, a JSON ``--gate-config`` file (``{"fail_on_lost": 1, ...}``), the ``--fail-on-*`` flags.
 """
@@ -20,6 +21,8 @@ RULES: dict[str, tuple[str, int, str]] = {
     "fail_on_lost": ("lost_not_allowed", 1, "lost acknowledged writes (not allowed by the configuration)"),
     "fail_on_lost_allowed": ("lost_allowed", 0, "lost acknowledged writes the configuration allows (acks=1, ...)"),
     "fail_on_fail": ("fail", 1, "runs with a FAIL verdict"),
+    "fail_on_tampered": ("tampered", 1, "tampered or stale records: a stored verdict the events contradict, or "
+                                        "files changed since they were judged (reports/outcome.py)"),
     "fail_on_undecided": ("undecided_scenarios", 1, "undecided scenarios: no PASS or FAIL run (every run UNKNOWN, "
                                                     "coverage shortfalls included)"),
     "fail_on_unknown": ("unknown", 0, "runs with an UNKNOWN verdict"),

@@ -150,6 +150,7 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
              ("total-inconsistent", "inconsistent offsets", tot["inconsistent_offsets"]),
              ("total-divergences", "divergences", tot["conformance_divergences"]),
              ("skipped-count", "skipped records", tot["skipped_records"]),
+             ("tampered-count", "tampered or stale", tot.get("tampered", 0)),
              ("undecided-count", "undecided scenarios", tot.get("undecided_scenarios", 0)),
              ("coverage-short-count", "coverage fell short", tot.get("coverage_short", 0))]
     card_html = "".join(f'<div class="card"><div class="v" id="{i}">{_e(fmt(v))}</div><div class="k">{_e(k)}</div>'
@@ -162,7 +163,7 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
          '<nav><a href="#s-matrix">matrix</a><a href="#s-durability">durability</a><a href="#s-availability">'
          'availability</a><a href="#s-conformance">conformance</a><a href="#s-flaky">flakiness</a>'
          '<a href="#s-trends">trends</a><a href="#s-regressions">regressions</a><a href="#s-timelines">timelines</a>'
-         '<a href="#s-scenarios">scenarios</a><a href="#s-skipped">skipped</a></nav></header><main>',
+         '<a href="#s-scenarios">scenarios</a><a href="#s-tampered">tampered</a><a href="#s-skipped">skipped</a></nav></header><main>',
          f'<div class="cards">{card_html}</div>',
          '<section id="s-verdicts"><h2>Verdicts</h2>',
          svg.stacked_bar([("PASS", tot["pass"], svg.PASS), ("FAIL", tot["fail"], svg.FAIL),
@@ -295,6 +296,17 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
                  + f'{_e(run.get("reason"))}{log_links(run.get("run_dir"), out)}</div>{svg.timeline(tl)}</div>')
     h.append('</section>')
     dups = summary.get("duplicate_records") or []
+    o = summary.get("outcomes") or {}
+    how = (f"Stored verdicts used where their evidence digests matched ({o.get('stored', 0)}), the others re-derived "
+           f"from their events ({o.get('rederived', 0)})." if o.get("trust_stored") else
+           "Every run's verdict was re-derived from its events by the checkers; the stored verdict.json only "
+           "compared.")
+    h += ['<section id="s-tampered"><h2>Tampered or stale records</h2>', f'<p class="muted">{_e(how)}</p>',
+          table("tampered-records", summary.get("tampered_records") or [],
+                [("path", "record"), ("stored", "verdict.json says"), ("derived", "events give"),
+                 ("what", "what disagreed")], key=["path"], left=("path", "stored", "derived", "what"),
+                empty="None: every stored verdict agreed with its events."),
+          '</section>']
     h += ['<section id="s-skipped"><h2>Skipped records</h2>',
           table("skipped-records", skipped, [("path", "record"), ("reason", "reason")], key=["path"],
                 left=("path", "reason"), empty="None: every record was usable."),

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 from harness.errors import HarnessError
 from harness.record.events import FAULT_END, FAULT_START
 from harness.record.windows import client_life, fault_windows
-from reports import availability, gate, html, junit, s3a, tables
+from reports import availability, gate, html, junit, outcome, s3a, tables
 from reports.gate import RULES, GateConfigError, load_config
 from reports.compact import is_local, local_path
 from reports.load import ReportInputError, load, timeline_events
@@ -36,8 +36,8 @@ log = logging.getLogger("reports.job")
 TIMELINE_PARTITIONS = 8
 JUNIT_COLUMNS = ("run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr",
                  "unclean", "path", "verdict", "reason", "cause", "failed_checks", "lost", "duplicates",
-                 "inconsistent_offsets", "last_t")
-RUN_ROW_COLUMNS = list(dict.fromkeys([*tables.COLUMNS, *JUNIT_COLUMNS, "run_dir", "acknowledged_writes"]))
+                 "inconsistent_offsets", "last_t", "tampered", "stored_verdict")
+RUN_ROW_COLUMNS = list(dict.fromkeys([*tables.COLUMNS, *JUNIT_COLUMNS, "run_dir", "acknowledged_writes", "outcome"]))
 
 
 @dataclass
@@ -57,6 +57,7 @@ class Options:
     s3_endpoint: str | None = None
     read_paths: list[str] | None = None     # s3://: the complete records' s3a:// URLs (reports/s3a.py)
     summaries: str | None = None     # the compacted table's directory (None: summarize every record now)
+    trust_stored: bool = False       # stored verdicts where their evidence digests match (reports/outcome.py)
 
 
 class UsageError(Exception):
@@ -97,6 +98,9 @@ def parse_args(argv: list[str]) -> Options:
     p.add_argument("--summaries", metavar="DIR",
                    help="the compacted table of per-run summaries, updated with new records before the report "
                         "(default: RUNS_PATH/_summaries for a writable local RUNS_PATH)")
+    p.add_argument("--trust-stored", action="store_true",
+                   help="use each record's stored verdict.json where its evidence digests match the record's "
+                        "files and this harness version (else re-derive it from the events, as by default)")
     p.add_argument("--no-summaries", action="store_true",
                    help="keep no compacted table: summarize every record for this report only")
     a = p.parse_args(argv)
@@ -118,7 +122,7 @@ def parse_args(argv: list[str]) -> Options:
                    baseline_version=a.baseline_version, candidate_version=a.candidate_version,
                    baseline_harness=a.baseline_harness, candidate_harness=a.candidate_harness,
                    write_parquet=not a.no_parquet, s3_endpoint=a.s3_endpoint,
-                   summaries=summaries)
+                   summaries=summaries, trust_stored=a.trust_stored)
 
 
 def default_summaries(runs_path: str) -> str | None:
@@ -218,6 +222,47 @@ def _timeline_data(sel, chosen: list[dict], ids: list[str]) -> list[tuple[dict, 
     return out
 
 
+def tampered_records(run_rows: list[dict]) -> list[dict]:
+    """The runs whose stored verdict disagrees with their events or whose files changed since they were
+    judged (reports/outcome.py): path, run id, the stored and the re-derived verdict, what disagreed."""
+    return [{"path": r["path"], "run_id": r["run_id"], "stored": r["stored_verdict"],
+             "derived": f"{r['verdict']}({r['cause']})" if r.get("cause") else r["verdict"], "what": r["tampered"]}
+            for r in sorted(run_rows, key=lambda r: r["path"] or "") if r.get("tampered")]
+
+
+def outcome_counts(run_rows: list[dict], trust_stored: bool) -> dict:
+    """Where the runs' verdicts came from: ``{"trust_stored", "stored", "rederived", "rederived_why"}``
+    (``rederived_why``: with ``--trust-stored``, why a stored verdict was not used, per reason)."""
+    stored = sum(1 for r in run_rows if r.get("outcome") == outcome.STORED)
+    why: dict[str, int] = {}
+    for r in run_rows:
+        o = r.get("outcome") or ""
+        if o.startswith(outcome.REDERIVED + " ("):
+            for part in o[len(outcome.REDERIVED) + 2:].rstrip(")").split("; "):
+                key = reason_category(re.sub(r"[0-9a-f]{12}", "X", part))
+                why[key] = why.get(key, 0) + 1
+    return {"trust_stored": trust_stored, "stored": stored, "rederived": len(run_rows) - stored,
+            "rederived_why": why}
+
+
+def gate_line(g: dict, tampered: list[dict]) -> str:
+    """``gate: PASSED`` or ``gate: FAILED (rule, ...)``; a failed ``fail_on_tampered`` is spelled out with
+    its value and the records (``tampered: 1 record(s) [PATH: what disagreed]``)."""
+    if g["passed"]:
+        return "gate: PASSED"
+    parts = []
+    for r in g["rules"]:
+        if not r["failed"]:
+            continue
+        if r["rule"] == "fail_on_tampered":
+            shown = "; ".join(f"{t['path']}: {t['what']}" for t in tampered[:2])
+            more = f"; and {len(tampered) - 2} more" if len(tampered) > 2 else ""
+            parts.append(f"tampered: {r['value']} record(s) (threshold {r['threshold']}) [{shown}{more}]")
+        else:
+            parts.append(r["rule"])
+    return f"gate: FAILED ({', '.join(parts)})"
+
+
 def undecided_line(undecided: list[dict]) -> str:
     """One line naming every scenario with no decided run, and why its runs were UNKNOWN."""
     parts = [f"{u['scenario']} ({u['runs']} UNKNOWN: {', '.join(u['unknown_causes']) or 'no cause recorded'})"
@@ -244,7 +289,7 @@ def run_report(spark, opts: Options) -> dict:
     file_cfg = gate.load_config(opts.gate_config)
     th = gate.thresholds(file_cfg, opts.gate_overrides)
 
-    loaded = load(spark, opts.read_paths or opts.runs_path, opts.summaries)
+    loaded = load(spark, opts.read_paths or opts.runs_path, opts.summaries, opts.trust_stored)
     runs = loaded.runs
     for s in loaded.skipped:
         log.warning("skipped run record %s: %s", s["path"], s["reason"])
@@ -300,6 +345,11 @@ def run_report(spark, opts: Options) -> dict:
     undecided = [r for r in collected["scenarios"] if r["undecided"]]
     totals["undecided_scenarios"] = len(undecided)
     totals["duplicate_records"] = len(loaded.duplicates)
+    tampered = tampered_records(run_rows)
+    totals["tampered"] = len(tampered)
+    for t in tampered:
+        log.warning("%s run record %s: %s", "stale" if t["what"].startswith("stale") else "tampered", t["path"],
+                    t["what"])
     if totals["runs"] == 0 and not loaded.skipped:
         raise UsageError(f"no run records under {opts.runs_path}")
 
@@ -316,6 +366,7 @@ def run_report(spark, opts: Options) -> dict:
         "totals": totals, "thresholds": th, "gate": result, "exit_code": 0 if result["passed"] else 1,
         "skipped_records": loaded.skipped, "skipped_reasons": reasons, "regressions_compared": compared,
         "duplicate_records": loaded.duplicates, "summaries_table": loaded.table,
+        "tampered_records": tampered, "outcomes": outcome_counts(run_rows, opts.trust_stored),
         "undecided_scenarios": [{"scenario": r["scenario"], "runs": r["runs"], "coverage_short": r["coverage_short"],
                                  "unknown_causes": r["unknown_causes"]} for r in undecided],
         "unknown_by_cause": {r["cause"]: r["runs"] for r in collected["unknown_causes"]},
@@ -328,8 +379,11 @@ def run_report(spark, opts: Options) -> dict:
         tdir = out / "tables"
         skipped_df = spark.createDataFrame([(s["path"], s["reason"]) for s in loaded.skipped] or [],
                                            "path string, reason string")
+        tampered_df = spark.createDataFrame([(t["path"], t["run_id"], t["stored"], t["derived"], t["what"])
+                                             for t in tampered] or [],
+                                            "path string, run_id string, stored string, derived string, what string")
         jobs = [*dfs.items(), ("runs", runs), ("fault_recovery", recovery), ("unavailability_windows", windows),
-                ("skipped_records", skipped_df)]
+                ("skipped_records", skipped_df), ("tampered_records", tampered_df)]
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(lambda nd: nd[1].coalesce(1).write.mode("overwrite").parquet((tdir / nd[0]).as_uri()),
                           jobs))
@@ -429,8 +483,15 @@ def main(argv: list[str] | None = None) -> int:
     g = summary["gate"]
     print(f"report: {t['runs']} runs ({t['pass']} PASS, {t['fail']} FAIL, {t['unknown']} UNKNOWN), "
           f"{t['skipped_records']} skipped records; acknowledged {t['acknowledged_writes']}, lost {t['lost']}")
-    print(f"gate: {'PASSED' if g['passed'] else 'FAILED'}"
-          + (f" ({', '.join(g['failed_rules'])})" if g["failed_rules"] else ""))
+    o = summary["outcomes"]
+    if t.get("tampered"):
+        print(f"report: {t['tampered']} tampered or stale record(s): the stored verdict disagrees with the "
+              "events or the files changed since they were judged (table tampered_records)")
+    if o["trust_stored"]:
+        why = ", ".join(f"{k}: {n}" for k, n in sorted(o["rederived_why"].items()))
+        print(f"report: --trust-stored: {o['stored']} stored verdict(s) used (evidence verified), "
+              f"{o['rederived']} re-derived from their events" + (f" ({why})" if why else ""))
+    print(gate_line(g, summary["tampered_records"]))
     if summary["undecided_scenarios"]:
         print(undecided_line(summary["undecided_scenarios"]))
     print(f"html: {summary['outputs']['html']}")

@@ -1,6 +1,7 @@
 """JUnit XML for CI: one ``<testsuite>`` per suite, one ``<testcase>`` per run.
 
-PASS -> passed; FAIL -> ``<failure>`` (reason and failed checks); UNKNOWN -> ``<skipped>`` (an
+PASS -> passed; FAIL -> ``<failure>`` (reason and failed checks); a tampered or stale record
+(reports/outcome.py) -> ``<failure type="TAMPERED">`` naming what disagreed; UNKNOWN -> ``<skipped>`` (an
 environment failure is not a broker verdict; the message names its ``cause``). Skipped records get a testcase in the
 ``skipped-records`` suite marked ``<skipped>`` with the reason, so CI shows them too.
 """
@@ -21,8 +22,8 @@ def build(runs: list[dict], skipped: list[dict]) -> ET.Element:
     for suite in sorted(by_suite):
         rs = sorted(by_suite[suite], key=lambda r: r["run_id"])
         fails = sum(r["verdict"] == "FAIL" for r in rs)
-        unk = sum(r["verdict"] == "UNKNOWN" for r in rs)
-        ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(rs)), failures=str(fails),
+        unk = sum(r["verdict"] == "UNKNOWN" and not r.get("tampered") for r in rs)
+        ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(rs)), failures="0",
                            errors="0", skipped=str(unk))
         for r in rs:
             dur = r.get("last_t")
@@ -31,7 +32,11 @@ def build(runs: list[dict], skipped: list[dict]) -> ET.Element:
             props = ET.SubElement(tc, "properties")
             for k in ("broker", "broker_image", "profile", "seed", "acks", "min_isr", "unclean", "path"):
                 ET.SubElement(props, "property", name=k, value="" if r.get(k) is None else str(r[k]))
-            if r["verdict"] == "FAIL":
+            if r.get("tampered"):     # the stored verdict.json is contradicted by the record: a failure for CI
+                f = ET.SubElement(tc, "failure", message=r["tampered"], type="TAMPERED")
+                f.text = f"stored verdict {r.get('stored_verdict')}, the events give {r['verdict']}\nrecord: {r.get('path')}"
+                fails += r["verdict"] != "FAIL"
+            elif r["verdict"] == "FAIL":
                 checks = ", ".join(r.get("failed_checks") or []) or "-"
                 f = ET.SubElement(tc, "failure", message=r.get("reason") or "FAIL", type="FAIL")
                 f.text = (f"reason: {r.get('reason')}\nfailed checks: {checks}\nlost: {r.get('lost')} "
@@ -40,6 +45,7 @@ def build(runs: list[dict], skipped: list[dict]) -> ET.Element:
             elif r["verdict"] == "UNKNOWN":
                 cause = f" ({r['cause']})" if r.get("cause") else ""
                 ET.SubElement(tc, "skipped", message=f"UNKNOWN{cause}: {r.get('reason')}")
+        ts.set("failures", str(fails))
         tot["tests"] += len(rs)
         tot["failures"] += fails
         tot["skipped"] += unk

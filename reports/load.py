@@ -29,6 +29,7 @@ from harness.record.events import ZK_PREFIX
 from harness.record.truth import TXNLOG
 from reports import compact
 from reports.parse import FIELDS
+from reports.outcome import OUTCOME_FIELDS
 from reports.summary import AGG_FIELDS
 
 AGG_FIELDS_NO_BAD = [f for f in AGG_FIELDS if f not in ("bad_lines", "event_fault_kinds")]
@@ -123,22 +124,22 @@ def zk_ground_truth(events: DataFrame) -> DataFrame:
 
 
 RUN_COLUMNS = [*[f for f in FIELDS if f not in ("skip_reason", "schedule_fault_kinds")], *AGG_FIELDS_NO_BAD,
-               "fault_kinds", "path"]
+               "fault_kinds", "path", *OUTCOME_FIELDS]
 
 
-def load(spark: SparkSession, path: str, summaries: str | None = None) -> Loaded:
+def load(spark: SparkSession, path: str, summaries: str | None = None, trust_stored: bool = False) -> Loaded:
     """Read every run record under ``path``; raise :class:`ReportInputError` if it cannot be read.
 
     With ``summaries`` (a directory; local ``path`` only) the compacted table there is brought up to
     date first (only new or changed records are read) and the report reads the table; otherwise the
-    records are summarized in one pass and nothing is kept."""
+    records are summarized in one pass and nothing is kept. ``trust_stored``: :mod:`reports.outcome`."""
     stats = None
     try:
         if summaries:
-            stats = compact.update(spark, path, summaries)
+            stats = compact.update(spark, path, summaries, trust_stored)
             rows = compact.read_table(spark, summaries)
         else:
-            rows = compact.summarize_all(spark, path)
+            rows = compact.summarize_all(spark, path, trust_stored)
     except Exception as e:  # AnalysisException: path does not exist, unsupported scheme, ...
         msg = str(e).splitlines()[0] if str(e) else e.__class__.__name__
         raise ReportInputError(f"cannot read run records under {path}: {msg}") from None

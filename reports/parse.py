@@ -125,6 +125,13 @@ def _fill(row: dict, run_dir: str, meta: dict, verdict: dict) -> None:
     kinds = sorted({str(s["fault"]) for s in meta.get("schedule") or [] if isinstance(s, dict) and s.get("fault")})
     row["schedule_fault_kinds"] = kinds
 
+    fill_verdict(row, verdict)
+
+
+def fill_verdict(row: dict, verdict: dict) -> None:
+    """The verdict columns of ``row`` (verdict, reason, cause, failed checks, durability counts,
+    conformance) from a verdict.json object, the stored one or one the checkers just re-derived
+    (:mod:`reports.outcome`); FieldError when a count does not fit 64 bits."""
     checks = _dict(verdict.get("checks"))
     row["verdict"] = verdict["verdict"]
     row["reason"] = _str(verdict.get("reason"))

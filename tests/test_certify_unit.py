@@ -670,3 +670,47 @@ def test_parallel_children_of_a_distribution_file_skip_the_preflight_their_paren
         broker = Broker(types.SimpleNamespace(tag="img"), dist, "compatible")
         certify._run_parallel([(cp, sp)], args, broker, {}, tmp_path, {})
         assert ("--preflight-passed" in seen[0]) is flagged, (dist, seen)
+
+
+def test_certificate_cites_each_evidence_runs_digests_and_rechecks_them(tmp_path):
+    """Each evidence run carries the SHA-256 of its record's files (certificate.json and, shortened, the
+    HTML); judging a record again re-checks verdict.json's evidence against the files: a record changed
+    after its verdict, or a verdict without evidence, is judged from its events, and a disagreement named."""
+    from harness.record.writer import file_sha256
+    from tests.reports.synthetic import bulk_runs
+    runs = bulk_runs(tmp_path / "runs", 12, seed=11)
+    recs = sorted(runs.iterdir())
+    good = next(d for d in recs if json.loads((d / "verdict.json").read_text())["verdict"] == PASS)
+    j = certify.judge_run(good, None, {})
+    assert j["record"] == {"evidence": "verified",
+                           "sha256": {n.split(".")[0] + "_sha256": file_sha256(good / n)
+                                      for n in ("metadata.json", "events.jsonl", "verdict.json")}}
+    assert j["verdict"] == PASS and j["judged_against"] == "applied configuration"
+    # a verdict.json edited to PASS over a lost write, its evidence removed: judged from the events
+    fail = next(d for d in recs if json.loads((d / "verdict.json").read_text())["verdict"] == FAIL)
+    v = json.loads((fail / "verdict.json").read_text())
+    del v["evidence"]
+    v.update(verdict=PASS, checks={})
+    (fail / "verdict.json").write_text(json.dumps(v))
+    j = certify.judge_run(fail, None, {})
+    assert j["verdict"] == FAIL and any(r["rule"] == "lost" for r in j["failing_rules"])
+    assert j["record"]["disagrees"] == "verdict.json says PASS, the events give FAIL"
+    assert j["judged_against"].startswith("re-derived from the events (verdict.json has no evidence digests")
+    # events changed after the verdict: the digest differs, the events are judged again
+    text = (good / "events.jsonl").read_text().replace('"name":"cluster.ready"', '"name":"cluster.ready","x":1', 1)
+    (good / "events.jsonl").write_text(text)
+    j2 = certify.judge_run(good, None, {})
+    assert j2["record"]["evidence"].startswith("events.jsonl sha256 ") and j2["verdict"] == PASS
+    assert "disagrees" not in j2["record"]
+    j.update(run_id=fail.name, path=str(fail), seconds=1.0, attempt=0)
+    plans = capabilities.plan([scen("broker_failover.kill_leader")], ZK_39, ["broker_failover"])
+    cert = certificate_data.build_certificate(
+        plans, {"broker_failover.kill_leader": [j]}, subject=ZK_39, profile="apache-zk-3.9", overrides={},
+        started_at="2026-11-21T08:00:00Z", finished_at="2026-11-21T08:10:00Z", out_dir=tmp_path,
+        git={"git_sha": "0123456789abcdef", "git_dirty": False}, selected=["broker_failover"], unmapped=[])
+    assert cert["overall"] == NOT_CERTIFIED
+    page, js = write_certificate(cert, tmp_path)
+    (run,) = read_certificate(tmp_path)["capabilities"][0]["scenarios"][0]["runs"]
+    assert run["record"]["sha256"]["events_sha256"] == file_sha256(fail / "events.jsonl")
+    html = page.read_text()
+    assert "events:" + file_sha256(fail / "events.jsonl")[:12] in html and "the events give FAIL" in html

@@ -48,7 +48,9 @@ from harness.parallel import Job, run_children
 from harness.shard import parse_shard
 from harness.certify.fleet import merged_results, shard_todo
 from harness.record import read_run
+from harness.record.read import evidence_problems, file_digests
 from harness.record.storage import Publisher
+from harness.record.writer import file_sha256
 from harness.request import Broker, RunRequest, resolve_broker
 
 
@@ -115,6 +117,10 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
     environment did not spoil) the record's events are judged again, by the same checks
     (:func:`harness.checkers.verdict.decide`), against the declared configuration."""
     rec = read_run(run_dir, with_events=bool(overrides))
+    digests = record_digests(run_dir)
+    problems = evidence_problems(rec.verdict, digests, __version__)
+    if problems and not overrides:
+        rec = read_run(run_dir)      # the stored verdict cannot be verified: its events are judged below
     cause = (rec.verdict.get("cause") or UNRECORDED) if rec.verdict["verdict"] == UNKNOWN else None
     out = {"run_verdict": rec.verdict["verdict"], "run_reason": rec.verdict.get("reason", ""),
            "verdict": rec.verdict["verdict"], "reason": rec.verdict.get("reason", ""),
@@ -122,7 +128,10 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
            "failing_rules": failing_rules(rec.verdict.get("checks") or {}),
            "judged_against": "applied configuration",
            "container_logs": [e["path"] for e in rec.metadata.get("container_logs") or [] if e.get("path")],
-           "measured": measured_facts(rec.verdict)}
+           "measured": measured_facts(rec.verdict),
+           "record": {"sha256": digests, "evidence": "verified" if not problems else "; ".join(problems)}}
+    if problems and not overrides:
+        return _rederived(out, rec, problems)
     if not overrides or _environment_spoiled(rec):
         return out
     if defaults is None:
@@ -138,6 +147,26 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
                judged_against="declared configuration (overrides reverted: "
                               + ", ".join(f"{k}={meta['broker_config'].get(k, '<unset>')}" for k in overrides)
                               + ")")
+    return out
+
+
+def record_digests(run_dir: Path) -> dict:
+    """The SHA-256 of a record's metadata.json, events.jsonl (:func:`harness.record.read.file_digests`) and
+    verdict.json: what the certificate cites for each evidence run."""
+    return {**file_digests(run_dir), "verdict_sha256": file_sha256(Path(run_dir) / "verdict.json")}
+
+
+def _rederived(out: dict, rec, problems: list[str]) -> dict:
+    """``out`` for a record whose stored verdict cannot be verified (no evidence, a digest that differs, another
+    harness version): the verdict the checkers derive from its events now; a disagreement is named."""
+    v = decide(rec.events, rec.metadata)
+    stored = (out["run_verdict"], out["run_cause"] if out["run_cause"] != UNRECORDED else None)
+    out.update(verdict=v.verdict, reason=v.reason, cause=(v.cause or UNRECORDED) if v.verdict == UNKNOWN else None,
+               failing_rules=failing_rules(v.checks), judged_against="re-derived from the events ("
+               + "; ".join(problems) + ")")
+    if stored[0] != v.verdict or (stored[1] and stored[1] != v.cause):
+        out["record"]["disagrees"] = (f"verdict.json says {stored[0]}, the events give {v.verdict}"
+                                      + (f"({v.cause})" if v.cause else ""))
     return out
 
 

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from harness.errors import HarnessError
 from harness.record.events import PHASE, PHASE_ABORTED
-from harness.record.read import SCHEMA_VERSION, RecordError, iter_events, parse_event_lines
+from harness.record.read import SCHEMA_VERSION, RecordError, file_digests, iter_events, parse_event_lines
 from harness.record.verdicts import FAIL, UNKNOWN, VERDICTS, WRITE_CAUSE
 RESERVE_BYTES = 64 * 1024          # released at finish so metadata.json + verdict.json still fit
 FLUSH_BYTES = 8 * 1024             # events reach the file in chunks of about this size (as a buffered file did)
@@ -71,10 +71,9 @@ def file_sha256(path: Path) -> str | None:
 
 
 def evidence(record_dir: Path, harness_version: str | None) -> dict:
-    """verdict.json ``evidence``: what the verdict judged (the SHA-256 of metadata.json and events.jsonl)
-    and the harness version that judged it."""
-    return {"metadata_sha256": file_sha256(record_dir / "metadata.json"),
-            "events_sha256": file_sha256(record_dir / "events.jsonl"), "harness_version": harness_version}
+    """verdict.json ``evidence``: what the verdict judged (the SHA-256 of metadata.json and events.jsonl,
+    :func:`harness.record.read.file_digests`) and the harness version that judged it."""
+    return {**file_digests(record_dir), "harness_version": harness_version}
 
 
 def _write_json_atomic(path: Path, obj: Any) -> None:

@@ -20,7 +20,8 @@ import pytest
 
 from harness import __version__
 from harness.commands.check import _judge
-from harness.record import RunRecorder
+from harness.record import RecordError, RunRecorder, read_run
+from harness.record.read import read_record
 from harness.record.writer import file_sha256
 from harness.record.schema import BOOL, DICT, EVENT_FIELDS, INT, INTS, LIST, NUM, SCALAR, STR, STRS
 from harness.record.verdicts import FAIL, PASS, RECORD_INVALID, UNKNOWN
@@ -273,9 +274,22 @@ def test_the_corpus_is_large_and_covers_both_controller_models():
     assert {b for b, _, _ in CORPUS} == {"zk", "kraft", "lost"}
 
 
+_FILES = ("metadata.json", "verdict.json", "events.jsonl")
+
+
+def _read(read) -> tuple:
+    """(metadata, verdict, events) a reader returns, or the message of its RecordError."""
+    try:
+        r = read()
+    except RecordError as e:
+        return ("error", str(e))
+    return (r.metadata, r.verdict, r.events)
+
+
 def test_each_damaged_record_is_invalid_or_judged_as_the_intact_one(tmp_path, intact):
     outcomes: dict[str, int] = {"record-invalid": 0, "same": 0}
     bad: list[str] = []
+    same_reader = 0
     for i, (base, name, mutate) in enumerate(CORPUS):
         d = tmp_path / f"{i:04d}-{base}"
         if base == "lost":
@@ -294,7 +308,12 @@ def test_each_damaged_record_is_invalid_or_judged_as_the_intact_one(tmp_path, in
         if base == "lost":
             assert verdict != PASS, (name, reason)
         assert not (verdict == FAIL and intact[base][0] != FAIL), (base, name, reason)
+        if all(os.path.isfile(d / n) for n in _FILES):     # the report's reader (bytes): the same answer
+            files = {n: (d / n).read_bytes() for n in _FILES}
+            assert _read(lambda: read_record(str(d), files)) == _read(lambda: read_run(d)), (base, name)
+            same_reader += 1
     assert not bad, "\n".join(bad)
+    assert same_reader >= 50
     print(f"corpus {len(CORPUS)}: {outcomes}")
     assert outcomes["record-invalid"] >= 60 and outcomes["same"] >= 5
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import __version__
 from harness.record import RunRecorder
 
 pytestmark = pytest.mark.spark
@@ -37,7 +38,7 @@ def record(runs: Path, scenario: str, verdict: str, cause: str | None = None, re
     """One run record through the real recorder: a few sends acknowledged, then the verdict."""
     pytest.importorskip("pyspark")
     with RunRecorder(runs, scenario, {"suite": "gate-test", "kafka_version": "3.9.2", "seed": 1,
-                                      "workload": {"acks": "all"}}) as rec:
+                                      "workload": {"acks": "all"}, "harness_version": __version__}) as rec:
         rec.phase("cluster.ready")
         rec.emit("client.life", process="p0", role="producer", state="started", error=None)
         for i in range(3):
@@ -51,9 +52,11 @@ def record(runs: Path, scenario: str, verdict: str, cause: str | None = None, re
 
 
 def report(runs: Path, out: Path) -> subprocess.CompletedProcess:
+    """The report over records whose verdicts the test chose (their events hold only a few sends):
+    ``--trust-stored`` takes them as the recorder stored them, its evidence digests verified."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "harness.cli", "report", str(runs), "-o", str(out), "--gate",
-                           "--max-timelines", "0", "--no-parquet"],
+                           "--max-timelines", "0", "--no-parquet", "--trust-stored"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
 
 

@@ -117,8 +117,12 @@ class RunBuilder:
     # -- writing --------------------------------------------------------------------------
     def write(self, root: str | os.PathLike, verdict: str, reason: str = "", checks: dict | None = None,
               *, events_text: str | None = None, skip: tuple[str, ...] = (), cause: str | None = None,
-              extra: dict | None = None) -> Path:
+              extra: dict | None = None, with_evidence: bool = True) -> Path:
         """Write metadata.json, events.jsonl and verdict.json (files named in ``skip`` are left out).
+
+        The verdict is the one given, whatever the events say (the report fixtures choose their numbers
+        by hand); ``with_evidence`` adds verdict.json ``evidence`` (the files' digests, this harness
+        version), so that ``report --trust-stored`` takes the given verdict as stored.
 
         ``cause`` (for UNKNOWN) and ``extra`` (more top-level sections, e.g. ``coverage``) go into
         verdict.json only when given."""
@@ -140,6 +144,10 @@ class RunBuilder:
                     "checks": checks if checks is not None else {}, "stats": {}, **(extra or {})}
             if cause is not None:
                 body["cause"] = cause
+            if with_evidence:     # the digests of the files as written, as the runner records them
+                from harness import __version__
+                from harness.record.writer import evidence
+                body.setdefault("evidence", evidence(d, __version__))
             (d / "verdict.json").write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
         return d
 
@@ -169,13 +177,22 @@ _SCENARIOS = [("smoke", "broker_failover.kill_leader", "kill"), ("chaos", "netwo
 _VERSIONS = ["3.6.2", "3.7.2", "3.8.1", "3.9.0"]
 
 
-def bulk_runs(root: str | os.PathLike, n: int, seed: int = 0, sends: int = 20, first: int = 0) -> Path:
+def bulk_runs(root: str | os.PathLike, n: int, seed: int = 0, sends: int = 20, first: int = 0,
+              judged: bool = True) -> Path:
     """Write ``n`` plausible run records under ``root`` quickly (string templates, no builder),
     numbered from ``first`` (run ids differ between calls with disjoint numbers).
 
-    Each run has ~``2*sends + 12`` events: a leader kill-like fault, a leader election, an ISR
-    shrink and restore, and acknowledged sends. About 10% FAIL (with lost writes), 3% UNKNOWN.
+    Each run has ~``3*sends + 15`` events, in time order: a leader kill-like fault, a leader election,
+    an ISR shrink and restore, acknowledged sends spread over the run, and a final drain. About 10%
+    lose 1-5 acknowledged writes (their drain misses them: FAIL), 3% record an environment failure
+    (UNKNOWN). The records are self-consistent: with ``judged`` (the default) each verdict.json is what
+    the checkers decide from its events (:func:`harness.checkers.verdict.decide`, as the runner writes
+    it, with the evidence digests), so a report re-deriving the outcomes finds nothing tampered.
     """
+    from harness import __version__
+    from harness.checkers.verdict import decide
+    from harness.record.writer import evidence
+
     rng = random.Random(seed)
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -189,7 +206,7 @@ def bulk_runs(root: str | os.PathLike, n: int, seed: int = 0, sends: int = 20, f
         r = rng.random()
         verdict = "UNKNOWN" if r < 0.03 else ("FAIL" if r < 0.13 else "PASS")
         lost = rng.randint(1, 5) if verdict == "FAIL" else 0
-        acks = "all" if i % 3 else "1"
+        acks = "all" if i % 3 or verdict == "FAIL" else "1"
         meta = {"schema_version": 1, "run_id": run_id, "suite": suite, "scenario": scenario,
                 "harness_version": "0.1.0", "git_sha": None, "kafka_version": ver,
                 "broker_image": f"kafka-chaos/kafka:{ver}", "image_id": None, "distribution": "apache-zk",
@@ -200,36 +217,50 @@ def bulk_runs(root: str | os.PathLike, n: int, seed: int = 0, sends: int = 20, f
                 "workload": {"acks": acks, "rate": 100}, "seed": i % 97,
                 "schedule": [{"at": 10, "fault": kind, "target": "leader(t,0)", "duration": 10, "params": {}}],
                 "host": {}, "started_at": f"2025-06-{day:02d}T02:00:00Z", "ended_at": None, "replay_of": None}
-        (d / "metadata.json").write_text(_dump(meta))
-        checks = {} if verdict == "UNKNOWN" else durability_checks(lost, 0, 0, divergences=[])
-        (d / "verdict.json").write_text(_dump({"schema_version": 1, "verdict": verdict, "reason": verdict,
-                                               "checks": checks, "stats": {}}))
+        meta_text = _dump(meta)
+        (d / "metadata.json").write_text(meta_text)
         ttl = round(1 + rng.random() * 8, 3)
         isr_t = round(ttl + 5 + rng.random() * 20, 3)
-        lines = ['{"seq":0,"t":0.5,"wall":0,"type":"phase","name":"cluster.ready"}',
-                 '{"seq":1,"t":1.0,"wall":0,"type":"zk.partition_state","topic":"t","partition":0,"leader":1,'
-                 '"leader_epoch":0,"isr":[1,2,3],"controller_epoch":1,"version":0,"deleted":false,"zxid":1,'
-                 '"source":"watch"}']
-        seq = 2
+        timed = [(0.5, '"type":"phase","name":"cluster.ready"'),
+                 (1.0, '"type":"zk.partition_state","topic":"t","partition":0,"leader":1,"leader_epoch":0,'
+                       '"isr":[1,2,3],"controller_epoch":1,"version":0,"deleted":false,"zxid":1,"source":"watch"')]
+        step = 28.0 / max(sends, 1)
         for k in range(sends):
-            t = 2 + k * 0.9
-            lines.append(f'{{"seq":{seq},"t":{t:.3f},"wall":0,"type":"client","process":"p0","f":"send",'
-                         f'"phase":"invoke","op_id":{k},"topic":"t","value":"v{k}"}}')
-            lines.append(f'{{"seq":{seq + 1},"t":{t + 0.01:.3f},"wall":0,"type":"client","process":"p0",'
-                         f'"f":"send","phase":"ok","op_id":{k},"topic":"t","partition":0,"offset":{k},'
-                         f'"value":"v{k}"}}')
-            seq += 2
-        tail = [(10.0, f'"type":"fault.start","fault_id":0,"fault":"{kind}","target":"leader(t,0)",'
-                       f'"nodes":["kafka-1"],"broker_ids":[1],"params":{{}}'),
-                (10.0 + ttl, '"type":"zk.partition_state","topic":"t","partition":0,"leader":2,"leader_epoch":1,'
-                             '"isr":[2,3],"controller_epoch":1,"version":1,"deleted":false,"zxid":2,"source":"watch"'),
-                (20.0, f'"type":"fault.end","fault_id":0,"fault":"{kind}","nodes":["kafka-1"],"ok":true'),
-                (10.0 + isr_t, '"type":"zk.partition_state","topic":"t","partition":0,"leader":2,"leader_epoch":1,'
-                               '"isr":[2,3,1],"controller_epoch":1,"version":2,"deleted":false,"zxid":3,'
+            t = 2 + k * step
+            timed.append((t, f'"type":"client","process":"p0","f":"send","phase":"invoke","op_id":{k},'
+                             f'"topic":"t","value":"v{k}"'))
+            timed.append((t + 0.01, f'"type":"client","process":"p0","f":"send","phase":"ok","op_id":{k},'
+                                    f'"topic":"t","partition":0,"offset":{k},"value":"v{k}"'))
+        timed += [(10.0, f'"type":"fault.start","fault_id":0,"fault":"{kind}","target":"leader(t,0)",'
+                         f'"nodes":["kafka-1"],"broker_ids":[1],"params":{{}}'),
+                  (10.0 + ttl, '"type":"zk.partition_state","topic":"t","partition":0,"leader":2,"leader_epoch":1,'
+                               '"isr":[2,3],"controller_epoch":1,"version":1,"deleted":false,"zxid":2,'
                                '"source":"watch"'),
-                (40.0, '"type":"phase","name":"drain.end"')]
-        for t, body in sorted(tail):
-            lines.append(f'{{"seq":{seq},"t":{t:.3f},"wall":0,{body}}}')
-            seq += 1
-        (d / "events.jsonl").write_text("\n".join(lines) + "\n")
+                  (20.0, f'"type":"fault.end","fault_id":0,"fault":"{kind}","nodes":["kafka-1"],"ok":true'),
+                  (10.0 + isr_t, '"type":"zk.partition_state","topic":"t","partition":0,"leader":2,'
+                                 '"leader_epoch":1,"isr":[2,3,1],"controller_epoch":1,"version":2,"deleted":false,'
+                                 '"zxid":3,"source":"watch"')]
+        if verdict == "UNKNOWN":
+            timed.append((38.0, '"type":"phase","name":"environment.error","cause":"environment",'
+                                '"error":"synthetic: the host ran out of memory"'))
+        timed.append((40.0, '"type":"phase","name":"drain.start"'))
+        gone = set(rng.sample(range(sends), min(lost, sends)))
+        kept = [k for k in range(sends) if k not in gone]
+        for j, k in enumerate(kept):
+            timed.append((40.1 + j * 0.001, f'"type":"client","process":"drain","f":"drain","phase":"ok",'
+                                           f'"topic":"t","partition":0,"offset":{k},"value":"v{k}"'))
+        timed.append((41.0, f'"type":"partition.end","topic":"t","partition":0,"end_offset":{sends}'))
+        timed.append((41.5, '"type":"phase","name":"drain.end"'))
+        timed.sort(key=lambda x: x[0])
+        lines = [f'{{"seq":{seq},"t":{t:.3f},"wall":{1748743200 + t:.3f},{body}}}'
+                 for seq, (t, body) in enumerate(timed)]
+        events_text = "\n".join(lines) + "\n"
+        (d / "events.jsonl").write_text(events_text)
+        if judged:
+            v = decide([json.loads(x) for x in lines], meta)
+            body = {"schema_version": 1, **v.to_dict(), "stats": {}, "evidence": evidence(d, __version__)}
+        else:
+            checks = {} if verdict == "UNKNOWN" else durability_checks(lost, 0, 0, divergences=[])
+            body = {"schema_version": 1, "verdict": verdict, "reason": verdict, "checks": checks, "stats": {}}
+        (d / "verdict.json").write_text(_dump(body))
     return root

@@ -2,7 +2,11 @@
 built by tests/fixtures/make_fixture_runs.py, which documents the expected number of each run).
 
 One SparkSession and one report for the whole module; the tests assert the numbers in the
-Parquet tables, summary.json, JUnit XML and the HTML as rendered by headless Chromium."""
+Parquet tables, summary.json, JUnit XML and the HTML as rendered by headless Chromium.
+
+The fixtures' verdicts are chosen by hand to exercise the tables (their events do not decide them:
+re-derived, every one is tampered, test_fixture_verdicts_are_claims_the_events_do_not_support), so
+the report reads them with ``--trust-stored``: their verdict.json evidence names their files' digests."""
 
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ CHROMIUM = "/usr/bin/chromium"
 @pytest.fixture(scope="module")
 def report(spark, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    summary = run_report(spark, Options(runs_path=str(FIXTURE_RUNS), out=str(out)))
+    summary = run_report(spark, Options(runs_path=str(FIXTURE_RUNS), out=str(out), trust_stored=True))
     return out, summary
 
 
@@ -60,7 +64,7 @@ def test_malformed_partial_and_old_records_are_skipped_and_named(report):
     expect = {"bad.metadata_json": "metadata.json: not valid JSON", "bad.missing_verdict": "verdict.json: missing",
               "bad.old_schema": "metadata.json: schema_version 0 not supported",
               "bad.verdict_value": "verdict.json: verdict 'MAYBE'",
-              "bad.truncated_events": "events.jsonl: 1 malformed line(s)",
+              "bad.truncated_events": "events.jsonl:14: not valid JSON",
               "bad.missing_events": "events.jsonl: missing",
               "bad.only_events": "metadata.json: missing; verdict.json: missing"}
     for tag, reason in expect.items():
@@ -68,7 +72,7 @@ def test_malformed_partial_and_old_records_are_skipped_and_named(report):
         assert reason in got[name]
     assert not any("inprogress" in n for n in got)  # .tmp- directories are not records
     assert s["skipped_reasons"]["verdict.json: missing"] == 2  # missing_verdict, only_events
-    assert s["skipped_reasons"]["events.jsonl: N malformed line(s)"] == 1
+    assert s["skipped_reasons"]["events.jsonl:N: not valid JSON"] == 1
     assert s["skipped_reasons"]["metadata.json: not valid JSON"] == 1
 
 
@@ -243,13 +247,13 @@ def test_main_exit_codes(spark, report, tmp_path):
     # Reuses the module's active session (and leaves it running). --no-summaries: the committed fixtures
     # must not get a compacted table (tests/reports/test_pure.py compares them with their generator).
     assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "a"), "--no-parquet", "--max-timelines", "0", "--no-summaries",
-                 "--fail-on-lost", "0", "--fail-on-fail", "0"]) == 0
+                 "--fail-on-lost", "0", "--fail-on-fail", "0", "--trust-stored"]) == 0
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert s["gate"]["passed"] is True and s["totals"]["runs"] == 10
     cfg = tmp_path / "gate.json"
     cfg.write_text(json.dumps({"fail_on_lost": 0, "fail_on_fail": 0, "fail_on_skipped": 7}))
     assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "b"), "--no-parquet", "--max-timelines", "0",
-                 "--no-summaries", "--gate-config", str(cfg)]) == 1
+                 "--no-summaries", "--gate-config", str(cfg), "--trust-stored"]) == 1
     assert json.loads((tmp_path / "b" / "summary.json").read_text())["gate"]["failed_rules"] == ["fail_on_skipped"]
     assert main([str(tmp_path / "does-not-exist"), "-o", str(tmp_path / "c")]) == 2
     (tmp_path / "empty").mkdir()
@@ -260,3 +264,14 @@ def test_main_exit_codes(spark, report, tmp_path):
     bad.write_text('{"fail_on_everything": 1}')
     assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "f"), "--no-summaries", "--gate-config", str(bad)]) == 2
     assert spark.sparkContext._jsc is not None                 # the shared session was not stopped
+
+
+def test_fixture_verdicts_are_claims_the_events_do_not_support(spark, tmp_path):
+    """Without --trust-stored the report believes the events: every hand-made fixture verdict is named
+    tampered (its evidence names its files, so verdict.json was "edited"), and the gate fails on it."""
+    assert main([str(FIXTURE_RUNS), "-o", str(tmp_path / "a"), "--no-parquet", "--max-timelines", "0",
+                 "--no-summaries", "--fail-on-lost", "0", "--fail-on-fail", "0", "--fail-on-undecided", "0"]) == 1
+    s = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert s["totals"]["tampered"] == 10 == s["totals"]["runs"] and s["gate"]["failed_rules"] == ["fail_on_tampered"]
+    assert all(t["what"].startswith("tampered: verdict.json says ") for t in s["tampered_records"])
+    assert s["outcomes"]["rederived"] == 10 and s["totals"]["skipped_records"] == 7

@@ -4,6 +4,9 @@ tests/fixtures/make_real_runs.py; MANIFEST.json there names each record's plan a
 Every expected number is computed here from the records' own files (metadata.json, verdict.json,
 events.jsonl) with plain Python, independently of the job's Spark code, then compared with the
 job's Parquet tables, summary.json and JUnit XML. Regenerating the records therefore needs no edit.
+The report re-derives each outcome from the events (reports/outcome.py): the checks expected here are
+the checkers' (``decide``) on each record, and every real record's stored verdict must agree with them
+(none tampered or stale).
 
 Real records differ from the synthetic ones in ways that matter to the report: the ZooKeeper
 transitions are there twice (the live watcher's copy and the transaction log's, the latter emitted
@@ -19,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.checkers.verdict import decide
+from harness.record import read_run
 from reports.job import Options, run_report
 
 pytestmark = pytest.mark.spark
@@ -38,6 +43,9 @@ class Record:
         self.verdict = json.loads((self.dir / "verdict.json").read_text())
         self.events = [json.loads(line) for line in (self.dir / "events.jsonl").read_text().splitlines()]
         assert self.verdict["verdict"] == entry["verdict"], f"{label}: MANIFEST and verdict.json disagree"
+        rec = read_run(self.dir)
+        self.judged = decide(rec.events, rec.metadata).to_dict()     # what the report re-derives
+        assert self.judged["verdict"] == self.verdict["verdict"], f"{label}: the events do not give its verdict"
 
     @property
     def run_id(self) -> str:
@@ -55,11 +63,11 @@ class Record:
         return sorted(kinds) or ["none"]
 
     def durability(self, name: str) -> int | None:
-        d = self.verdict["checks"].get("durability")
+        d = self.judged["checks"].get("durability")
         return None if d is None else d["checks"][name]["count"]
 
     def divergences(self) -> list[str] | None:
-        c = self.verdict["checks"].get("conformance")
+        c = self.judged["checks"].get("conformance")
         if c is None:
             return None
         return [d["rule"] for d in c["divergences"] + c["invariant_violations"]]
@@ -150,6 +158,8 @@ def test_summary_totals_and_gate(records, report):
     assert (t["runs"], t["pass"], t["fail"], t["unknown"]) == \
         (len(records), verdicts["PASS"], verdicts["FAIL"], verdicts["UNKNOWN"])
     assert t["skipped_records"] == 0 and s["skipped_records"] == []       # MANIFEST.json is not a record
+    assert t["tampered"] == 0 and s["tampered_records"] == []            # every stored verdict re-derived as is
+    assert s["outcomes"]["rederived"] == len(records) and s["outcomes"]["stored"] == 0
     assert t["acknowledged_writes"] == sum(len(r.sends("ok")) for r in records.values())
     for k in ("lost", "duplicates", "inconsistent_offsets"):
         assert t[k] == sum(r.durability(k) or 0 for r in records.values()), k

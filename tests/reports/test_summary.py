@@ -1,6 +1,5 @@
-"""reports.summary without Spark: one record -> one summary row (event typing as Spark's JSON
-reader with the event schema, SQL null semantics of the counts, ZooKeeper ground truth), and the
-listing of reports.compact.scan."""
+"""reports.summary without Spark: one record -> one summary row (events read by the one strict record
+reader, SQL null semantics of the counts, ZooKeeper ground truth), and the listing of reports.compact.scan."""
 
 from __future__ import annotations
 
@@ -8,34 +7,25 @@ import json
 import os
 
 from reports import compact
-from reports.summary import SUMMARY_FIELDS, aggregate, event, events, structural_truth, summarize
+from reports.summary import SUMMARY_FIELDS, aggregate, structural_truth, summarize
 from tests.reports.synthetic import RunBuilder
 
 
-def _line(**kw) -> bytes:
-    return json.dumps({"seq": 0, "t": 1.0, "type": "client", **kw}).encode()
-
-
-def test_event_types_follow_the_schema():
-    assert event(_line(f="send", phase="ok"))["t"] == 1.0
-    assert event(b'{"seq": 1, "t": 2, "type": "x"}')["t"] == 2.0 and isinstance(event(b'{"t": 2, "type": "x"}')["t"],
-                                                                               float)
-    assert event(_line(topic=5))["topic"] == "5"                       # strings keep any value as its text
-    assert event(_line(error={"a": 1}))["error"] == {"a": 1}           # not compared: left as it is
-    for bad in (_line(t="1.0"), _line(seq=1.5), _line(seq=2 ** 64), _line(ok="true"), _line(isr=[1, "2"]),
-                _line(isr=3), b'{"t": 1.0}', b'{"type": "x"}', b'[1, 2]', b'{"t": 1.0, "type": "x"',
-                b'\xff\xfe'):
-        assert event(bad) is None, bad
-
-
-def test_whole_file_and_line_by_line_agree():
-    good = b"\n".join([_line(f="send", phase="invoke"), b"", _line(f="send", phase="ok"), b"  "]) + b"\n"
-    assert events(good) == ([event(_line(f="send", phase="invoke")), event(_line(f="send", phase="ok"))], 0)
-    torn = good + b'{"seq": 9, "t": 3.0, "type": "client"\n'
-    evs, bad = events(torn)
-    assert len(evs) == 2 and bad == 1
-    two_on_one_line = good + _line() + b"," + _line() + b"\n"          # would parse as two array items
-    assert events(two_on_one_line)[1] == 1
+def test_events_are_read_by_the_one_record_reader(tmp_path):
+    """No reader of its own: a record the strict reader refuses is skipped with the reader's message
+    (file, line, field), relative to the record."""
+    b = RunBuilder("r1")
+    b.pstate(0.5, leader=1, epoch=0, isr=[1, 2, 3]).sends([1.0, 2.0])
+    d = b.write(tmp_path / "runs", "PASS")
+    files = {n: (d / n).read_bytes() for n in ("metadata.json", "verdict.json", "events.jsonl")}
+    assert dict(zip(SUMMARY_FIELDS, summarize(f"file:{d}", files)))["skip_reason"] is None
+    lines = files["events.jsonl"].splitlines()
+    for bad, words in ((lines + [lines[-1]], "events.jsonl:6: field 'seq' 4 does not follow 4"),
+                       (lines + [b'{"seq": 9, "t": 3.0, "type": "client"'], "events.jsonl:6: not valid JSON"),
+                       ([lines[0].replace(b'"t":0.5', b'"t":"0.5"')] + lines[1:], "events.jsonl:1: field 't'")):
+        r = dict(zip(SUMMARY_FIELDS, summarize(f"file:{d}", {**files, "events.jsonl": b"\n".join(bad)})))
+        assert r["skip_reason"].startswith(words), r["skip_reason"]
+        assert r["verdict"] is None and r["stored_verdict"] is None
 
 
 def test_counts_are_null_when_every_condition_is_null():
