@@ -42,7 +42,7 @@ from harness.certify.certificate_data import (CERTIFICATE_SCHEMA, EXIT_INCOMPATI
 from harness.checkers.verdict import decide
 from harness.errors import HarnessError
 from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
-from harness.options import (add_distribution_args, check_runs_dir, check_writable_dir,
+from harness.options import (add_distribution_args, add_nodes_arg, check_runs_dir, check_writable_dir,
                              config_args, config_pairs, did_you_mean)
 from harness.parallel import Job, run_children
 from harness.shard import parse_shard
@@ -207,6 +207,9 @@ def add_parser(sub) -> None:
                         "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for "
                         "ZooKeeper mode only are NOT-APPLICABLE) or generic (default for any other image: configured "
                         "by KAFKA_* variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
+    add_nodes_arg(c, "certify")
+    c.add_argument("--i-own-this-cluster", action="store_true",
+                   help="with --nodes: confirm the nodes are yours to fault (or set owner_confirmed = true in the file)")
     c.set_defaults(func=cmd_certify, precheck=precheck)
 
 
@@ -217,6 +220,8 @@ def precheck(args) -> None:
         return
     if args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
+    if args.nodes and args.parallel > 1:
+        raise HarnessError("--parallel does not apply to --nodes: the nodes file names one cluster")
     check_writable_dir(args.out or "certificates", "--out")
     if args.runs_dir:
         check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
@@ -361,7 +366,15 @@ def cmd_certify(args) -> int:
     overrides = config_pairs(args.config)
     broker = resolve_broker(kafka_version=args.kafka_version, image=args.broker_image, distribution=args.distribution,
                             distribution_file=args.distribution_file, layout=args.layout, profile=args.profile,
-                            default=None, build_missing=args.kafka_version is None and args.broker_image is None)
+                            default=None, build_missing=args.kafka_version is None and args.broker_image is None,
+                            nodes=args.nodes, check_nodes=False)
+    if args.nodes:
+        f = broker.distribution.nodes
+        if not (args.i_own_this_cluster or f.owner_confirmed):
+            raise HarnessError(f"certify faults every node of {f.path} for a long while: pass --i-own-this-cluster "
+                               "(or set owner_confirmed = true in the nodes file) to confirm they are yours")
+        from harness.cluster.remote_cluster import check_nodes   # lazy: paramiko
+        check_nodes(f)
     info = broker.image
     subject = Subject.from_image_info(info, broker.distribution)
     profile = resolve_profile(args.profile, subject)

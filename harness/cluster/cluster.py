@@ -31,7 +31,7 @@ from typing import Iterable
 from harness import distributions, images
 from harness.distributions.base import Distribution
 from harness import docker_util
-from harness.cluster import node_groups
+from harness.cluster import node_groups, remote_cluster
 from harness.cluster.cleanup import labelled_containers, reap_orphans, remove_cluster
 from harness.cluster.topics import TopicAdmin
 from harness.docker_util import (LABEL, LABEL_CLUSTER, LABEL_NODE_ID, LABEL_NODE_PORTS, LABEL_OWNER_HOST,
@@ -136,6 +136,8 @@ class Cluster(TopicAdmin):
 
     @property
     def bootstrap_servers(self) -> str:
+        if self.is_remote:
+            return self.distribution.nodes.bootstrap_servers
         return ",".join(f"127.0.0.1:{self.brokers[b].host_port}" for b in self.broker_ids)
 
     @property
@@ -167,9 +169,18 @@ class Cluster(TopicAdmin):
             labels[LABEL_NODE_ID] = str(node_id)
         return labels
 
+    @property
+    def is_remote(self) -> bool:
+        """Nodes the harness does not start (``--nodes FILE``: harness/cluster/remote_cluster.py)."""
+        return getattr(self.distribution, "nodes", None) is not None
+
     def start(self) -> "Cluster":
         """Start the cluster and wait until it is ready. Picked host ports taken by someone else
-        before Docker could publish them are picked again (up to 3 attempts)."""
+        before Docker could publish them are picked again (up to 3 attempts). A nodes file's cluster
+        is connected to and checked instead (harness/cluster/remote_cluster.py)."""
+        if self.is_remote:
+            remote_cluster.connect(self)
+            return self
         for attempt in range(3):
             try:
                 return self._start_once()
@@ -282,6 +293,8 @@ class Cluster(TopicAdmin):
             return False
         if node.role == "controller":
             return True
+        if self.is_remote:
+            return node.node_id in self.distribution.voter_ids([node])
         return "controller" in self._node_plan(node).config.get("process.roles", "")
 
     def _node_plan(self, node: Node) -> distributions.NodePlan:
@@ -394,9 +407,14 @@ class Cluster(TopicAdmin):
 
     # ---- teardown
     def remove(self) -> None:
-        """Remove every container and the network of this cluster (idempotent)."""
+        """Remove every container and the network of this cluster (idempotent). A nodes file's cluster:
+        its services keep running; what the run changed on the hosts is undone (remote_cluster.release)."""
         self.control.close()
         self._admin = None
+        if self.is_remote:
+            remote_cluster.release(self)
+            self.started = False
+            return
         remove_cluster(self.name, settle=not self.started)   # a completed start has no create in flight
         self.started = False
 
