@@ -409,6 +409,9 @@ class Cluster(TopicAdmin):
     def remove(self) -> None:
         """Remove every container and the network of this cluster (idempotent). A nodes file's cluster:
         its services keep running; what the run changed on the hosts is undone (remote_cluster.release)."""
+        if self.is_remote:
+            for err in self.delete_created_topics():
+                _log(f"{self.name}: could not delete topic {err}")
         self.control.close()
         self._admin = None
         if self.is_remote:
