@@ -188,5 +188,10 @@ def test_nodes_conflicts_with_other_adapters_and_images(hostdir, tmp_path_factor
     _one_line_exit_2(r, "do not apply to --nodes")
     r = _cli(["run", "smoke", "--nodes", str(path), "--parallel", "2"], state)
     _one_line_exit_2(r, "--parallel does not apply to --nodes")
+    r = _cli(["run", "smoke", "--nodes", str(path), "--config", "min.insync.replicas=2"], state)
+    _one_line_exit_2(r, "--config does not apply to --nodes")
+    r = _cli(["run", "acks.a0_minisr1", "--nodes", str(path)], state)     # the scenario sets broker configuration
+    _one_line_exit_2(r, "no scenario of 'acks.a0_minisr1' applies")
+    assert "sets broker configuration (min.insync.replicas=1)" in r.stderr
     r = _cli(["certify", "--nodes", str(path), "--profile", "compatible", "--out", str(state / "c")], state)
     _one_line_exit_2(r, "--i-own-this-cluster")

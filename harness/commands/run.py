@@ -87,6 +87,8 @@ def precheck(args) -> None:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     if args.nodes and args.parallel > 1:
         raise HarnessError("--parallel does not apply to --nodes: the nodes file names one cluster, runs take it in turn")
+    if args.nodes and args.config:
+        raise HarnessError("--config does not apply to --nodes: the nodes run their own configuration")
     if args.nodes and args.replay:
         raise HarnessError("--replay cannot be combined with --nodes yet: replay the run on its own adapter")
     check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)

@@ -24,6 +24,9 @@ class RemoteDistribution(Distribution):
 
     foreign = False
     metadata_log_required = True
+    # the nodes run the user's configuration: a scenario that sets broker configuration does not apply
+    # (applying it would change someone else's cluster; judging without it would judge the wrong thing)
+    fixed_config = True
 
     def __init__(self, path: str):
         self.nodes = nodes_file.load(path)          # one line and exit 2 for any mistake in the file
@@ -39,7 +42,8 @@ class RemoteDistribution(Distribution):
             self.layout = REPLICATED
         else:
             self.layout = COMBINED if controllers <= brokers else DEDICATED_CONTROLLERS
-        self.zk_txn_log_dir = next((n.service.data_dir for n in f.with_role("zookeeper")
+        # ZooKeeper keeps its transaction log in <dataDir>/version-2 (a zookeeper node's service.data_dir)
+        self.zk_txn_log_dir = next((n.service.data_dir.rstrip("/") + "/version-2" for n in f.with_role("zookeeper")
                                     if n.service.data_dir), self.zk_txn_log_dir)
 
     @property

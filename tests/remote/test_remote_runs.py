@@ -188,3 +188,18 @@ def test_a_sigkilled_harness_s_leftovers_are_undone_by_the_next_command(nodes_pa
     r = _cli(["run", "broker_failover.kill_leader", "--nodes", str(nodes_path), "--runs-dir", str(tmp_path / "runs")])
     assert r.returncode == 0 and "undid" in r.stderr, r.stderr[-3000:]
     assert host_leftovers(nodes_path) == []
+
+
+def test_a_zookeeper_mode_nodes_file_runs_with_the_transaction_log_as_ground_truth(request, state, tmp_path):
+    """A nodes file with a zookeeper node: ZooKeeper mode, observed by a watch and the transaction log
+    read over SSH (``KAFKA_CHAOS_NODES_FILE_ZK``, else hosts of Kafka 3.9.2 with one ZooKeeper host)."""
+    given = os.environ.get("KAFKA_CHAOS_NODES_FILE_ZK")
+    path = Path(given) if given else request.getfixturevalue("ssh_hosts_factory")("3.9.2", zookeeper=True).nodes_file
+    assert distributions.resolve(nodes=str(path)).controller_model == "zk"
+    r = _cli(["run", "broker_failover.kill_leader", "--nodes", str(path), "--runs-dir", str(tmp_path / "runs")])
+    assert r.returncode == 0, r.stderr[-3000:]
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    assert json.loads((run_dir / "verdict.json").read_text())["verdict"] == "PASS"
+    events = [json.loads(ln) for ln in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert any(e.get("source") == "txnlog" for e in events)
+    assert host_leftovers(path) == []
