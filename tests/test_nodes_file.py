@@ -195,3 +195,19 @@ def test_nodes_conflicts_with_other_adapters_and_images(hostdir, tmp_path_factor
     assert "sets broker configuration (min.insync.replicas=1)" in r.stderr
     r = _cli(["certify", "--nodes", str(path), "--profile", "compatible", "--out", str(state / "c")], state)
     _one_line_exit_2(r, "--i-own-this-cluster")
+
+
+def test_describe_says_the_commands_without_connecting(hostdir):
+    from harness.cluster.access import ContainerAccess
+    from harness.cluster.remote_cluster import accesses
+    from harness.nemesis import netrules
+    f = nodes_file.load(write(hostdir, GOOD.format(nodes=three(host="no-such-host.invalid"))))
+    acc = accesses(f, run_tag="ab12cd34")["t1-n2"]
+    assert acc.describe("kill") == ["ssh chaos@no-such-host.invalid:22003: sudo -n kill -KILL $(cat /run/kafka/kafka.pid)"]
+    assert acc.describe("pause")[0].endswith("kill -STOP $(cat /run/kafka/kafka.pid)")
+    assert acc.describe("stop") == ["ssh chaos@no-such-host.invalid:22003: sudo -n /etc/init.d/kafka stop"]
+    script = netrules.apply_script([(netrules.CHAIN_IN, ("-s", "10.0.0.1/32", "-j", "DROP"))])
+    lines = acc.describe("iptables", script=script)
+    assert any("-N KC_ab12cd34_IN" in ln for ln in lines) and not any("KAFKA_CHAOS" in ln for ln in lines)
+    assert acc._client is None                                   # nothing was connected to
+    assert ContainerAccess("kc-x-b1").describe("pause") == ["docker pause kc-x-b1"]
