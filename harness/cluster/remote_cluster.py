@@ -120,12 +120,13 @@ def connect(cluster) -> None:
         accs[name] = acc
         host_port = rn.endpoint[1] if rn.endpoint else rn.controller_port
         if "zookeeper" in rn.roles:
-            node = Node(cluster.name, "zookeeper", rn.id, name, name, host_port, "", client_port=2181,
+            node = Node(cluster.name, "zookeeper", rn.id, name, name, host_port, "", client_port=rn.client_port,
                         access=acc, address=rn.address)
             cluster.aux_nodes.setdefault("zookeeper", []).append(node)
         elif "broker" in rn.roles:
             cluster.brokers[rn.id] = Node(cluster.name, "broker", rn.id, name, name, host_port,
-                                          rn.service.started_line, access=acc, address=rn.address)
+                                          rn.service.started_line, client_port=rn.client_port, access=acc,
+                                          address=rn.address)
         else:
             cluster.aux_nodes.setdefault("controller", []).append(
                 Node(cluster.name, "controller", rn.id, name, name, host_port, rn.service.started_line,

@@ -56,7 +56,9 @@ class Context:
         ip = node.ip()
         if not ip:
             raise FaultError(f"{node.name} has no address on {self.cluster.network_name} (is it running?)")
-        port = node.host_port if node.role == "broker" else getattr(node, "client_port", ZK_CLIENT_PORT)
+        # the port host clients reach inside the node: a container's broker listens on its published port
+        # itself (client_port == host_port); a nodes file's broker may listen elsewhere ([ports] client)
+        port = getattr(node, "client_port", node.host_port if node.role == "broker" else ZK_CLIENT_PORT)
         runs_controller = getattr(self.cluster, "runs_controller", None)
         # a nodes file's node carries its own listener ports (harness/cluster/remote_cluster.py)
         ctl_port, int_port = getattr(node, "controller_port", CONTROLLER_PORT), getattr(node, "internal_port", INTERNAL_PORT)

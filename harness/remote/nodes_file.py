@@ -21,7 +21,9 @@ from harness.errors import HarnessError
 
 ROLES = ("broker", "controller", "zookeeper")
 _TOP_KEYS = {"name", "kafka_version", "owner_confirmed", "interface", "ports", "ssh", "service", "client", "node"}
-_PORT_KEYS = {"internal": 9093, "controller": 9094, "zookeeper": 2181}
+# client: the port the brokers' client listener binds on the nodes (None: the endpoint's port; differs when
+# the endpoint is a forwarded or published port); what `client` link cuts match on the node
+_PORT_KEYS = {"internal": 9093, "controller": 9094, "zookeeper": 2181, "client": None}
 _SSH_DEFAULTS = {"user": None, "port": 22, "key_file": None, "known_hosts": None, "sudo": True,
                  "connect_timeout_s": 10.0, "command_timeout_s": 60.0}
 _SERVICE_DEFAULTS = {"start": None, "stop": None, "status": None, "pidfile": None, "process": None,
@@ -67,6 +69,7 @@ class RemoteNode:
     endpoint: tuple[str, int] | None  # where the harness's clients reach it (host, port)
     internal_port: int               # the inter-broker listener's port
     controller_port: int             # the KRaft CONTROLLER listener's port
+    client_port: int | None          # the port its client listener binds on the node (broker; zookeeper: 2181)
     ssh: SshSettings
     service: ServiceSettings
 
@@ -237,7 +240,9 @@ def _node(path: Path, i: int, t, ssh: dict, svc: dict, ports: dict) -> RemoteNod
     if ep is None and ("broker" in roles or "zookeeper" in roles):
         raise _err(path, where, "endpoint", "missing (HOST:PORT where the harness's clients reach this node)")
     endpoint = _endpoint(path, where, ep) if ep is not None else None
-    return RemoteNode(nid, tuple(roles), host, address, endpoint, ports["internal"], ports["controller"],
+    client_port = ports["zookeeper"] if "zookeeper" in roles else (
+        ports["client"] or (endpoint[1] if endpoint else None))
+    return RemoteNode(nid, tuple(roles), host, address, endpoint, ports["internal"], ports["controller"], client_port,
                       _ssh_settings(path, where, _merged(path, where, "ssh", t.get("ssh", {}), ssh)),
                       _service_settings(path, where, _merged(path, where, "service", t.get("service", {}), svc)))
 
@@ -267,7 +272,7 @@ def load(file: str | Path) -> NodesFile:
     if not re.fullmatch(r"[\w.-]{1,15}", iface):
         raise _err(path, "", "interface", f"not an interface name: {iface!r}")
     ports_t = _merged(path, "", "ports", doc.get("ports", {}), _PORT_KEYS)
-    ports = {k: _port(path, "ports", k, v) for k, v in ports_t.items()}
+    ports = {k: (None if v is None else _port(path, "ports", k, v)) for k, v in ports_t.items()}
     client = dict(_table(path, "", "client", doc.get("client", {})))
     ssh = _merged(path, "", "ssh", doc.get("ssh", {}), _SSH_DEFAULTS)
     svc = _merged(path, "", "service", doc.get("service", {}), _SERVICE_DEFAULTS)
