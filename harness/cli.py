@@ -32,7 +32,8 @@ from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.cluster.security import Security
 from harness.errors import HarnessError
 from harness.cluster.lifecycle import reap_at_start
-from harness.options import add_distribution_args, add_security_arg, check_security, config_pairs, did_you_mean
+from harness.options import (add_distribution_args, add_nodes_arg, add_security_arg, check_security, config_pairs,
+                             did_you_mean)
 
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
@@ -164,7 +165,29 @@ def cmd_cluster_up(args) -> int:
     return EXIT_OK
 
 
+def _nodes_status(path: str) -> int:
+    """``cluster status --nodes FILE``: each node's host, roles and process state (read-only)."""
+    from harness.cluster.remote_cluster import accesses, journal_of   # lazy: paramiko
+    f = distributions.resolve(nodes=path).nodes
+    print(f"cluster={f.name}")
+    print(f"bootstrap.servers={f.bootstrap_servers}")
+    print(f"nodes_file={f.path}")
+    accs = accesses(f)
+    try:
+        for (name, acc), rn in zip(accs.items(), f.nodes):
+            print(f"# {name:24} {','.join(rn.roles):18} {acc.status():11} {acc.where()}")
+    finally:
+        for a in accs.values():
+            a.close()
+    pending = journal_of(f).pending()
+    if pending:
+        print(f"# {len(pending)} change(s) not undone yet: `kafka-chaos cleanup --nodes {path}`")
+    return EXIT_OK
+
+
 def cmd_cluster_status(args) -> int:
+    if args.nodes:
+        return _nodes_status(args.nodes)
     names = [args.name] if args.name else sorted(list_clusters())
     if not names:
         print("no kafka-chaos clusters are running")
@@ -208,9 +231,30 @@ def cmd_cluster_down(args) -> int:
     return EXIT_OK
 
 
+def _cleanup_nodes(args) -> int:
+    """``cleanup --nodes FILE``: undo what the journal of that nodes file still names (but a live harness's)."""
+    from harness.cluster import remote_cluster     # lazy: paramiko
+    f = distributions.resolve(nodes=args.nodes).nodes
+    journal = remote_cluster.journal_of(f)
+    pending = journal.pending()
+    if args.dry_run:
+        for e in pending:
+            print(f"would undo {e['kind']} on {e['node']} ({e.get('host', '?')}, run {e.get('run', '?')})")
+        if not pending:
+            print("nothing to undo")
+        return EXIT_OK
+    with lifecycle.Shield("cleanup"):
+        n = remote_cluster.cleanup(f)
+    left = journal.pending()
+    print(f"undid {n} change(s) on the hosts of {f.name}" + (f"; {len(left)} left (a running harness's)" if left else ""))
+    return EXIT_OK
+
+
 def cmd_cleanup(args) -> int:
     """Remove what the harness made: everything labelled (default) or only what dead owners left
     (``--dead-only``); plus in-progress run records of dead owners; ``--dry-run`` lists it instead."""
+    if args.nodes:
+        return _cleanup_nodes(args)
     runs_dirs = args.runs_dir or (["runs"] if Path("runs").is_dir() else [])
     everything = not args.dead_only
     if args.dry_run:
@@ -330,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.set_defaults(func=cmd_cluster_up, precheck=_check_cluster_up)
     st = csub.add_parser("status", help="print bootstrap.servers / zookeeper.connect of running clusters")
     st.add_argument("--name")
+    add_nodes_arg(st, "show")
     st.set_defaults(func=cmd_cluster_status)
     dn = csub.add_parser("down", help="remove a cluster")
     dn.add_argument("--name", default="default")
@@ -344,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     cu.add_argument("--dry-run", action="store_true", help="list what would be removed, one line each")
     cu.add_argument("--runs-dir", action="append", metavar="DIR",
                     help="also look for in-progress records (.tmp-*) of dead runs here (default: ./runs)")
+    add_nodes_arg(cu, "undo what runs left on")
     cu.set_defaults(func=cmd_cleanup)
 
     rp = sub.add_parser("report", help="aggregate run records with Spark (see `kafka-chaos report -- --help`)",

@@ -89,3 +89,11 @@ def add_distribution_args(parser, help: str) -> None:
                         help="a broker described by a TOML distribution file instead of --distribution "
                              "(docs/broker-contract.md; example docs/examples/kfake.toml): its image, per-node "
                              "environment and command, node ids, layout and capabilities")
+
+
+def add_nodes_arg(parser, what: str = "run against") -> None:
+    """``--nodes FILE``: a cluster the harness does not start (docs/remote.md)."""
+    parser.add_argument("--nodes", metavar="FILE",
+                        help=f"{what} the nodes a TOML nodes file names, reached over SSH (a cluster the harness "
+                             "does not start; docs/remote.md): host keys checked, every change on the hosts "
+                             "journaled and undone")

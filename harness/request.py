@@ -93,13 +93,23 @@ def check_profile(dist: Distribution | None, name: str | None, kafka_version: st
 def resolve_broker(*, kafka_version: str | None = None, image: str | None = None,
                    distribution: str | Distribution | None = None, distribution_file: str | None = None,
                    layout: str | None = None, profile: str | None = None,
-                   default: str | None = distributions.DEFAULT, build_missing: bool = False) -> Broker:
+                   default: str | None = distributions.DEFAULT, build_missing: bool = False,
+                   nodes: str | None = None, check_nodes: bool = True) -> Broker:
     """The :class:`Broker` of a command line: ``--kafka-version`` / ``--broker-image``, ``--distribution``
     (a name or an adapter already resolved), ``--distribution-file``, ``--layout``, ``--profile``.
 
     With no distribution asked, ``default`` is the adapter (``run``: apache-zk), None meaning the image's
     own (``certify``); an image not built here runs as ``generic`` either way. The distribution's fit to
-    ``kafka_version`` and the profile are checked before an image is built; the image's fit after."""
+    ``kafka_version`` and the profile are checked before an image is built; the image's fit after.
+
+    ``nodes`` (``--nodes FILE``): the cluster of a nodes file, which the harness does not start (no image;
+    harness/distributions/remote.py); with ``check_nodes`` every host is reached and checked now (host
+    keys, sudo, services running: harness/cluster/remote_cluster.check_nodes), one line on any failure."""
+    remote = nodes or (isinstance(distribution, str) and distribution.startswith("remote:")) or \
+        getattr(distribution, "nodes", None) is not None
+    if remote:
+        return _remote_broker(distribution, distribution_file, layout, nodes, kafka_version, image, profile,
+                              check_nodes)
     if distribution_file and kafka_version:
         raise HarnessError("--kafka-version does not apply to --distribution-file: the file names its image "
                            "(--broker-image overrides it)")
@@ -124,6 +134,23 @@ def resolve_broker(*, kafka_version: str | None = None, image: str | None = None
         check_profile(dist, profile, info.kafka_version)
     dist.check_image(info)                 # a broker that does not fit: before any run
     return Broker(info, dist, profile)
+
+
+def _remote_broker(distribution, distribution_file, layout, nodes, kafka_version, image, profile,
+                   check_nodes: bool) -> Broker:
+    if kafka_version or image:
+        raise HarnessError("--kafka-version and --broker-image do not apply to --nodes: the nodes run what they "
+                           "run (the file's kafka_version says which version)")
+    if isinstance(distribution, Distribution):
+        dist = distribution
+    else:
+        dist = distributions.resolve(distribution, distribution_file, layout, nodes=nodes)
+    f = dist.nodes
+    check_profile(dist, profile, f.kafka_version)
+    if check_nodes:
+        from harness.cluster.remote_cluster import check_nodes as check  # lazy: paramiko
+        check(f)
+    return Broker(images.ImageInfo(f"remote:{f.name}", "", f.kafka_version, dist.name), dist, profile)
 
 
 def prepare(scenario, *, kafka_version: str | None = None, image: str | None = None,

@@ -218,7 +218,7 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
                             security=cluster.security.describe())
         check_client_access(cluster)     # refused credentials, an untrusted certificate: one line, no fault
         rec.phase("cluster.ready")
-        docker_events = _watch_docker(cluster, rec)
+        docker_events = None if cluster.is_remote else _watch_docker(cluster, rec)
         view = obs.start(cluster, rec, [t.name for t in scenario.topics], scenario.max_duration_s)
         nemesis = Nemesis(cluster, rec, view, random.Random(seed))
         ctx = RunContext(cluster, rec, view, nemesis, scenario, seed, schedule)
@@ -315,7 +315,7 @@ def _remove_in_background(cluster: Cluster, rec: RunRecorder) -> threading.Threa
 
     def remove() -> None:
         try:
-            rec.update_metadata(container_logs=container_logs.save(cluster.name, rec.write_artifact))
+            rec.update_metadata(container_logs=container_logs.save_cluster(cluster, rec.write_artifact))
         except Exception as e:  # noqa: BLE001 - evidence is optional; the run goes on
             rec.update_metadata(container_logs=[{"error": f"{type(e).__name__}: {e}"[:300]}])
         finally:

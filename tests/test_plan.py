@@ -217,6 +217,69 @@ def test_certify_requires_the_owner_on_foreign_hosts():
     require_owner(Distribution(), confirmed=False)         # a cluster the harness starts: nothing to confirm
 
 
+# -- a real nodes file (--nodes): its hosts and their SSH commands, nothing connected ------------------------
+NODES_TOML = """
+name = "staging"
+kafka_version = "4.4.0"
+[client]
+bootstrap_servers = "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
+[ssh]
+user = "chaos"
+key_file = "id_ed25519"
+known_hosts = "known_hosts"
+sudo = true
+[service]
+start = "/etc/init.d/kafka start"
+stop = "/etc/init.d/kafka stop"
+status = "/etc/init.d/kafka status"
+pidfile = "/run/kafka/kafka.pid"
+log_file = "/var/log/kafka/server.log"
+data_dir = "/var/lib/kafka/data"
+metadata_log_dir = "/var/lib/kafka/data"
+""" + "".join(f"""
+[[node]]
+id = {i}
+roles = ["broker", "controller"]
+host = "127.0.0.1"
+address = "10.9.0.{i}"
+endpoint = "127.0.0.1:{i}"
+ssh = {{ port = {i} }}
+""" for i in (1, 2, 3))
+
+
+@pytest.fixture
+def nodes_file(tmp_path):
+    """A nodes file whose hosts are closed loopback ports: a plan that tried to connect would fail."""
+    d = tmp_path / "nodes"
+    d.mkdir()
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    (d / "id_ed25519").write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()))
+    (d / "known_hosts").write_text("[127.0.0.1]:1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SjR1x0+w\n")
+    f = d / "nodes.toml"
+    f.write_text(NODES_TOML)
+    return f
+
+
+def test_nodes_file_plan_lists_its_hosts_and_ssh_commands(sandbox, nodes_file):
+    out = ok(plan(sandbox, "run", "smoke", "--plan", "--nodes", str(nodes_file)))
+    assert "the hosts of the nodes file over SSH" in out
+    for i in (1, 2, 3):
+        assert f"staging-n{i}" in out and f"ssh chaos@127.0.0.1:{i}" in out
+    assert "sudo -n kill -KILL $(cat /run/kafka/kafka.pid)" in out          # kill_leader's fault, on a host
+    assert "sudo -n kill -STOP $(cat /run/kafka/kafka.pid)" in out          # pause_follower's
+    assert "docker" not in out
+    assert "delete_controller_znode" in out.split("not applicable:")[1]     # no ZooKeeper among the nodes
+
+
+def test_certify_on_nodes_needs_the_owner_and_plans_without_it(sandbox, nodes_file):
+    assert "--i-own-this-cluster" in one_error_line(plan(sandbox, "certify", "--nodes", str(nodes_file),
+                                                               "--profile", "kraft-4.4"))
+    out = ok(plan(sandbox, "certify", "--plan", "--nodes", str(nodes_file)))
+    assert "--i-own-this-cluster" in out
+
+
 # -- under strace: not one socket, connection, process, or file opened for writing -----------------------
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 @pytest.mark.parametrize("args", [("run", "smoke", "--plan"),
@@ -224,6 +287,15 @@ def test_certify_requires_the_owner_on_foreign_hosts():
                                    "4.4.0", "--json"),
                                   ("certify", "--plan")])
 def test_plan_makes_no_syscall_that_touches_anything(sandbox, args):
+    _no_touching_syscalls(sandbox, args)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_nodes_plan_makes_no_syscall_that_touches_anything(sandbox, nodes_file):
+    _no_touching_syscalls(sandbox, ("run", "smoke", "--plan", "--nodes", str(nodes_file)))
+
+
+def _no_touching_syscalls(sandbox, args):
     root, d = sandbox
     trace = root.parent / "strace.txt"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_CHAOS_", "DOCKER_"))}

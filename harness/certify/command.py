@@ -42,7 +42,7 @@ from harness.certify.certificate_data import (CERTIFICATE_SCHEMA, EXIT_INCOMPATI
 from harness.checkers.verdict import decide
 from harness.errors import HarnessError
 from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
-from harness.options import (add_distribution_args, add_security_arg, check_runs_dir, check_security,
+from harness.options import (add_distribution_args, add_nodes_arg, add_security_arg, check_runs_dir, check_security,
                              check_writable_dir, config_args, config_pairs, did_you_mean)
 from harness.parallel import Job, run_children
 from harness.shard import parse_shard
@@ -236,6 +236,7 @@ def add_parser(sub) -> None:
                         "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for "
                         "ZooKeeper mode only are NOT-APPLICABLE) or generic (default for any other image: configured "
                         "by KAFKA_* variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
+    add_nodes_arg(c, "certify")
     c.add_argument("--i-own-this-cluster", action="store_true",
                    help="certify a cluster of hosts the harness did not start (--nodes FILE): you own it and "
                         "accept that every fault of the certification runs on it (or the nodes file's "
@@ -252,6 +253,8 @@ def precheck(args) -> None:
     if args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     check_security(args)
+    if args.nodes and args.parallel > 1:
+        raise HarnessError("--parallel does not apply to --nodes: the nodes file names one cluster")
     check_writable_dir(args.out or "certificates", "--out")
     if args.runs_dir and not getattr(args, "plan", False):   # a plan connects to no s3:// store
         check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
@@ -393,7 +396,8 @@ def cmd_certify(args) -> int:
         _print_capabilities(SCENARIOS)
         return EXIT_OK
     if not args.profile:
-        raise HarnessError("--profile is required: compatible or apache-zk-<major>.<minor> (e.g. apache-zk-3.9)")
+        raise HarnessError("--profile is required: compatible, kraft-<major>.<minor> or apache-zk-<major>.<minor> "
+                           "(e.g. kraft-4.4; `kafka-chaos certify --plan` shows the one a run would use)")
     if args.retries < 0:
         raise HarnessError("--retries must be 0 or more")
     if args.parallel < 1:
@@ -408,8 +412,13 @@ def cmd_certify(args) -> int:
     overrides = config_pairs(args.config)
     broker = resolve_broker(kafka_version=args.kafka_version, image=args.broker_image, distribution=args.distribution,
                             distribution_file=args.distribution_file, layout=args.layout, profile=args.profile,
-                            default=None, build_missing=args.kafka_version is None and args.broker_image is None)
+                            default=None, build_missing=args.kafka_version is None and args.broker_image is None,
+                            nodes=args.nodes, check_nodes=False)
     require_owner(broker.distribution, args.i_own_this_cluster)
+    if args.nodes:
+        f = broker.distribution.nodes
+        from harness.cluster.remote_cluster import check_nodes   # lazy: paramiko
+        check_nodes(f)
     info = broker.image
     subject = Subject.from_image_info(info, broker.distribution)
     profile = resolve_profile(args.profile, subject)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from pathlib import Path
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from typing import Iterable
 from harness import distributions, images
 from harness.distributions.base import Distribution
 from harness import docker_util
-from harness.cluster import node_groups
+from harness.cluster import node_groups, remote_cluster
 from harness.cluster.listener_security import ListenerSecurity, check_kafka_version, from_env, public_config
 from harness.cluster.security import PLAINTEXT, Security
 from harness.cluster.cleanup import labelled_containers, reap_orphans, remove_cluster
@@ -114,6 +115,11 @@ class Cluster(TopicAdmin):
         self.cluster_id: str | None = None          # KRaft cluster id (None in ZooKeeper mode)
         # how clients reach the brokers (credentials and CA file filled in once started; docs/security.md)
         self.security: Security = self.spec.security or PLAINTEXT
+        if self.is_remote and self.distribution.nodes.client:   # a nodes file's [client] table
+            nf = self.distribution.nodes        # file paths in it are relative to the nodes file
+            client = {k: (str(Path(nf.path).parent / v) if k.endswith("_file") and isinstance(v, str) and v
+                          and not Path(v).is_absolute() else v) for k, v in nf.client.items()}
+            self.security = Security.from_mapping(client, f"{nf.path} [client]")
         self._listener_security: ListenerSecurity | None = None
 
     # ---- nodes and addresses
@@ -147,6 +153,8 @@ class Cluster(TopicAdmin):
 
     @property
     def bootstrap_servers(self) -> str:
+        if self.is_remote:
+            return self.distribution.nodes.bootstrap_servers
         return ",".join(f"127.0.0.1:{self.brokers[b].host_port}" for b in self.broker_ids)
 
     def client_config(self) -> dict:
@@ -183,9 +191,18 @@ class Cluster(TopicAdmin):
             labels[LABEL_NODE_ID] = str(node_id)
         return labels
 
+    @property
+    def is_remote(self) -> bool:
+        """Nodes the harness does not start (``--nodes FILE``: harness/cluster/remote_cluster.py)."""
+        return getattr(self.distribution, "nodes", None) is not None
+
     def start(self) -> "Cluster":
         """Start the cluster and wait until it is ready. Picked host ports taken by someone else
-        before Docker could publish them are picked again (up to 3 attempts)."""
+        before Docker could publish them are picked again (up to 3 attempts). A nodes file's cluster
+        is connected to and checked instead (harness/cluster/remote_cluster.py)."""
+        if self.is_remote:
+            remote_cluster.connect(self)
+            return self
         for attempt in range(3):
             try:
                 return self._start_once()
@@ -304,6 +321,8 @@ class Cluster(TopicAdmin):
             return False
         if node.role == "controller":
             return True
+        if self.is_remote:
+            return node.node_id in self.distribution.voter_ids([node])
         return "controller" in self._node_plan(node).config.get("process.roles", "")
 
     def _node_plan(self, node: Node) -> distributions.NodePlan:
@@ -420,9 +439,17 @@ class Cluster(TopicAdmin):
 
     # ---- teardown
     def remove(self) -> None:
-        """Remove every container and the network of this cluster (idempotent)."""
+        """Remove every container and the network of this cluster (idempotent). A nodes file's cluster:
+        its services keep running; what the run changed on the hosts is undone (remote_cluster.release)."""
+        if self.is_remote:
+            for err in self.delete_created_topics():
+                _log(f"{self.name}: could not delete topic {err}")
         self.control.close()
         self._admin = None
+        if self.is_remote:
+            remote_cluster.release(self)
+            self.started = False
+            return
         remove_cluster(self.name, settle=not self.started)   # a completed start has no create in flight
         self.started = False
 

@@ -1,19 +1,15 @@
-"""One node of a cluster: a broker's, a ZooKeeper server's or a controller's container and the process-level
-operations faults use (kill, stop, start, pause, ``docker exec`` as root, reading files, logs, and
-whether a broker finished its startup).
+"""One node of a cluster: a broker, a ZooKeeper server or a controller, with the process-level
+operations faults use (kill, stop, start, pause, a command as root, reading files, logs, and whether
+a broker finished its startup).
 
-:class:`harness.cluster.cluster.Cluster` creates the containers and holds its nodes; a :class:`Node` only
-names its container and acts on it through the Docker API.
+:class:`harness.cluster.cluster.Cluster` creates the containers (or connects to a nodes file's hosts)
+and holds its nodes; a :class:`Node` keeps the node's identity and delegates every operation to
+``node.access`` (harness/cluster/access.py: a container through the Docker API, or a host over SSH).
 """
 
 from __future__ import annotations
 
-import io
-import tarfile
-from datetime import datetime
-
-from harness import docker_util
-from harness.errors import ClusterError
+from harness.cluster.access import ContainerAccess, NodeAccess
 from harness.distributions.node_settings import ZK_CLIENT_PORT
 
 
@@ -22,7 +18,7 @@ class Node:
 
     def __init__(self, cluster_name: str, role: str, node_id: int, container_name: str, alias: str,
                  host_port: int, started_line: str | None = None, client_port: int | None = None,
-                 service: str | None = None):
+                 service: str | None = None, access: NodeAccess | None = None, address: str | None = None):
         self.cluster_name = cluster_name
         # broker | zookeeper | controller (a dedicated KRaft controller) | service (a distribution file's
         # service container the harness knows no more about, e.g. a broker's object store)
@@ -37,96 +33,68 @@ class Node:
             ZK_CLIENT_PORT if role == "zookeeper" else host_port)
         # the log line that ends startup (distribution-specific); "" = none, running is enough
         self.started_line = f"[KafkaServer id={node_id}] started" if started_line is None else started_line
+        # how the harness reaches it (harness/cluster/access.py): the container of that name by default
+        self.access: NodeAccess = access if access is not None else ContainerAccess(container_name)
+        # the address the other nodes reach it at, when known without asking Docker (a nodes file's host)
+        self.address = address
 
     def __repr__(self) -> str:
         return f"Node({self.name})"
 
     @property
     def container(self):
-        return docker_util.client().containers.get(self.name)
+        """The Docker container (a node the harness started; AttributeError over SSH)."""
+        return self.access.container
 
     def status(self) -> str:
-        """Docker status: running, paused, exited, ..."""
-        import docker.errors  # lazy: docker-py, kept off the CLI's start-up
-        try:
-            return self.container.status
-        except docker.errors.NotFound:
-            return "missing"
+        """running, paused, exited, missing (a container), unreachable (a host over SSH)."""
+        return self.access.status()
 
     def ip(self) -> str | None:
-        nets = self.container.attrs["NetworkSettings"]["Networks"]
-        net = nets.get(f"kc-{self.cluster_name}")
-        return (net or {}).get("IPAddress") or None
+        """The node's address on the cluster network (a host's: the nodes file's ``address``)."""
+        if self.address is not None:
+            return self.address
+        return self.access.ip(f"kc-{self.cluster_name}")
 
     def kill(self, signal: str = "SIGKILL") -> None:
-        self.container.kill(signal=signal)
+        self.access.kill(signal)
 
     def stop(self, timeout: int = 60) -> None:
-        """Clean stop: SIGTERM (a broker runs controlled shutdown), SIGKILL after ``timeout`` s."""
-        self.container.stop(timeout=timeout)
+        """Clean stop: SIGTERM (a broker runs controlled shutdown), SIGKILL after ``timeout`` s; a
+        host: the node's own stop command."""
+        self.access.stop(timeout)
 
     def start(self) -> None:
-        self.container.start()
+        self.access.start()
 
     def pause(self) -> None:
-        self.container.pause()
+        self.access.pause()
 
     def unpause(self) -> None:
-        if self.status() == "paused":
-            self.container.unpause()
+        self.access.unpause()
 
     def exec(self, cmd: list[str] | str, check: bool = False) -> tuple[int, str]:
-        """Run ``cmd`` in the container as root (whatever user the image runs as: faults need
-        iptables and tc, which only root may use; the container itself is never privileged)."""
-        res = self.container.exec_run(cmd, demux=False, user="root")
-        out = (res.output or b"").decode(errors="replace")
-        if check and res.exit_code != 0:
-            raise ClusterError(f"{self.name}: `{cmd if isinstance(cmd, str) else ' '.join(cmd)}` failed: {out.strip()[:300]}")
-        return res.exit_code, out
+        """Run ``cmd`` as root (a container: ``docker exec --user root``; a host: with sudo where the
+        nodes file says so)."""
+        return self.access.exec(cmd, check)
 
     def read_file(self, path: str) -> bytes:
-        """Read one file from the container (works while it is stopped)."""
-        stream, _ = self.container.get_archive(path)
-        buf = io.BytesIO(b"".join(stream))
-        with tarfile.open(fileobj=buf) as tar:
-            member = tar.next()
-            if member is None or not member.isfile():
-                raise ClusterError(f"{self.name}:{path} is not a regular file")
-            return tar.extractfile(member).read()
+        """Read one file (read-only; works while the node is stopped)."""
+        return self.access.read_file(path)
 
     def list_dir(self, path: str) -> list[str]:
-        """Names of the entries of a directory in the container (works while it is stopped)."""
-        stream, _ = self.container.get_archive(path)
-        buf = io.BytesIO(b"".join(stream))
-        base = path.rstrip("/").rsplit("/", 1)[-1]
-        names = []
-        with tarfile.open(fileobj=buf) as tar:
-            for m in tar.getmembers():
-                parts = m.name.split("/")
-                if len(parts) == 2 and parts[0] == base:
-                    names.append(parts[1])
-        return sorted(names)
+        """Names of the entries of a directory (read-only; works while the node is stopped)."""
+        return self.access.list_dir(path)
 
     def logs(self, tail: int = 50) -> str:
-        return self.container.logs(tail=tail).decode(errors="replace")
+        return self.access.logs(tail)
 
     def started(self) -> bool:
         """A broker: it logged ``[KafkaServer id=N] started`` (ZooKeeper mode; the distribution's
-        :attr:`started_line` in general) since its container last started.
+        :attr:`started_line` in general) since its process last started.
 
         Registration in ZooKeeper comes before the end of ``KafkaServer.startup()``; a broker that
         loses its session before startup completed exits ("fatal exception during startup"), so a
         broker counts as ready only after this line.
         """
-        c = self.container
-        if c.status != "running":
-            return False
-        since_s = c.attrs["State"].get("StartedAt", "")
-        try:
-            since = datetime.fromisoformat(since_s[:26].rstrip("Z") + "+00:00") if since_s else None
-        except ValueError:
-            since = None
-        if not self.started_line:
-            return True
-        logs = c.logs(since=since) if since else c.logs(tail=2000)
-        return self.started_line.encode() in logs
+        return self.access.started_since_start(self.started_line)

@@ -27,7 +27,12 @@ class TopicAdmin:
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
                      config: dict | None = None, assignment: dict[int, list[int]] | None = None,
                      timeout_s: float = 30.0) -> None:
-        """Create a topic and wait until every partition has a leader."""
+        """Create a topic and wait until every partition has a leader. On a cluster the harness does not
+        start (``--nodes``) a topic of that name left by an earlier run is deleted first, and the topics a
+        run creates are deleted when it releases the cluster (:meth:`delete_created_topics`)."""
+        if getattr(self, "is_remote", False):
+            self._delete_leftover(name, timeout_s)
+            self.created_topics = [*getattr(self, "created_topics", []), name]
         if assignment:
             # confluent-kafka 2.16 wants num_partitions = the number of assignments (not -1)
             nt = NewTopic(name, num_partitions=len(assignment),
@@ -67,3 +72,34 @@ class TopicAdmin:
 
     def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
         self.admin().delete_topics([name], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
+
+    def _topic_exists(self, name: str) -> bool:
+        t = self.admin().list_topics(topic=name, timeout=10).topics.get(name)
+        return t is not None and t.error is None
+
+    def _delete_leftover(self, name: str, timeout_s: float) -> None:
+        """Delete topic ``name`` if it exists (an earlier run's, killed before its release) and wait until gone."""
+        if not self._topic_exists(name):
+            return
+        self._progress(f"{self.name}: topic {name} is left from an earlier run: deleting it first")
+        self.delete_topic(name, timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while self._topic_exists(name):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"topic {name}: still listed {timeout_s:.0f} s after its deletion")
+            time.sleep(0.5)
+
+    def delete_created_topics(self, timeout_s: float = 30.0) -> list[str]:
+        """Delete the topics this cluster object created (a ``--nodes`` cluster's release); the errors."""
+        errors = []
+        for name in getattr(self, "created_topics", []):
+            try:
+                self.delete_topic(name, timeout_s)
+            except KafkaException as e:
+                code = e.args[0].code() if e.args and hasattr(e.args[0], "code") else None
+                if code != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    errors.append(f"{name}: {e}")
+            except Exception as e:  # noqa: BLE001 - a release goes on with the rest
+                errors.append(f"{name}: {type(e).__name__}: {e}")
+        self.created_topics = []
+        return errors

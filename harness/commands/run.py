@@ -14,7 +14,7 @@ from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
 from harness import distributions, images
 from harness.errors import HarnessError
-from harness.options import (add_distribution_args, add_security_arg, check_runs_dir, check_security,
+from harness.options import (add_distribution_args, add_nodes_arg, add_security_arg, check_runs_dir, check_security,
                              config_args, config_pairs, did_you_mean)
 from harness.parallel import GATE_ENV, Job, run_parallel
 from harness.commands import plan as planning
@@ -74,6 +74,7 @@ def add_parser(sub) -> None:
                         "against the configuration it ran with")
     planning.add_args(r)
     add_security_arg(r)
+    add_nodes_arg(r)
     r.set_defaults(func=cmd_run, precheck=precheck)
 
 
@@ -87,6 +88,12 @@ def precheck(args) -> None:
         raise HarnessError(f"--length must be > 0 seconds, got {args.length:g}")
     if args.seed is not None and args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
+    if args.nodes and args.parallel > 1:
+        raise HarnessError("--parallel does not apply to --nodes: the nodes file names one cluster, runs take it in turn")
+    if args.nodes and args.config:
+        raise HarnessError("--config does not apply to --nodes: the nodes run their own configuration")
+    if args.nodes and args.replay:
+        raise HarnessError("--replay cannot be combined with --nodes yet: replay the run on its own adapter")
     planning.check_no_plan_conflicts(args)
     if not args.plan:              # a plan writes nothing and connects to nothing (an s3:// store)
         check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
@@ -219,13 +226,14 @@ def cmd_run(args) -> int:
                 _say(f"skipped {s.name}: has no variant {args.variant!r}")
         chosen = [s.with_variant(args.variant) for s in chosen if args.variant in s.variants]
     kafka_version, distribution = args.kafka_version, args.distribution
-    if sf and not args.distribution_file:
+    if sf and not args.distribution_file and not args.nodes:
         if kafka_version is None and args.broker_image is None:
             kafka_version = sf.kafka_version
         distribution = distribution or sf.distribution
     broker = resolve_broker(kafka_version=kafka_version, image=args.broker_image, distribution=distribution,
                             distribution_file=args.distribution_file, layout=args.layout, profile=args.profile,
-                            build_missing=kafka_version is None and args.broker_image is None)
+                            build_missing=kafka_version is None and args.broker_image is None, nodes=args.nodes,
+                            check_nodes=False)
     info, dist = broker.image, broker.distribution
     suite = args.suite or (args.target if args.target in SUITES else "adhoc")
     seed = args.seed or 0
@@ -236,6 +244,9 @@ def cmd_run(args) -> int:
     if not requests:
         raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
                            f" ({dist.name})")
+    if args.nodes:       # every host reachable, host keys known, services running: before any run
+        from harness.cluster.remote_cluster import check_nodes   # lazy: paramiko
+        check_nodes(dist.nodes)
     if dist.needs_preflight and not args.preflight_passed:
         from harness.certify.preflight import EXIT_INCOMPATIBLE, preflight   # lazy: starts a cluster
         pf = preflight(dist, info.tag)

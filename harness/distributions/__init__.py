@@ -11,7 +11,8 @@ runner, the observation source, the nemesis). Everything that differs by family 
 
 Adapters, one module each: ``apache-zk`` (the default, :mod:`.apache_zk`), ``apache-kraft``
 (:mod:`.apache_kraft`), ``apache-kraft-dedicated`` (:mod:`.dedicated`), ``generic`` (:mod:`.generic`) and
-``file:<path>`` (``--distribution-file``, :mod:`.file`, docs/broker-contract.md).
+``file:<path>`` (``--distribution-file``, :mod:`.file`, docs/broker-contract.md) and ``remote:<path>``
+(``--nodes``: nodes the harness does not start, :mod:`.remote`, docs/remote.md).
 
 The nodes a cluster runs besides its brokers (a ZooKeeper ensemble, dedicated controllers) are the
 adapter's :class:`NodeGroup` s (:meth:`Distribution.node_groups`, started by harness/cluster/node_groups.py).
@@ -50,13 +51,24 @@ CHOICES_HELP = ("apache-zk (default: ZooKeeper mode, observed through ZooKeeper)
 # ``--layout``: the Apache KRaft adapter of each layout (docs/kraft.md "Layouts"); the flag picks the adapter
 KRAFT_LAYOUTS = {COMBINED: "apache-kraft", DEDICATED_CONTROLLERS: "apache-kraft-dedicated"}
 _PREFIX = "file:"        # a distribution file's adapter name, as run records and child processes carry it
+_REMOTE = "remote:"      # a nodes file's adapter name (harness/distributions/remote.py)
 
 
-def resolve(name: str | None = None, file: str | None = None, layout: str | None = None) -> Distribution:
+def resolve(name: str | None = None, file: str | None = None, layout: str | None = None,
+            nodes: str | None = None) -> Distribution:
     """The adapter of a run: ``name`` (``--distribution``, a scenario file's ``distribution`` or a run
     record's name; None: the default, ``apache-zk``), or the distribution file ``file``
-    (``--distribution-file``), or the Apache KRaft adapter of ``layout`` (``--layout``). One error line
-    when they contradict each other or the name is unknown."""
+    (``--distribution-file``), or the Apache KRaft adapter of ``layout`` (``--layout``), or the nodes
+    file ``nodes`` (``--nodes``: a cluster the harness does not start). One error line when they
+    contradict each other or the name is unknown."""
+    if nodes:
+        if name or file or layout:
+            raise HarnessError("--nodes cannot be combined with --distribution, --distribution-file or --layout: "
+                               "the nodes file says what the cluster runs")
+        name = _REMOTE + str(nodes)
+    if name and name.startswith(_REMOTE):
+        from harness.distributions.remote import RemoteDistribution  # lazy: the nodes file and its TOML reader
+        return RemoteDistribution(name[len(_REMOTE):])
     if file:
         if name and not name.startswith(_PREFIX):
             raise HarnessError("--distribution-file and --distribution cannot be combined: the file is the distribution")

@@ -18,10 +18,10 @@ marks those commands ``example``.
 from __future__ import annotations
 
 import random
-import shlex
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+from harness.cluster.access import ContainerAccess
 from harness.distributions import CONTROLLER_PORT, INTERNAL_PORT
 from harness.nemesis import netrules
 from harness.nemesis.catalog import fault_info
@@ -33,36 +33,8 @@ from harness.nemesis.targets import TargetError, TargetUnresolved, parse_target,
 FIXED_KINDS = ("broker", "zk", "service", "all-brokers", "all-zk")
 
 
-class ContainerDescriber:
-    """The commands of the container access (harness/cluster/access.py ``ContainerAccess.describe``,
-    the Docker API calls as their ``docker`` CLI equivalents), for a container that does not exist yet.
-
-    To be replaced by ``harness.cluster.access.ContainerAccess`` once that lands (:data:`ACCESS`)."""
-
-    kind = "container"
-
-    def __init__(self, container_name: str):
-        self.name = container_name
-
-    def where(self) -> str:
-        return f"container {self.name}"
-
-    def describe(self, op: str, **kw) -> list[str]:
-        n = self.name
-        if op == "kill":
-            return [f"docker kill --signal {kw.get('signal', 'SIGKILL')} {n}"]
-        if op == "stop":
-            return [f"docker stop --time {kw.get('timeout', 60)} {n}"]
-        if op in ("start", "pause", "unpause"):
-            return [f"docker {op} {n}"]
-        if op in ("iptables", "netem"):
-            return [f"docker exec --user root {n} sh -c {shlex.quote(kw.get('script', '...'))}"]
-        raise ValueError(f"unknown operation {op!r}")
-
-
-# the one line to change when harness/cluster/access.py is merged:
-#   from harness.cluster.access import ContainerAccess as ACCESS
-ACCESS = ContainerDescriber
+# the container access's own describe(): the commands a fault issues on a container that does not exist yet
+ACCESS = ContainerAccess
 
 
 @dataclass

@@ -42,7 +42,10 @@ class Context:
     _gateway: str | None = field(default=None, repr=False)
 
     def gateway(self) -> str | None:
-        """Gateway of the cluster network (the source address of host clients via docker-proxy)."""
+        """Gateway of the cluster network (the source address of host clients via docker-proxy); None
+        for a nodes file's hosts (``--nodes``: no network the harness made)."""
+        if getattr(self.cluster, "is_remote", False):
+            return None
         if self._gateway is None:
             net = docker_util.client().networks.get(self.cluster.network_name)
             cfg = (net.attrs.get("IPAM") or {}).get("Config") or [{}]
@@ -53,10 +56,14 @@ class Context:
         ip = node.ip()
         if not ip:
             raise FaultError(f"{node.name} has no address on {self.cluster.network_name} (is it running?)")
-        port = node.host_port if node.role == "broker" else getattr(node, "client_port", ZK_CLIENT_PORT)
+        # the port host clients reach inside the node: a container's broker listens on its published port
+        # itself (client_port == host_port); a nodes file's broker may listen elsewhere ([ports] client)
+        port = getattr(node, "client_port", node.host_port if node.role == "broker" else ZK_CLIENT_PORT)
         runs_controller = getattr(self.cluster, "runs_controller", None)
-        cport = CONTROLLER_PORT if runs_controller is not None and runs_controller(node) else None
-        iport = INTERNAL_PORT if node.role == "broker" else None
+        # a nodes file's node carries its own listener ports (harness/cluster/remote_cluster.py)
+        ctl_port, int_port = getattr(node, "controller_port", CONTROLLER_PORT), getattr(node, "internal_port", INTERNAL_PORT)
+        cport = ctl_port if runs_controller is not None and runs_controller(node) else None
+        iport = int_port if node.role == "broker" else None
         return netrules.NetNode(node.name, node.alias, node.role, ip, port, self.gateway(), cport, iport)
 
     def everyone(self) -> list["Node"]:
@@ -67,11 +74,12 @@ class Context:
 
 
 def run_script(node: "Node", script: str, what: str) -> str:
-    """Run a shell script in the container; FaultError (with its output) when it fails."""
+    """Run a shell script as root on the node (its container, or its host over SSH); FaultError (with
+    its output) when it fails."""
     try:
         code, out = node.exec(["sh", "-c", script])
-    except Exception as e:  # noqa: BLE001 - docker API: paused, gone, ...
-        raise FaultError(f"{what} on {node.name}: docker exec failed: {e}") from None
+    except Exception as e:  # noqa: BLE001 - docker API / SSH: paused, gone, unreachable, ...
+        raise FaultError(f"{what} on {node.name}: {getattr(node.access, 'kind', 'docker')} exec failed: {e}") from None
     if code != 0:
         raise FaultError(f"{what} on {node.name} failed (exit {code}): {out.strip()[:400]}")
     return out

@@ -146,6 +146,9 @@ class Scenario:
         :class:`harness.distributions.base.Distribution`) that runs none of a role the scenario needs
         (:attr:`needs_roles`; the reason per role: :data:`ROLE_REASONS`), or fewer nodes, or another layout."""
         roles = distribution.roles
+        if self.broker_config and getattr(distribution, "fixed_config", False):
+            return (f"sets broker configuration ({', '.join(f'{k}={v}' for k, v in self.broker_config.items())}); "
+                    "the cluster runs its own (--nodes)")
         why = self.layout_not_applicable(distribution.layout)
         if why:
             return why

@@ -1,0 +1,173 @@
+"""A cluster the harness does not start (``--nodes FILE``, the ``remote`` distribution:
+harness/distributions/remote.py): connect and check instead of creating containers, undo instead of removing.
+
+- :func:`check_nodes` (before any run: ``run``, ``certify``, ``cluster status``): every host answers SSH
+  with the host key its known_hosts holds, ``sudo -n`` works where the file says sudo, the node's
+  service process runs (and its ``service.status`` command succeeds when the file names one). Any
+  failure is one line naming the node and the host (exit 2), and nothing has been changed.
+- :func:`connect` (``Cluster.start``): the nodes with their SSH access (harness/remote/ssh.py), what the
+  journal still holds from a harness that died undone first (harness/remote/journal.py), then the
+  readiness wait of the control plane.
+- :func:`release` (``Cluster.remove``): never stops the user's services; undoes what this process's
+  journal lines still name (rules, chains, a paused or stopped process) and closes the connections.
+- :func:`cleanup` (``kafka-chaos cleanup --nodes FILE``): undoes every pending journal line but those of
+  a harness process still running.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from harness.cluster.node import Node
+from harness.cluster.owner import owner_alive, this_owner
+from harness.errors import ClusterError, HarnessError
+from harness.remote.journal import Journal
+from harness.remote.ssh import SshAccess
+
+
+def _log(msg: str) -> None:
+    print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+
+def journal_of(nodes) -> Journal:
+    """The journal of a loaded nodes file (harness/remote/nodes_file.NodesFile)."""
+    return Journal(nodes.name, this_owner(), owner_alive)
+
+
+def node_name(nodes, rn) -> str:
+    """A node's name in messages, the journal and the record: ``<file name>-<zk|n><id>``."""
+    return f"{nodes.name}-{'zk' if 'zookeeper' in rn.roles else 'n'}{rn.id}"
+
+
+def accesses(nodes, journal: Journal | None = None, run_tag: str = "check") -> dict[str, SshAccess]:
+    return {node_name(nodes, rn): SshAccess(rn, nodes.interface, journal, run_tag, node_name(nodes, rn))
+            for rn in nodes.nodes}
+
+
+def _parallel(fn, items: dict) -> dict:
+    """``fn(name, item)`` for every item at once (bounded by the SSH timeouts); the first error raised."""
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(items)))) as pool:
+        futs = {name: pool.submit(fn, name, item) for name, item in items.items()}
+        return {name: f.result() for name, f in futs.items()}
+
+
+def _check_one(name: str, acc: SshAccess) -> None:
+    acc.connect()                  # host key and reachability: HostKeyError / Unreachable, one line
+    rc, out = acc._run("true")
+    if rc != 0:
+        raise HarnessError(f"{name} ({acc.where()}): `sudo -n` refused ({out.decode(errors='replace').strip()[:160]}); "
+                           "the nodes file says sudo = true: the harness user needs passwordless sudo there "
+                           "(docs/remote.md)")
+    if acc.svc.status:
+        rc, out = acc._run(acc.svc.status)
+        if rc != 0:
+            raise HarnessError(f"{name} ({acc.where()}): service.status `{acc.svc.status}` failed (exit {rc}): "
+                               f"{out.decode(errors='replace').strip()[:160]}")
+    st = acc.status()
+    if st != "running":
+        raise HarnessError(f"{name} ({acc.where()}): its service process is {st} "
+                           f"({acc.svc.pidfile or acc.svc.process}); start it first (the harness never does "
+                           "before a run)")
+
+
+def check_nodes(nodes) -> None:
+    """Every host reachable with its known host key, sudo working, every service running; HarnessError
+    (one line naming node and host) otherwise. Changes nothing but undoing what a harness that died left
+    (its journal lines: harness/remote/journal.py); closes its connections."""
+    journal = journal_of(nodes)
+    accs = accesses(nodes, journal)
+    try:
+        _parallel(lambda name, a: a.connect(), accs)     # every host key checked before anything runs
+        if journal.pending():
+            recover(nodes, journal, accs, "dead")
+        _parallel(_check_one, accs)
+    finally:
+        for a in accs.values():
+            a.close()
+
+
+def recover(nodes, journal: Journal, accs: dict[str, SshAccess], which: str = "dead") -> int:
+    """Undo the pending journal lines of ``which`` owners (journal.Journal.undo) through ``accs``."""
+    def run(node: str, script: str) -> None:
+        acc = accs.get(node)
+        if acc is None:
+            raise ClusterError(f"no node {node} in {nodes.path}")
+        rc, out = acc._run(script)
+        if rc != 0:
+            raise ClusterError(f"exit {rc}: {out.decode(errors='replace').strip()[:200]}")
+    n, errors = journal.undo(run, which)
+    if n:
+        _log(f"{nodes.name}: undid {n} change(s) a previous harness left on the hosts ({journal.path})")
+    if errors:
+        raise ClusterError(f"{nodes.name}: could not undo what the journal {journal.path} holds: {errors[0]}")
+    return n
+
+
+def connect(cluster) -> None:
+    """``Cluster.start`` of a remote cluster: nodes, accesses, leftovers undone, readiness."""
+    t0 = time.monotonic()
+    f = cluster.distribution.nodes
+    journal = journal_of(f)
+    cluster.journal = journal
+    cluster.run_tag = secrets.token_hex(4)
+    accs = {}
+    for rn in f.nodes:
+        name = node_name(f, rn)
+        acc = SshAccess(rn, f.interface, journal, cluster.run_tag, name)
+        accs[name] = acc
+        host_port = rn.endpoint[1] if rn.endpoint else rn.controller_port
+        if "zookeeper" in rn.roles:
+            node = Node(cluster.name, "zookeeper", rn.id, name, name, host_port, "", client_port=rn.client_port,
+                        access=acc, address=rn.address)
+            cluster.aux_nodes.setdefault("zookeeper", []).append(node)
+        elif "broker" in rn.roles:
+            cluster.brokers[rn.id] = Node(cluster.name, "broker", rn.id, name, name, host_port,
+                                          rn.service.started_line, client_port=rn.client_port, access=acc,
+                                          address=rn.address)
+        else:
+            cluster.aux_nodes.setdefault("controller", []).append(
+                Node(cluster.name, "controller", rn.id, name, name, host_port, rn.service.started_line,
+                     client_port=rn.controller_port, access=acc, address=rn.address))
+    for n in cluster.nodes():      # the listener ports network faults match (harness/nemesis/fault_base.py)
+        rn = n.access.node
+        n.internal_port, n.controller_port = rn.internal_port, rn.controller_port
+    try:
+        _parallel(lambda name, a: a.connect(), accs)
+        recover(f, journal, accs, "dead")
+        _parallel(_check_one, accs)
+        cluster.broker_config = cluster.distribution.common_config({}, len(cluster.brokers), {})
+        cluster.started = True
+        _log(f"{cluster.name}: connected to {cluster._layout()} of {f.path} ({f.name}) in "
+             f"{time.monotonic() - t0:.1f} s")
+        cluster.wait_ready(cluster.spec.startup_timeout_s)
+    except BaseException:
+        release(cluster)
+        raise
+
+
+def release(cluster) -> None:
+    """``Cluster.remove`` of a remote cluster: undo this process's journal lines, close connections."""
+    journal = getattr(cluster, "journal", None)
+    accs = {n.name: n.access for n in cluster.nodes()}
+    try:
+        if journal is not None:
+            recover(cluster.distribution.nodes, journal, accs, "mine")
+    finally:
+        for a in accs.values():
+            a.close()
+
+
+def cleanup(nodes) -> int:
+    """``kafka-chaos cleanup --nodes FILE``: undo every pending journal line except a live harness's."""
+    journal = journal_of(nodes)
+    if not journal.pending():
+        return 0
+    accs = accesses(nodes, journal)
+    try:
+        return recover(nodes, journal, accs, "all")
+    finally:
+        for a in accs.values():
+            a.close()
