@@ -142,6 +142,10 @@ def connect(cluster) -> None:
         cluster.started = True
         _log(f"{cluster.name}: connected to {cluster._layout()} of {f.path} ({f.name}) in "
              f"{time.monotonic() - t0:.1f} s")
+        # the users and certificates are the cluster's own and exist already: a refused login or an
+        # untrusted certificate is final at once (one line, exit 2), not a cluster that is slow to be ready
+        from harness.cluster.listener_security import check_client_access
+        check_client_access(cluster, timeout_s=5.0)
         cluster.wait_ready(cluster.spec.startup_timeout_s)
     except BaseException:
         release(cluster)

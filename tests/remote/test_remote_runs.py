@@ -203,3 +203,50 @@ def test_a_zookeeper_mode_nodes_file_runs_with_the_transaction_log_as_ground_tru
     events = [json.loads(ln) for ln in (run_dir / "events.jsonl").read_text().splitlines()]
     assert any(e.get("source") == "txnlog" for e in events)
     assert host_leftovers(path) == []
+
+
+def test_a_sasl_ssl_nodes_file_runs_and_refuses_bad_credentials_before_any_fault(ssh_hosts_factory, state, tmp_path):
+    """The nodes file's [client] table is the cluster's security: a scenario over SASL_SSL / SCRAM-SHA-512
+    is decided PASS with no secret in its record; a wrong password or a CA that did not sign the brokers'
+    certificates is one line and exit 2 before any fault, and nothing is left in the journal."""
+    hs = ssh_hosts_factory("4.4.0", security="SASL_SSL:SCRAM-SHA-512")
+    good = hs.nodes_file
+    r = _cli(["run", "isr.pause_follower", "--nodes", str(good), "--runs-dir", str(tmp_path / "runs")])
+    assert r.returncode == 0, r.stderr[-3000:]
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["security"]["protocol"] == "SASL_SSL" and meta["security"]["mechanism"] == "SCRAM-SHA-512"
+    password = next(ln.split('"')[1] for ln in good.read_text().splitlines() if ln.startswith("password"))
+    for f in run_dir.rglob("*"):
+        if f.is_file() and f.suffix in (".json", ".jsonl", ".log", ".txt", ""):
+            assert password not in f.read_text(errors="replace"), f"{f} holds the password"
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    import datetime
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "another CA")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    other = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+             .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(key, hashes.SHA256()))
+    (good.parent / "other-ca.pem").write_bytes(other.public_bytes(serialization.Encoding.PEM))
+    lines = good.read_text().splitlines()
+    cases = {"bad-password.toml": ([f'password = "not-{password}"' if ln.startswith("password") else ln for ln in lines],
+                                   "SASL authentication failed"),
+             "bad-ca.toml": (['ca_file = "other-ca.pem"' if ln.startswith("ca_file") else ln for ln in lines],
+                             "certificate verify failed")}
+    for fname, (text, said) in cases.items():
+        bad = good.parent / fname
+        bad.write_text("\n".join(text) + "\n")
+        bad.chmod(0o600)
+        r = _cli(["run", "isr.pause_follower", "--nodes", str(bad), "--runs-dir", str(tmp_path / fname)])
+        assert r.returncode == 2, (fname, r.returncode, r.stderr[-2000:])
+        verdict_lines = [ln for ln in (r.stdout + r.stderr).splitlines() if "UNKNOWN(environment)" in ln]
+        assert verdict_lines and said in verdict_lines[0], (fname, r.stderr[-2000:])
+        (run_dir,) = list((tmp_path / fname).iterdir())
+        events = [json.loads(ln) for ln in (run_dir / "events.jsonl").read_text().splitlines()]
+        assert not [e for e in events if e.get("type") == "fault.start"], f"{fname}: a fault ran"
+    assert journal_of(distributions.resolve(nodes=str(good)).nodes).pending() == []
+    assert host_leftovers(good) == []
