@@ -170,7 +170,8 @@ def nodes_toml(hs: HostSet, key: str = "id_ed25519", known_hosts: str = "known_h
     lines = [f"# SSH test hosts {hs.name}: written by tests/remote/hosts.py ({hs.mode}, Kafka {hs.kafka_version})",
              f"name = {_toml_str(hs.name)}", f"kafka_version = {_toml_str(hs.kafka_version)}",
              "owner_confirmed = true   # test hosts started for this purpose", 'interface = "eth0"', "",
-             "[ports]", f"internal = {INTERNAL_PORT}"]
+             "[ports]", f"internal = {INTERNAL_PORT}",
+             f"client = {EXTERNAL_PORT}   # the brokers' client listener inside each host: what a `client` link cut matches"]
     lines += [f"controller = {CONTROLLER_PORT}"] if hs.mode == "kraft" else [f"zookeeper = {ZK_CLIENT_PORT}"]
     lines += ["", "[client]", f"bootstrap_servers = {_toml_str(hs.bootstrap_servers)}"]
     lines += [f"{k} = {_toml_str(v)}" for k, v in hs.client.items()]

@@ -84,6 +84,9 @@ def test_nodes_file_names_every_host(ssh_hosts):
     doc = tomllib.loads(ssh_hosts.nodes_file.read_text())
     assert doc["name"] == ssh_hosts.name and doc["kafka_version"] == ssh_hosts.kafka_version
     assert doc["client"]["bootstrap_servers"] == ssh_hosts.bootstrap_servers
+    # the port the client listener binds inside a host (its endpoint is a published port): a `client` cut
+    # matches it; without it network.client_only cut nothing and FAILed
+    assert doc["ports"]["client"] == hosts.EXTERNAL_PORT
     assert (ssh_hosts.nodes_file.parent / doc["ssh"]["key_file"]).read_bytes() == ssh_hosts.key_file.read_bytes()
     got = sorted((n["id"], tuple(n["roles"]), n["endpoint"], n["ssh"]["port"], n["address"]) for n in doc["node"])
     want = sorted((h.node_id, tuple(h.roles), f"127.0.0.1:{h.client_port}", h.ssh_port, h.address)
