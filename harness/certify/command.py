@@ -391,6 +391,19 @@ def _required_not_applicable(plans, required: list[str], subject: Subject, *, ou
     return True
 
 
+def selected_capabilities(args) -> tuple[list[str] | None, list[str]]:
+    """``--capability`` (None: every one) and ``--require``, each named once and known; a required
+    capability must be among the selected ones. Shared by certify and ``certify --plan``."""
+    selected = list(dict.fromkeys(args.capability or [])) or None
+    required = list(dict.fromkeys(args.require or []))
+    for n in (selected or []) + required:
+        capability(n)
+    for n in required:
+        if selected and n not in selected:
+            raise HarnessError(f"--require {n}: the capability is not selected; add --capability {n}")
+    return selected, required
+
+
 def cmd_certify(args) -> int:
     if args.capability and "list" in args.capability:
         _print_capabilities(SCENARIOS)
@@ -402,13 +415,7 @@ def cmd_certify(args) -> int:
         raise HarnessError("--retries must be 0 or more")
     if args.parallel < 1:
         raise HarnessError("--parallel must be at least 1")
-    selected = list(dict.fromkeys(args.capability or [])) or None
-    required = list(dict.fromkeys(args.require or []))
-    for n in (selected or []) + required:
-        capability(n)
-    for n in required:
-        if selected and n not in selected:
-            raise HarnessError(f"--require {n}: the capability is not selected; add --capability {n}")
+    selected, required = selected_capabilities(args)
     overrides = config_pairs(args.config)
     broker = resolve_broker(kafka_version=args.kafka_version, image=args.broker_image, distribution=args.distribution,
                             distribution_file=args.distribution_file, layout=args.layout, profile=args.profile,

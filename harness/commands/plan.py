@@ -402,8 +402,8 @@ def certify_plan(args) -> int:
     """``kafka-chaos certify ... --plan``."""
     from suites.catalog import SCENARIOS
     from harness.certify.capabilities import Subject, plan as capability_plan, resolve_profile
-    from harness.distributions.capability_table import capability
     from harness.certify.fleet import shard_todo
+    from harness.certify.command import selected_capabilities
     from harness.options import config_pairs
     from harness.request import RunRequest
     check_no_plan_conflicts(args, "--merge")
@@ -417,13 +417,7 @@ def certify_plan(args) -> int:
     info, dist = broker.image, broker.distribution
     subject = Subject.from_image_info(info, dist)
     profile = resolve_profile(args.profile or dist.default_profile(info.kafka_version), subject)
-    selected = list(dict.fromkeys(args.capability or [])) or None
-    required = list(dict.fromkeys(args.require or []))
-    for n in (selected or []) + required:
-        capability(n)
-    for n in required:
-        if selected and n not in selected:
-            raise HarnessError(f"--require {n}: the capability is not selected; add --capability {n}")
+    selected, required = selected_capabilities(args)
     only = list(dict.fromkeys(args.scenario or [])) or None
     plans = capability_plan(SCENARIOS, subject, selected, only)
     by_name = {cp.capability.name: cp for cp in plans}
