@@ -62,13 +62,14 @@ from __future__ import annotations
 from reference.actions import UNCLEAN_KEY, record_unclean_permission
 from reference.kraft_log_cross import cross_check, fencing_deadlines, served_staleness
 from reference.kraft_rules import KRAFT_RULES, KraftDivergence
+from reference.kraft_voters import judge_voters
 from reference.profiles import Profile
 from reference.result import ConformanceResult
 
 MV_NO_BUMP_ON_SHRINK = 12       # MetadataVersion IBP_3_6_IV0 feature level (KAFKA-15021)
 ELR_FEATURE = "eligible.leader.replicas.version"
 META_TYPES = ("meta.partition", "meta.broker", "meta.feature", "meta.config", "meta.topic",
-              "meta.topic_removed", "meta.leader_change")
+              "meta.topic_removed", "meta.leader_change", "meta.voters", "meta.kraft_version")
 MIN_ISR = "min.insync.replicas"
 
 
@@ -375,6 +376,7 @@ def judge_metadata_log(res: ConformanceResult, events: list[dict], metadata: dic
     lc.run(meta, [e for e in events if e.get("type") == "action"])
     stats = dict(lc.stats)
     stats.update(cross_check(events, meta, metadata, report))
+    stats["quorum"] = judge_voters(events, meta, report)      # the dynamic quorum, KIP-853
     if profile.determinism:
         stats.update(fencing_deadlines(events, meta, session_s, grace_s, report))
         stats.update(served_staleness(events, meta, session_s, grace_s, report))

@@ -61,6 +61,20 @@ KRAFT_RULES: dict[str, tuple[str, str, str]] = {
     "L11": ("§9.5", "divergence", "metadata log, ELR enabled: an ISR below min ISR keeps the previous ISR / ELR "
             "members outside it in the ELR and no other; an ISR at min ISR or an unclean election clears it "
             "(PartitionChangeBuilder.maybePopulateTargetElr / maybeUpdateRecordElr, KIP-966)"),
+    # the dynamic quorum (KIP-853) on the metadata log's VotersRecord / KRaftVersionRecord: reference/kraft_voters.py
+    "Q1": ("§9.1", "invariant", "metadata log: consecutive VotersRecords differ by at most one voter (id, directory "
+           "id) (VoterSet.addVoter / removeVoter via AddVoterHandler, RemoveVoterHandler)"),
+    "Q2": ("§9.1", "invariant", "a VotersRecord is appended only after the previous one committed (the leader's "
+           "answered high watermark; AddVoterHandler / RemoveVoterHandler: no uncommitted voter change)"),
+    "Q3": ("§9.1", "invariant", "metadata log: a new quorum leader is a voter of the voter set in effect at its "
+           "offset (KRaftControlRecordStateMachine.lastVoterSet)"),
+    "Q4": ("§9.1/§8.4", "progress", "metadata log: a leader removed from the voter set hands over to a later "
+           "epoch's leader within a bound (RemoveVoterHandler: resign once the removal commits)"),
+    "Q5": ("§9.1", "invariant", "metadata log: a voter set is never empty"),
+    "Q6": ("§9.1", "invariant", "metadata log: kraft.version never goes down; the voter set changes only with "
+           "kraft.version >= 1 (KRaftVersion.isReconfigSupported)"),
+    "Q7": ("§9.1", "invariant", "metadata log: a feature level (kraft.version included) changes only when an "
+           "action of the run asked for it (KAFKA-18979, KAFKA-21426)"),
 }
 
 

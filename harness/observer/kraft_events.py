@@ -45,7 +45,8 @@ CONFIG_RESOURCE = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metr
 _REPLAYED = {"TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord",
              "RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
              "BrokerRegistrationChangeRecord", "FeatureLevelRecord", "ConfigRecord", "LeaderChangeMessage",
-             "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"}
+             "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord",
+             "VotersRecord", "KRaftVersionRecord"}
 
 
 @dataclass
@@ -253,6 +254,17 @@ class KraftEventBuilder:
         self._emit(rec, "meta.leader_change", {
             "leader_id": f["leader_id"], "voters": [v["voter_id"] for v in f.get("voters") or []],
             "granting_voters": [v["voter_id"] for v in f.get("granting_voters") or []]})
+
+
+    # the dynamic quorum (KIP-853): the voter set and kraft.version (reference/kraft_voters.py)
+    def _VotersRecord(self, rec, f):
+        self._emit(rec, "meta.voters", {"voters": [
+            {"id": v["voter_id"], "directory_id": v.get("voter_directory_id"),
+             "endpoints": [f"{e.get('name')}://{e.get('host')}:{e.get('port')}" for e in v.get("endpoints") or []]}
+            for v in f.get("voters") or []]})
+
+    def _KRaftVersionRecord(self, rec, f):
+        self._emit(rec, "meta.kraft_version", {"level": f["kraft_version"]})
 
 
 def history_from_metadata_log(log: MetadataLog) -> KraftHistory:
