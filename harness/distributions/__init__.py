@@ -41,7 +41,8 @@ __all__ = ["CONTROLLER_PORT", "INTERNAL_PORT", "LABEL_DISTRIBUTION", "LAYOUTS", 
 _ADAPTERS = {"apache-zk": ApacheZk, "apache-kraft": ApacheKraft, "generic": Generic}
 # Adapters in modules of their own (each names its class ``ADAPTER``), imported when first asked for: a
 # new distribution is a module and a line here; the runner, the CLI and the scenarios take it from NAMES.
-_MODULES = {"apache-kraft-dedicated": "harness.distributions.dedicated"}
+_MODULES = {"apache-kraft-dedicated": "harness.distributions.dedicated",
+            "apache-kraft-dynamic": "harness.distributions.dynamic_quorum"}
 NAMES = tuple(_ADAPTERS) + tuple(_MODULES)
 # one line per adapter for the --distribution help of every command
 CHOICES_HELP = ("apache-zk (default: ZooKeeper mode, observed through ZooKeeper), apache-kraft (KRaft: combined "

@@ -56,6 +56,10 @@ CAPABILITIES: tuple[Capability, ...] = (
                            ("EndTxn", 26))),
     Capability("consumer-groups", "Consumer groups: committed offsets and rebalances under faults", ("groups",),
                needs_apis=(("FindCoordinator", 10), ("OffsetCommit", 8), ("OffsetFetch", 9))),
+    # KIP-853: voter changes need a quorum formatted dynamic (kraft.version 1, apache-kraft-dynamic, Kafka 4.x)
+    Capability("dynamic-quorum", "Dynamic KRaft quorum: controllers added and removed under faults (KIP-853)",
+               ("dynamic_quorum",), needs_role="dynamic-quorum",
+               needs_apis=(("DescribeQuorum", 55), ("AddRaftVoter", 80), ("RemoveRaftVoter", 81))),
 )
 
 # what a profile selects: conformance scenarios (nightly soak / random mixes are not certificate evidence)

@@ -34,6 +34,7 @@ class StepTimeout(ExpectationFailed):
 ROLE_REASONS = {
     "zookeeper": "it acts on ZooKeeper itself, which this cluster does not run",
     "controller": "needs controller nodes (a KRaft quorum)",
+    "dynamic-quorum": "needs a dynamic KRaft quorum with spare controllers (distribution apache-kraft-dynamic, Kafka 4.x)",
 }
 
 
