@@ -43,14 +43,15 @@ def scen(name: str, tags=("conformance", "chaos"), min_version=None, broker_conf
 def test_table_maps_every_capability_of_the_issue_to_its_family():
     want = {"acks", "broker_failover", "controller_failover", "isr", "topics", "restart", "reassignment",
             "preferred_election", "zookeeper", "quorum", "network", "unclean", "transactions", "consumer-groups",
-            "storage"}
+            "storage", "dynamic-quorum"}
     assert {c.name for c in CAPABILITIES} == want
-    assert {c.name: c.families for c in CAPABILITIES} == {n: ("groups",) if n == "consumer-groups" else (n,)
-                                                          for n in want}
+    family = {"consumer-groups": "groups", "dynamic-quorum": "dynamic_quorum"}
+    assert {c.name: c.families for c in CAPABILITIES} == {n: (family.get(n, n),) for n in want}
     families = [f for c in CAPABILITIES for f in c.families]
     assert len(families) == len(set(families)), "a family is evidence for one capability only"
     assert [(c.name, c.needs_role) for c in CAPABILITIES if c.needs_role] == [("zookeeper", "zookeeper"),
-                                                                               ("quorum", "controller")]
+                                                                               ("quorum", "controller"),
+                                                                               ("dynamic-quorum", "dynamic-quorum")]
     assert all(c.title for c in CAPABILITIES)
 
 
@@ -123,6 +124,8 @@ def test_plan_of_the_real_catalog_finds_the_existing_families():
     for name, p in plans.items():
         if p.capability.needs_role == "controller":      # a KRaft quorum: no such nodes in ZooKeeper mode
             assert p.applicable == [] and p.na_reason == "the broker runs no controller nodes (apache-zk)"
+        elif p.capability.needs_role == "dynamic-quorum":   # KIP-853: apache-kraft-dynamic only
+            assert p.applicable == [] and p.na_reason == "the broker runs no dynamic-quorum nodes (apache-zk)"
         elif name == "storage":                          # layout shared-storage only (a store service)
             assert p.na_reason == ("no applicable scenario: needs layout shared-storage; this distribution's "
                                    "layout is replicated")
@@ -132,6 +135,7 @@ def test_plan_of_the_real_catalog_finds_the_existing_families():
             assert p.na_reason in (NO_SCENARIO,) or p.na_reason.startswith("no applicable scenario")
     kraft = {p.capability.name: p for p in capabilities.plan(SCENARIOS, KRAFT)}
     assert len(kraft["quorum"].applicable) >= 5
+    assert kraft["dynamic-quorum"].na_reason == "the broker runs no dynamic-quorum nodes (apache-kraft)"
     # issue 17: one short evidence scenario each (the rest of the families are chaos only)
     for cp in (plans, kraft):
         assert [s.name for s in cp["transactions"].applicable] == ["transactions.coordinator_kill"]
@@ -598,8 +602,9 @@ def test_scope_says_all_only_when_every_capability_was_decided(tmp_path):
         started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
         selected=None, unmapped=[])
     assert cert["overall"] == CERTIFIED and cert["scope"]["complete"] is True
-    assert cert["scope_text"].startswith("every capability of this harness version was selected (15); "
-                                         "decided (1): controller_failover; not applicable (14): acks (")
+    n = len(CAPABILITIES)
+    assert cert["scope_text"].startswith(f"every capability of this harness version was selected ({n}); "
+                                         f"decided (1): controller_failover; not applicable ({n - 1}): acks (")
     assert "all capabilities" not in render_html(cert)
 
 

@@ -157,7 +157,8 @@ def _retrying(cluster, args, timeout_s, *, what, on=None, avoid=()) -> str:
 def wipe_on_restart(cluster, node_id: int) -> None:
     """Controller ``node_id`` loses its whole data directory at its next start (before Kafka starts),
     as a node whose disk was replaced while it was down."""
-    code, out = controller(cluster, node_id).exec(["sh", "-c", f"touch {shlex.quote(WIPE_MARKER)}"])
+    token = f"{time.time_ns()}"
+    code, out = controller(cluster, node_id).exec(["sh", "-c", f"echo {token} > {shlex.quote(WIPE_MARKER)}"])
     if code != 0:
         raise AdminOpError(f"could not mark controller {node_id}'s data for wiping: {out.strip()[:200]}")
 

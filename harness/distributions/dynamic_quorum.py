@@ -32,7 +32,11 @@ from harness.errors import HarnessError
 
 SPARE_CONTROLLERS = 2
 DATA_DIR = "/var/lib/kafka/data"
-WIPE_MARKER = "/etc/kafka-chaos/wipe-data-on-start"     # harness/cluster/quorum_ops.wipe_on_restart
+# harness/cluster/quorum_ops.wipe_on_restart writes a new token into WIPE_MARKER (as root without
+# DAC_OVERRIDE it can write only to /tmp, where the kafka user cannot delete its file): the start script
+# wipes the data directory once per token, remembering the last one it acted on in WIPE_DONE
+WIPE_MARKER = "/tmp/kc-wipe-data-on-start"
+WIPE_DONE = "/etc/kafka-chaos/wiped-token"
 ENTRYPOINT = "/opt/kafka-chaos/entrypoint.sh"
 # Formats the storage once (a container restart keeps it; a wiped data directory is formatted again as an
 # observer), then hands over to the image's ``kraft`` mode, which finds meta.properties and starts Kafka.
@@ -40,7 +44,8 @@ _START = (
     "set -e\n"
     f"mkdir -p {DATA_DIR} /etc/kafka-chaos\n"
     "printf '%s\\n' \"$KC_CONFIG\" > /etc/kafka-chaos/server.properties\n"
-    f"if [ -f {WIPE_MARKER} ]; then rm -rf {DATA_DIR}/* {DATA_DIR}/.lock; rm -f {WIPE_MARKER}; "
+    f"if [ -s {WIPE_MARKER} ] && [ \"$(cat {WIPE_MARKER})\" != \"$(cat {WIPE_DONE} 2>/dev/null)\" ]; then "
+    f"rm -rf {DATA_DIR}/* {DATA_DIR}/.lock; cat {WIPE_MARKER} > {WIPE_DONE}; "
     "echo 'the data directory was wiped (harness/cluster/quorum_ops.wipe_on_restart)'; fi\n"
     f"if [ ! -f {DATA_DIR}/meta.properties ]; then\n"
     "  args=\"$KC_FORMAT_ARGS\"\n"
