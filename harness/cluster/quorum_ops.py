@@ -163,6 +163,13 @@ def wipe_on_restart(cluster, node_id: int) -> None:
         raise AdminOpError(f"could not mark controller {node_id}'s data for wiping: {out.strip()[:200]}")
 
 
+def cancel_wipe(cluster, node_id: int) -> None:
+    """Undo :func:`wipe_on_restart` on a controller that is still running."""
+    code, out = controller(cluster, node_id).exec(["sh", "-c", f"rm -f {shlex.quote(WIPE_MARKER)}"])
+    if code != 0:
+        raise AdminOpError(f"could not unmark controller {node_id}'s data: {out.strip()[:200]}")
+
+
 def directory_id(cluster, node_id: int) -> str | None:
     """The metadata directory id in controller ``node_id``'s meta.properties (None: not formatted)."""
     code, out = controller(cluster, node_id).exec(["sh", "-c", "cat /var/lib/kafka/data/meta.properties"])

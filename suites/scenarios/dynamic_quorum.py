@@ -130,22 +130,26 @@ def _replace_wiped_voter(ctx: RunContext) -> None:
     st = _stable(ctx, "the metadata quorum has a leader")
     start = _voter_ids(st)
     dirs = {v["id"]: v.get("directoryId") for v in st["voters"]}
-    victim = sorted(start - {st["leader_id"]})[-1]
-    node = quorum_ops.controller(ctx.cluster, victim)
-
-    def lose_disk() -> None:
-        quorum_ops.wipe_on_restart(ctx.cluster, victim)
-        node.kill()
-    ctx.action("kill_and_wipe_controller", lose_disk, controller=victim)
+    followers = sorted(start - {st["leader_id"]})
+    # every follower is marked to lose its disk at its next start; the fault kills one of them, the
+    # others are unmarked at once (they keep running: the mark is read only by a start)
+    for f in followers:
+        quorum_ops.wipe_on_restart(ctx.cluster, f)
+    h = ctx.fault("kill", "quorum-follower")
+    victim = h.nodes[0].node_id
+    for f in followers:
+        if f != victim:
+            quorum_ops.cancel_wipe(ctx.cluster, f)
     _remove(ctx, victim, dirs[victim], avoid=(victim,))
     _stable(ctx, f"voter {victim} (old disk {dirs[victim]}) removed", start - {victim}, avoid=(victim,))
-    ctx.action("start_controller", node.start, controller=victim)
+    ctx.heal(h)                                          # starts it: a new disk, formatted as an observer
     new_dir: list = []
 
     def reformatted() -> bool:
         new_dir[:] = [quorum_ops.directory_id(ctx.cluster, victim)]
         return new_dir[0] not in (None, dirs[victim])
-    ctx.wait_until(f"controller {victim} formatted its new disk with a new directory id", reformatted, 90, interval_s=2.0)
+    ctx.wait_until(f"controller {victim} formatted its new disk with a new directory id", reformatted, 90,
+                   interval_s=2.0)
     _add(ctx, victim)
     final = _stable(ctx, f"controller {victim} is a voter again with its new disk", start)
     got = {v["id"]: v.get("directoryId") for v in final["voters"]}
