@@ -33,7 +33,8 @@ Rules (ids in reference/kraft_rules.py ``KRAFT_RULES``; ``subject`` "quorum"):
 * Q6 (invariant): ``kraft.version`` never goes down, and the voter set changes only while the
   kraft.version in effect is at least 1 (a static quorum, kraft.version 0, has no voter changes).
 * Q7 (invariant): a feature level changes only when asked: after the first level of each feature (the
-  bootstrap), a ``meta.feature`` / ``meta.kraft_version`` with another level must be named by an
+  bootstrap; kraft.version 0 when a log read from offset 0 has no KRaftVersionRecord before its first
+  FeatureLevelRecord: a static quorum), a ``meta.feature`` / ``meta.kraft_version`` with another level must be named by an
   ``action`` event of the run (``params.features`` ``{name: level}``) (KAFKA-18979: kraft.version raised
   without being asked; KAFKA-21426: ``kafka-features upgrade --release-version`` made a static quorum
   dynamic). A release-version upgrade names ``metadata.version`` only: it never asks for kraft.version.
@@ -74,9 +75,12 @@ def unasked_feature_changes(meta: list[dict], actions: list[dict]) -> list[dict]
     """Q7's findings: each feature record (``meta.feature``, or ``meta.kraft_version`` as
     ``kraft.version``) that changes a level set before without an action asking for that level."""
     asked = asked_features(actions)
+    log = sorted(meta, key=lambda e: e.get("offset", 0))
     level: dict[str, int] = {}
+    if implicit_kraft_version_0(log):
+        level[KRAFT_VERSION] = 0
     out = []
-    for ev in sorted(meta, key=lambda e: e.get("offset", 0)):
+    for ev in log:
         if ev.get("type") == "meta.feature":
             name, lv = ev.get("name"), ev.get("level")
         elif ev.get("type") == "meta.kraft_version":
@@ -87,6 +91,21 @@ def unasked_feature_changes(meta: list[dict], actions: list[dict]) -> list[dict]
             out.append({"offset": ev.get("offset"), "feature": name, "from": level[name], "to": lv})
         level[name] = lv
     return out
+
+
+def implicit_kraft_version_0(log: list[dict]) -> bool:
+    """A log read from its first offset whose bootstrap (the records before the first FeatureLevelRecord)
+    has no KRaftVersionRecord: a static quorum, whose kraft.version is 0 without a record
+    (KRaftControlRecordStateMachine starts at KRaftVersion.KRAFT_VERSION_0; a dynamic quorum's first leader
+    writes KRaftVersionRecord 1 and the VotersRecord before the features, seen on 4.4.0)."""
+    if not log or log[0].get("offset") != 0:
+        return False
+    for ev in log:
+        if ev.get("type") == "meta.kraft_version":
+            return False
+        if ev.get("type") == "meta.feature":
+            return True
+    return False
 
 
 def _quorum_answers(events: list[dict]) -> list[tuple[float, int, int]]:
@@ -114,7 +133,7 @@ def judge_voters(events: list[dict], meta: list[dict], report) -> dict:
         report(rule, {**ev, "subject": "quorum"}, msg, key=key)
 
     prev_voters: dict | None = None           # the latest meta.voters
-    kraft_version: int | None = None
+    kraft_version: int | None = 0 if implicit_kraft_version_0(log) else None
     epoch_leader: dict[int, int] = {}         # raft epoch -> leader (LeaderChangeMessage)
     removals: list[tuple[dict, int, set]] = []   # (VotersRecord removing its leader, that leader, new ids)
     for ev in log:

@@ -8,7 +8,7 @@ log with a leader handover that passes whole."""
 from harness.observer.kraft_events import KraftEventBuilder
 from harness.observer.kraft_metadata import MetaRecord
 from reference.kraft_rules import KRAFT_RULES
-from reference.kraft_voters import unasked_feature_changes
+from reference.kraft_voters import implicit_kraft_version_0, judge_voters, unasked_feature_changes
 from tests.reference.test_reference_kraft_log import W0, MetaLog, assert_pass, assert_rules, check
 
 
@@ -191,3 +191,38 @@ def test_the_replay_emits_voters_and_kraft_version():
 
 
 HANDOVER_PLUS = 31.0
+
+
+def _static_log(*extra):
+    """A static quorum's log from offset 0 (no KRaftVersionRecord in the bootstrap: kraft.version 0)."""
+    base = [{"type": "meta.leader_change", "offset": 0, "time_ms": 1, "raft_epoch": 1, "leader_id": 1,
+             "voters": [1, 2, 3], "granting_voters": [1, 2]},
+            {"type": "meta.feature", "offset": 2, "time_ms": 2, "raft_epoch": 1, "name": "metadata.version",
+             "level": 33}]
+    return base + [{"time_ms": 10 + i, "raft_epoch": 1, "offset": 10 + i, **e} for i, e in enumerate(extra)]
+
+
+def _judge(meta, actions=()):
+    found = []
+    judge_voters(list(actions), meta, lambda rule, ev, msg, key=None: found.append((rule, msg)))
+    return found
+
+
+def test_a_static_quorum_made_dynamic_by_a_release_upgrade_is_q7():
+    # as seen on 4.4.0 (KAFKA-21426): `kafka-features upgrade --release-version 4.4-IV2` on a static quorum
+    upgrade = {"type": "action", "action": "feature_upgrade",
+               "params": {"release_version": "4.4-IV2", "features": {"metadata.version": 33}}}
+    meta = _static_log({"type": "meta.kraft_version", "level": 1},
+                       {"type": "meta.voters", "voters": [_voter(1), _voter(2), _voter(3)]},
+                       {"type": "meta.feature", "name": "metadata.version", "level": 33})
+    assert [r for r, _ in _judge(meta, [upgrade])] == ["Q7"]
+    asked = dict(upgrade, params={"features": {"kraft.version": 1}})
+    assert _judge(meta, [asked]) == []
+
+
+def test_a_dynamic_bootstrap_is_not_implicit_kraft_version_0():
+    meta = _static_log()
+    meta.insert(1, {"type": "meta.kraft_version", "offset": 1, "time_ms": 1, "raft_epoch": 1, "level": 1})
+    assert not implicit_kraft_version_0(sorted(meta, key=lambda e: e["offset"]))
+    assert implicit_kraft_version_0(_static_log())
+    assert not implicit_kraft_version_0(_static_log()[1:])          # not read from offset 0: unknown
