@@ -125,7 +125,8 @@ def test_plan_of_the_real_catalog_finds_the_existing_families():
         if p.capability.needs_role == "controller":      # a KRaft quorum: no such nodes in ZooKeeper mode
             assert p.applicable == [] and p.na_reason == "the broker runs no controller nodes (apache-zk)"
         elif p.capability.needs_role == "dynamic-quorum":   # KIP-853: apache-kraft-dynamic only
-            assert p.applicable == [] and p.na_reason == "the broker runs no dynamic-quorum nodes (apache-zk)"
+            assert p.applicable == [] and p.na_reason == ("apache-zk formats no dynamic KRaft quorum: the capability "
+                                                          "needs --distribution apache-kraft-dynamic (Kafka 4.x)")
         elif name == "storage":                          # layout shared-storage only (a store service)
             assert p.na_reason == ("no applicable scenario: needs layout shared-storage; this distribution's "
                                    "layout is replicated")
@@ -135,7 +136,7 @@ def test_plan_of_the_real_catalog_finds_the_existing_families():
             assert p.na_reason in (NO_SCENARIO,) or p.na_reason.startswith("no applicable scenario")
     kraft = {p.capability.name: p for p in capabilities.plan(SCENARIOS, KRAFT)}
     assert len(kraft["quorum"].applicable) >= 5
-    assert kraft["dynamic-quorum"].na_reason == "the broker runs no dynamic-quorum nodes (apache-kraft)"
+    assert kraft["dynamic-quorum"].na_reason.startswith("apache-kraft formats no dynamic KRaft quorum")
     # issue 17: one short evidence scenario each (the rest of the families are chaos only)
     for cp in (plans, kraft):
         assert [s.name for s in cp["transactions"].applicable] == ["transactions.coordinator_kill"]

@@ -130,6 +130,9 @@ def plan(scenarios: Iterable, subject: Subject, selected: Iterable[str] | None =
         elif cap.needs_role and cap.needs_role not in subject.adapter.roles:
             cp.scenarios = [ScenarioPlan(s, False, f"needs {cap.needs_role} nodes") for s in members]
             cp.na_reason = f"the broker runs no {cap.needs_role} nodes ({subject.distribution})"
+            if cap.needs_role == "dynamic-quorum":      # KIP-853: a distribution of its own, not a node kind
+                cp.na_reason = (f"{subject.distribution} formats no dynamic KRaft quorum: the capability needs "
+                                "--distribution apache-kraft-dynamic (Kafka 4.x)")
         elif not members:
             cp.na_reason = NO_SCENARIO
         else:
