@@ -157,6 +157,24 @@ def _replace_wiped_voter(ctx: RunContext) -> None:
                got.get(victim) == new_dir[0], got)
 
 
+def _remove_leader(ctx: RunContext) -> None:
+    st = _stable(ctx, "the metadata quorum has a leader")
+    start = _voter_ids(st)
+    leader, epoch = st["leader_id"], st["leader_epoch"]
+    dirs = {v["id"]: v.get("directoryId") for v in st["voters"]}
+    spare = _spares(st, ctx)[0]
+    _add(ctx, spare)                                   # 4 voters, so that 3 stay after the leader leaves
+    _stable(ctx, f"controller {spare} is a voter", start | {spare})
+    _remove(ctx, leader, dirs[leader], avoid=(leader,))
+    after = _stable(ctx, f"the leader {leader} removed itself: another voter leads", (start | {spare}) - {leader},
+                    avoid=(leader,))
+    ctx.expect(f"the removed leader {leader} handed over: leader {after['leader_id']} in epoch {after['leader_epoch']} "
+               f"(> {epoch}), a member of the new set (RemoveVoterHandler: resign once the removal commits)",
+               after["leader_id"] != leader and (after["leader_epoch"] or 0) > epoch, after)
+    _add(ctx, leader)                                  # the old leader, same disk, back as a voter
+    _stable(ctx, f"controller {leader} is a voter again", start | {spare})
+
+
 def _scenario(name: str, description: str, script, max_s: float = 300.0) -> Scenario:
     return Scenario(f"dynamic_quorum.{name}", description, script, tags=("conformance", "chaos"), brokers=3,
                     topics=[TopicSpec(T, 3, 3)], kraft=True, needs_roles=ROLES, max_duration_s=max_s,
@@ -169,6 +187,9 @@ SCENARIOS: list[Scenario] = [
               "rules hold on the whole metadata log", _grow_under_leader_kill),
     _scenario("shrink_under_partition", "cut a voting follower off the network, remove it (remove-controller) while "
               "cut off, heal: it follows as an observer; then add it back (3 -> 2 -> 3)", _shrink_under_partition),
+    _scenario("remove_leader", "add a spare (4 voters), then remove the quorum leader itself: it resigns once the "
+              "removal commits and a member of the new set leads in a later epoch (Q3, Q4 on the log); add it back",
+              _remove_leader),
     _scenario("replace_wiped_voter", "a voting follower loses its disk: remove it by its old directory id, it "
               "comes back formatted with a new directory id as an observer, add it again", _replace_wiped_voter),
 ]
