@@ -5,7 +5,8 @@ A KRaft record's metadata log carries the Raft control records that define the q
 ``meta.kraft_version`` (a KRaftVersionRecord), beside the ``meta.leader_change`` of every new epoch
 (harness/observer/kraft_events.py). Kafka takes the latest VotersRecord in the log as the voter set,
 committed or not (raft/.../internals/KRaftControlRecordStateMachine.java ``lastVoterSet``), and a leader
-appends a new one only through these paths, at tag 4.4.0 (docs/kraft.md, "The dynamic quorum"):
+appends a new one only through these paths (apache/kafka raft module; the messages checked in
+kafka-raft-4.4.0.jar: docs/kraft.md, "The dynamic quorum"):
 
 * AddVoterHandler.java: the leader refuses while a previous VotersRecord is uncommitted
   (``votersEntry.offset() >= highWatermark``), while kraft.version < 1 and for an id already a voter;
