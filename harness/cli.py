@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness import __version__, distributions, images
 from harness.certify import command as certify
-from harness.commands import check, completion, demo, doctor, plan, run as run_command
+from harness.commands import check, completion, demo, doctor, plan, run as run_command, validate
 from harness import docker_util
 from harness.cluster import lifecycle
 from harness.record import storage
@@ -411,12 +411,13 @@ def _add_run_parser(sub) -> None:
     demo.add_parser(sub, main)
     doctor.add_parser(sub)
     completion.add_parser(sub, build_parser)
+    validate.add_parser(sub)      # validate FILE...: harness/commands/validate.py
 
 
 def _reap_at_start(args=None) -> None:
     """Every command first removes what dead kafka-chaos processes left (harness/cluster/lifecycle.py): silent
     and quick when there is nothing, never blocking when Docker is down. ``cleanup`` does it itself."""
-    if args is not None and (args.command in ("cleanup", "completion", "doctor") or getattr(args, "plan", False)):
+    if args is not None and (args.command in ("cleanup", "completion", "doctor", "validate") or getattr(args, "plan", False)):
         return      # --plan touches nothing: not even what dead processes left
     runs = [getattr(args, "runs_dir", None) or "runs"]
     reap_at_start([storage.local_runs_dir(r) for r in runs if isinstance(r, str)])
