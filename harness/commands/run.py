@@ -13,7 +13,7 @@ import sys
 from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
 from harness import distributions, images
-from harness.errors import HarnessError
+from harness.errors import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, HarnessError
 from harness.options import (add_distribution_args, add_nodes_arg, add_security_arg, check_runs_dir, check_security,
                              config_args, config_pairs, did_you_mean)
 from harness.parallel import GATE_ENV, Job, run_parallel
@@ -142,9 +142,9 @@ def _run_many(jobs: list[tuple[RunRequest, dict]], runs_dir: str, endpoint: str 
     passed = sum(o.verdict == "PASS" for o in outcomes)
     _say(f"{passed}/{len(outcomes)} PASS; run records under {runs_dir}/")
     pub.raise_failed()
-    if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):
-        return 2
-    return 0 if passed == len(outcomes) else 1
+    if any(o.verdict == "FAIL" for o in outcomes):
+        return EXIT_FAIL
+    return EXIT_OK if passed == len(outcomes) else EXIT_UNKNOWN     # ran, undecided (harness/errors.py)
 
 
 def _replay_jobs(args) -> list[tuple[RunRequest, dict]]:
