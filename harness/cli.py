@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness import __version__, distributions, images
 from harness.certify import command as certify
-from harness.commands import check, completion, demo, doctor, plan, run as run_command, validate
+from harness.commands import check, cluster_status, completion, demo, doctor, plan, run as run_command, validate
 from harness import docker_util
 from harness.cluster import lifecycle
 from harness.record import storage
@@ -187,6 +187,9 @@ def _nodes_status(path: str) -> int:
 
 
 def cmd_cluster_status(args) -> int:
+    if args.json:      # harness/commands/cluster_status.py
+        print(cluster_status.status_json(args.name, args.nodes))
+        return EXIT_OK
     if args.nodes:
         return _nodes_status(args.nodes)
     names = [args.name] if args.name else sorted(list_clusters())
@@ -376,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.set_defaults(func=cmd_cluster_up, precheck=_check_cluster_up)
     st = csub.add_parser("status", help="print bootstrap.servers / zookeeper.connect of running clusters")
     st.add_argument("--name")
+    st.add_argument("--json", action="store_true", help="the clusters as one JSON object on stdout")
     add_nodes_arg(st, "show")
     st.set_defaults(func=cmd_cluster_status)
     dn = csub.add_parser("down", help="remove a cluster")

@@ -120,9 +120,12 @@ def _stop_children(running: list[_Child], reap) -> None:
                  "the next kafka-chaos command removes it")
 
 
-def run_parallel(jobs: list[Job], workers: int, runs_dir: str) -> int:
-    """Run ``jobs`` ``workers`` at a time; the exit code of the whole (see the module docstring)."""
+def run_parallel(jobs: list[Job], workers: int, runs_dir: str, done: list | None = None) -> int:
+    """Run ``jobs`` ``workers`` at a time; the exit code of the whole (see the module docstring).
+    ``done`` gets each child's record path (None: the child left none)."""
     results = run_children(jobs, workers, runs_dir)
+    if done is not None:
+        done.extend(r.path for r in results)
     verdicts = [r.verdict or "UNKNOWN" for r in results]
     codes = [r.returncode for r in results]
     passed = verdicts.count("PASS")

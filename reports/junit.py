@@ -14,11 +14,13 @@ relative to the report's RUNS_PATH (``base``) when under it, so no workspace's a
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
-import os
 from collections import defaultdict
 from pathlib import Path
+
+from harness.record.names import short_distribution, case_name
 
 
 def relative(path: str | None, base: str | None) -> str | None:
@@ -32,30 +34,12 @@ def relative(path: str | None, base: str | None) -> str | None:
     return p[len(b) + 1:] if p.startswith(b + "/") else path
 
 
-def broker_label(r: dict) -> str:
-    """``distribution-version`` of a run: ``apache-kraft-4.4.0``; a distribution file's or nodes file's
-    adapter by its file's stem (``kfake-4.4.0`` ... its path differs from machine to machine)."""
-    dist = r.get("distribution") or ""
-    if ":" in dist:                    # file:/abs/kfake.toml, remote:/abs/nodes.toml
-        dist = Path(dist.split(":", 1)[1]).stem
-    version = r.get("broker") or "unknown"
-    return f"{dist}-{version}" if dist else str(version)
-
-
-def _short_dist(dist: str | None) -> str | None:
-    """``file:/abs/kfake.toml`` -> ``file:kfake.toml`` (the file's name, not this machine's path)."""
-    if not dist or ":" not in dist:
-        return dist
-    kind, rest = dist.split(":", 1)
-    return f"{kind}:{Path(rest).name}"
-
-
 def case_names(runs: list[dict]) -> dict[str, str]:
     """run id -> its stable testcase name (see the module docstring)."""
     seen: dict[tuple, int] = defaultdict(int)
     out = {}
     for r in sorted(runs, key=lambda r: r["run_id"]):
-        base = f"{r['scenario']}[{broker_label(r)}]"
+        base = case_name(r["scenario"], r.get("distribution"), r.get("broker"))
         seen[(r.get("suite") or "adhoc", base)] += 1
         n = seen[(r.get("suite") or "adhoc", base)]
         out[r["run_id"]] = base if n == 1 else f"{base} #{n}"
@@ -82,7 +66,7 @@ def build(runs: list[dict], skipped: list[dict], base: str | None = None) -> ET.
             path = relative(r.get("path"), base)
             for k in ("run_id", "distribution", "broker", "broker_image", "profile", "seed", "acks", "min_isr",
                       "unclean", "path"):
-                v = path if k == "path" else _short_dist(r.get(k)) if k == "distribution" else r.get(k)
+                v = path if k == "path" else short_distribution(r.get(k)) if k == "distribution" else r.get(k)
                 ET.SubElement(props, "property", name=k, value="" if v is None else str(v))
             if r.get("tampered"):     # the stored verdict.json is contradicted by the record: a failure for CI
                 f = ET.SubElement(tc, "failure", message=r["tampered"], type="TAMPERED")

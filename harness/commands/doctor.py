@@ -13,6 +13,7 @@ when nothing is FAIL, 5 (environment) otherwise (WARN is advice).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -148,11 +149,16 @@ def run_checks(runs_dir: str = "runs") -> list[tuple[str, str, str, str]]:
 
 def cmd_doctor(args) -> int:
     lines = run_checks(args.runs_dir)
+    bad = [ln for ln in lines if ln[0] == FAIL]
+    code = EXIT_ENV if bad else 0      # 5: this host needs fixing (harness/errors.py)
+    if args.json:      # one object on stdout: {"exit_code", "checks": [{status, check, detail, todo}]}
+        print(json.dumps({"exit_code": code, "checks": [dict(zip(("status", "check", "detail", "todo"), ln))
+                                                        for ln in lines]}))
+        return code
     for status, what, detail, todo in lines:
         print(f"{status:5} {what:8} {detail}" + (f"  -> {todo}" if todo else ""))
-    bad = [ln for ln in lines if ln[0] == FAIL]
     print(f"{len(lines)} checks: {len(lines) - len(bad)} ok or advice, {len(bad)} FAIL", file=sys.stderr)
-    return EXIT_ENV if bad else 0      # 5: this host needs fixing (harness/errors.py)
+    return code
 
 
 def add_parser(sub) -> None:
@@ -160,4 +166,5 @@ def add_parser(sub) -> None:
                        description="Check what running clusters needs here, one line per check with what to do. "
                                    "Exit codes: 0 nothing FAIL, 5 something to fix on this host.")
     d.add_argument("--runs-dir", default="runs", help="where run records go (its free disk is checked)")
+    d.add_argument("--json", action="store_true", help="the checks as one JSON object on stdout")
     d.set_defaults(func=cmd_doctor)
