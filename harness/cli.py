@@ -282,7 +282,8 @@ def run_report(argv: list[str]) -> int:
     try:
         from reports import job  # lazy: the Spark report job; an ImportError here is exit 5 (the install), not a crash at start-up
     except ImportError as e:
-        print(f"kafka-chaos: error: the report job is not available: {e}", file=sys.stderr)
+        print(f"kafka-chaos: error: the report job is not available: {e} (pip install 'kafka-chaos[report]')",
+              file=sys.stderr)
         return EXIT_ENV
     try:
         return job.main(argv)
