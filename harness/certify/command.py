@@ -350,12 +350,15 @@ def _preflight(subject: Subject, image: str, out_dir: Path, started_at: str):
     """The contract check of a distribution file before any scenario (harness/certify/preflight.py); an
     INCOMPATIBLE broker gets a certificate.json saying so with the one line, and no scenario runs."""
     from harness.certify.preflight import preflight   # lazy: starts a cluster
-    _say(f"preflight of {subject.adapter.spec.path} ({image}) ...")
+    spec = getattr(subject.adapter, "spec", None)       # a distribution file; else generic: no file
+    _say(f"preflight of {spec.path if spec else subject.adapter.name} ({image}) ...")
     pf = preflight(subject.adapter, image)
     _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
     if not pf.ok:
         _write_incompatible(out_dir, pf.line, subject, started_at, pf,
-                            "nothing was decided: the broker does not fit its distribution file")
+                            "nothing was decided: the broker does not fit its distribution file" if spec else
+                            "nothing was decided: the image does not fit the generic distribution (an image "
+                            "configured like apache/kafka); describe it with a distribution file")
     return pf
 
 
@@ -437,7 +440,9 @@ def cmd_certify(args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     only = list(dict.fromkeys(args.scenario or [])) or None
     pf = None
-    if subject.adapter.needs_preflight:
+    # a distribution file's contract, and any foreign image under `generic`: INCOMPATIBLE in seconds
+    # instead of every scenario waiting out its start (issue 43)
+    if subject.adapter.needs_preflight or subject.adapter.name == "generic":
         pf = _preflight(subject, info.tag, out_dir, started_at)
         if not pf.ok:
             return EXIT_INCOMPATIBLE
