@@ -19,8 +19,8 @@ certificate judges each run against the configuration the certification *declare
 scenario's ``broker_config`` over the harness defaults, overrides reverted), because that is the
 contract a certified broker must honour. Without overrides the two judgements are the same.
 
-Exit codes (as ``kafka-chaos run``): 0 certified, 1 a capability failed, 2 usage or environment
-error (including an inconclusive certificate: a run the environment spoiled and no capability failed).
+Exit codes (harness/errors.py): 0 certified, 1 a capability failed, 2 usage error, 3 INCOMPATIBLE, 4
+INCONCLUSIVE (a run the environment spoiled and no capability failed), 5 environment error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -198,9 +198,10 @@ def add_parser(sub) -> None:
                        description="Run the conformance scenarios the profile selects and write a certificate "
                                    "(certificate.html + certificate.json) with PASS / FAIL / NOT-APPLICABLE per "
                                    "capability and the evidence runs.",
-                       epilog="Exit codes: 0 certified, 1 a capability failed, 3 INCOMPATIBLE (a --distribution-file broker failed the preflight, "
-                              "or a --require'd capability cannot apply to the broker), 2 usage or environment error "
-                              "(also: inconclusive because the environment failed).")
+                       epilog="Exit codes: 0 certified, 1 a capability failed, 2 usage error, 3 INCOMPATIBLE (a "
+                              "--distribution-file broker or a generic image failed the preflight, or a --require'd "
+                              "capability cannot apply to the broker), 4 INCONCLUSIVE, 5 environment error, "
+                              "130 interrupted (docs/cli.md).")
     g = c.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V", help="certify the locally built Apache Kafka V image")
     g.add_argument("--broker-image", metavar="IMG", help="certify this local image (default: the default "
