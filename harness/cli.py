@@ -1,7 +1,8 @@
 """The ``kafka-chaos`` command line (docs/cli.md).
 
-Exit codes: 0 success / every verdict PASS, 1 a check failed, 2 usage or environment error
-(including Ctrl-C, which cleans up first). Every error is one ``kafka-chaos: error: ...`` line on
+Exit codes (harness/errors.py, docs/cli.md "Exit codes"): 0 success / every verdict PASS, 1 a check
+failed, 2 usage error, 3 INCOMPATIBLE, 4 ran but undecided (UNKNOWN), 5 environment error, 130 Ctrl-C
+(which cleans up first). Every error is one ``kafka-chaos: error: ...`` line on
 stderr, with the closest valid name for a misspelt one; option values that can be checked without
 Docker are checked before anything is built or started; no traceback reaches the user
 (``KAFKA_CHAOS_DEBUG=1`` shows it for an unexpected exception).
@@ -23,19 +24,19 @@ from pathlib import Path
 
 from harness import __version__, distributions, images
 from harness.certify import command as certify
-from harness.commands import check, completion, demo, doctor, plan, run as run_command
+from harness.commands import check, cluster_status, completion, demo, doctor, plan, run as run_command, validate
 from harness import docker_util
 from harness.cluster import lifecycle
 from harness.record import storage
 from harness.cluster.cleanup import list_clusters, remove_cluster
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.cluster.security import Security
-from harness.errors import HarnessError
+from harness.errors import EXIT_ENV, EXIT_INTERRUPTED, EXIT_USAGE, HarnessError
 from harness.cluster.lifecycle import reap_at_start
 from harness.options import (add_distribution_args, add_nodes_arg, add_security_arg, check_security, config_pairs,
                              did_you_mean)
 
-EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
+EXIT_OK, EXIT_FAIL = 0, 1
 DEBUG_ENV = "KAFKA_CHAOS_DEBUG"   # set to 1 to see the traceback of an unexpected error
 
 
@@ -46,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
         m = re.match(r"argument .*: invalid choice: '(.*?)' \(choose from (.*)\)$", message)
         if m:
             message += did_you_mean(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
-        self.exit(EXIT_ENV, f"kafka-chaos: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(EXIT_USAGE, f"kafka-chaos: error: {message} (see `{self.prog} --help`)\n")
 
     def unrecognized(self, extras: list[str]):
         """Unknown options or surplus arguments, reported by the subcommand's own parser."""
@@ -186,6 +187,9 @@ def _nodes_status(path: str) -> int:
 
 
 def cmd_cluster_status(args) -> int:
+    if args.json:      # harness/commands/cluster_status.py
+        print(cluster_status.status_json(args.name, args.nodes))
+        return EXIT_OK
     if args.nodes:
         return _nodes_status(args.nodes)
     names = [args.name] if args.name else sorted(list_clusters())
@@ -276,15 +280,16 @@ def cmd_cleanup(args) -> int:
 def run_report(argv: list[str]) -> int:
     """`kafka-chaos report ...`: handed whole to the Spark job's own parser (reports/job.py)."""
     try:
-        from reports import job  # lazy: the Spark report job; an ImportError here is exit 2, not a crash at start-up
+        from reports import job  # lazy: the Spark report job; an ImportError here is exit 5 (the install), not a crash at start-up
     except ImportError as e:
-        print(f"kafka-chaos: error: the report job is not available: {e}", file=sys.stderr)
+        print(f"kafka-chaos: error: the report job is not available: {e} (pip install 'kafka-chaos[report]')",
+              file=sys.stderr)
         return EXIT_ENV
     try:
         return job.main(argv)
     except KeyboardInterrupt:
         print("kafka-chaos: interrupted", file=sys.stderr)
-        return EXIT_ENV
+        return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - one line, exit 2, never a traceback
         return _unexpected(e)
 
@@ -319,7 +324,8 @@ def _check_images(args) -> None:
 # -- parser ----------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kafka-chaos", description="Chaos and conformance harness for real Kafka-compatible clusters.",
-                epilog="Exit codes: 0 pass, 1 a check failed, 2 usage or environment error.")
+                epilog="Exit codes: 0 pass, 1 a check failed, 2 usage error, 3 incompatible broker, 4 ran but undecided "
+                       "(UNKNOWN), 5 environment error, 130 interrupted (docs/cli.md).")
     p.add_argument("--version", action="version", version=f"kafka-chaos {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -374,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.set_defaults(func=cmd_cluster_up, precheck=_check_cluster_up)
     st = csub.add_parser("status", help="print bootstrap.servers / zookeeper.connect of running clusters")
     st.add_argument("--name")
+    st.add_argument("--json", action="store_true", help="the clusters as one JSON object on stdout")
     add_nodes_arg(st, "show")
     st.set_defaults(func=cmd_cluster_status)
     dn = csub.add_parser("down", help="remove a cluster")
@@ -411,12 +418,13 @@ def _add_run_parser(sub) -> None:
     demo.add_parser(sub, main)
     doctor.add_parser(sub)
     completion.add_parser(sub, build_parser)
+    validate.add_parser(sub)      # validate FILE...: harness/commands/validate.py
 
 
 def _reap_at_start(args=None) -> None:
     """Every command first removes what dead kafka-chaos processes left (harness/cluster/lifecycle.py): silent
     and quick when there is nothing, never blocking when Docker is down. ``cleanup`` does it itself."""
-    if args is not None and (args.command in ("cleanup", "completion", "doctor") or getattr(args, "plan", False)):
+    if args is not None and (args.command in ("cleanup", "completion", "doctor", "validate") or getattr(args, "plan", False)):
         return      # --plan touches nothing: not even what dead processes left
     runs = [getattr(args, "runs_dir", None) or "runs"]
     reap_at_start([storage.local_runs_dir(r) for r in runs if isinstance(r, str)])
@@ -445,7 +453,7 @@ def _missing_action(parser: argparse.ArgumentParser, args) -> int:
     what = "a command" if p is parser else "an action"
     print(f"kafka-chaos: error: `{p.prog}` needs {what}: {', '.join(sp.choices)} (see `{p.prog} --help`)",
           file=sys.stderr)
-    return EXIT_ENV
+    return EXIT_USAGE
 
 
 def _unexpected(e: BaseException) -> int:
@@ -454,10 +462,11 @@ def _unexpected(e: BaseException) -> int:
         raise e
     if isinstance(e, BrokenPipeError):   # `kafka-chaos run list | head`: the reader left; stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_ENV
+        return EXIT_USAGE
     if type(e).__module__.split(".")[0] == "docker":   # docker-py: the engine refused a request
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"kafka-chaos: error: the Docker engine refused a request: {msg}", file=sys.stderr)
+        return EXIT_USAGE if "invalid reference format" in msg else EXIT_ENV   # a malformed name is the user's
     elif isinstance(e, OSError) and e.strerror:
         where = f": {e.filename}" if e.filename else ""
         print(f"kafka-chaos: error: {e.strerror}{where}", file=sys.stderr)
@@ -467,7 +476,7 @@ def _unexpected(e: BaseException) -> int:
         msg = str(e).splitlines()[0] if str(e) else ""
         print(f"kafka-chaos: error: unexpected {type(e).__name__}{at}: {msg} (a harness bug: please report "
               f"it; {DEBUG_ENV}=1 shows the traceback)", file=sys.stderr)
-    return EXIT_ENV
+    return EXIT_USAGE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -492,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print("kafka-chaos: interrupted; containers of this command were removed", file=sys.stderr)
-        return EXIT_ENV
+        return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - no traceback for the user: one line, exit 2
         return _unexpected(e)
 

@@ -7,8 +7,9 @@ one SIGINT to every running child (each heals, removes its cluster and publishes
 UNKNOWN) and waits for them, bounded; a second Ctrl-C meanwhile is noted, not obeyed
 (harness/cluster/lifecycle.py Shield), and what a child SIGKILLed after the grace time left is removed. Each child's output goes to
 ``RUNS_DIR/.logs/<n>-<scenario>.log`` (readers of run records skip dot-directories); its result line
-is echoed here. Exit code: 1 if any child found a FAIL, else 2 if any was UNKNOWN or failed to run,
-else 0 (the same convention as a serial run).
+is echoed here. Exit code: 1 if any child found a FAIL, else 0 if every one PASSed, else 4 when every
+child reached a verdict (some UNKNOWN), 5 when one did not (it died, or its environment failed): the
+codes of a serial run (harness/errors.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cluster.lifecycle import Shield, summary
+from harness.errors import EXIT_ENV, EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN
 from harness.cluster.lifecycle import reap as reap_dead
 from harness.shard import longest_first
 
@@ -118,16 +120,22 @@ def _stop_children(running: list[_Child], reap) -> None:
                  "the next kafka-chaos command removes it")
 
 
-def run_parallel(jobs: list[Job], workers: int, runs_dir: str) -> int:
-    """Run ``jobs`` ``workers`` at a time; the exit code of the whole (see the module docstring)."""
+def run_parallel(jobs: list[Job], workers: int, runs_dir: str, done: list | None = None) -> int:
+    """Run ``jobs`` ``workers`` at a time; the exit code of the whole (see the module docstring).
+    ``done`` gets each child's record path (None: the child left none)."""
     results = run_children(jobs, workers, runs_dir)
+    if done is not None:
+        done.extend(r.path for r in results)
     verdicts = [r.verdict or "UNKNOWN" for r in results]
     codes = [r.returncode for r in results]
     passed = verdicts.count("PASS")
     _say(f"{passed}/{len(jobs)} PASS; run records under {runs_dir}/")
     if 1 in codes or "FAIL" in verdicts:
-        return 1
-    return 0 if all(c == 0 for c in codes) and passed == len(jobs) else 2
+        return EXIT_FAIL
+    if all(c == 0 for c in codes) and passed == len(jobs):
+        return EXIT_OK
+    # every child ran to a verdict: undecided (4); a child without one (it died, its host failed): environment (5)
+    return EXIT_UNKNOWN if all(r.verdict for r in results) else EXIT_ENV
 
 
 def run_children(jobs: list[Job], workers: int, runs_dir: str,

@@ -36,7 +36,7 @@ log = logging.getLogger("reports.job")
 TIMELINE_PARTITIONS = 8
 JUNIT_COLUMNS = ("run_id", "suite", "scenario", "broker", "broker_image", "profile", "seed", "acks", "min_isr",
                  "unclean", "path", "verdict", "reason", "cause", "failed_checks", "lost", "duplicates",
-                 "inconsistent_offsets", "last_t", "tampered", "stored_verdict")
+                 "inconsistent_offsets", "last_t", "tampered", "stored_verdict", "distribution")
 RUN_ROW_COLUMNS = list(dict.fromkeys([*tables.COLUMNS, *JUNIT_COLUMNS, "run_dir", "acknowledged_writes", "outcome"]))
 
 
@@ -392,7 +392,8 @@ def run_report(spark, opts: Options) -> dict:
     timelines = _timelines(spark, run_rows, opts.max_timelines)
     (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped, out=out), encoding="utf-8")
     lap("html")
-    junit.write(out / "junit.xml", [{c: r[c] for c in JUNIT_COLUMNS} for r in run_rows], loaded.skipped)
+    junit.write(out / "junit.xml", [{c: r[c] for c in JUNIT_COLUMNS} for r in run_rows], loaded.skipped,
+                base=opts.runs_path)
     lap("junit")
     summary["seconds"] = round(time.time() - t_start, 3)
     summary["timings"] = timings

@@ -495,7 +495,7 @@ def test_interrupted_certificate_is_inconclusive(tmp_path):
     (cap,) = cert["capabilities"]
     assert [s["status"] for s in cap["scenarios"]] == [PASS, UNKNOWN]
     assert cap["scenarios"][1]["note"] == "not run (interrupted)"
-    assert (cap["status"], cert["overall"], cert["exit_code"]) == (UNKNOWN, INCONCLUSIVE, 2)
+    assert (cap["status"], cert["overall"], cert["exit_code"]) == (UNKNOWN, INCONCLUSIVE, 4)
     assert "Interrupted" in render_html(cert)
 
 
@@ -543,7 +543,7 @@ def test_undecided_capabilities_are_listed_with_their_causes_and_never_certified
     assert caps["broker_failover"]["status"] == PASS
     assert caps["isr"]["status"] == UNKNOWN and caps["isr"]["causes"] == ["workload"]
     assert caps["network"]["causes"] == [certificate_data.UNRECORDED]      # the last attempt's cause counts
-    assert (cert["overall"], cert["exit_code"]) == (INCONCLUSIVE, 2)
+    assert (cert["overall"], cert["exit_code"]) == (INCONCLUSIVE, 4)
     assert cert["overall_reason"] == ("2 of 3 applicable capabilities could not be decided (their runs stayed "
                                       "UNKNOWN); no capability failed; undecided after retries: isr (workload); "
                                       "network (unrecorded)")

@@ -125,7 +125,7 @@ def test_run_into_a_runs_dir_that_cannot_be_made(tmp_path):
 def test_length_on_scenarios_without_a_random_schedule_is_noted(tmp_path):
     """Not an error (a suite mixes both kinds), but said: the run gets as far as Docker."""
     res = kc("run", "isr.pause_follower", "--length", "30", "--broker-image", IMAGE, "--runs-dir", str(tmp_path))
-    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.returncode == 5 and "Traceback" not in res.stderr      # Docker down: environment
     lines = res.stderr.splitlines()
     assert lines[0].startswith("kafka-chaos: note: --length only changes scenarios with a random fault schedule")
     assert len(lines) == 2 and "Docker engine unreachable" in lines[1]
@@ -209,16 +209,16 @@ def test_cluster_and_images_option_values(args, expected):
     ["certify", "--profile", "apache-zk-3.9", "--broker-image", IMAGE],
     ["cleanup"],    # safe: Docker is unreachable for this subprocess
 ], ids=lambda a: " ".join(a[:2]))
-def test_docker_down_is_one_line_exit_2(args, tmp_path):
+def test_docker_down_is_one_line_exit_5(args, tmp_path):
     if args[0] in ("run", "certify"):
         args = [*args, "--runs-dir", str(tmp_path)]
-    line = one_error_line(kc(*args))
+    line = one_error_line(kc(*args), code=5)       # an environment error (harness/errors.py)
     assert line.startswith(f"kafka-chaos: error: Docker engine unreachable at {NO_DOCKER}"), line
     assert "DOCKER_HOST" in line
 
 
 def test_docker_down_on_replay(tmp_path):
-    line = one_error_line(kc("run", "--replay", str(_record(tmp_path / "runs")), "--runs-dir", str(tmp_path)))
+    line = one_error_line(kc("run", "--replay", str(_record(tmp_path / "runs")), "--runs-dir", str(tmp_path)), code=5)
     assert "Docker engine unreachable" in line
 
 
@@ -333,7 +333,7 @@ def test_os_and_docker_errors_are_said_as_such(capsys, monkeypatch, tmp_path):
     except OSError as e:
         assert cli._unexpected(e) == 2
     assert capsys.readouterr().err == f"kafka-chaos: error: No such file or directory: {tmp_path}/nope/x\n"
-    assert cli._unexpected(_raised(docker.errors.APIError("409 Conflict: name in use"))) == 2
+    assert cli._unexpected(_raised(docker.errors.APIError("409 Conflict: name in use"))) == 5     # environment
     assert capsys.readouterr().err == "kafka-chaos: error: the Docker engine refused a request: 409 Conflict: name in use\n"
 
 

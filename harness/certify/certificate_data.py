@@ -14,12 +14,12 @@ import statistics
 from pathlib import Path
 
 from harness import __version__
+from harness.errors import EXIT_FAIL, EXIT_INCOMPATIBLE, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE  # noqa: F401 - re-exported
 from harness.record.verdicts import FAIL, INCOMPATIBLE, NOT_APPLICABLE, PASS, UNKNOWN
 from harness.certify.capabilities import CapabilityPlan, Subject, capability_names
 
 NA = NOT_APPLICABLE
 CERTIFIED, NOT_CERTIFIED, INCONCLUSIVE = "CERTIFIED", "NOT CERTIFIED", "INCONCLUSIVE"
-EXIT_OK, EXIT_FAIL, EXIT_ENV, EXIT_INCOMPATIBLE = 0, 1, 2, 3
 UNRECORDED = "unrecorded"          # an UNKNOWN run whose verdict.json names no cause (older records)
 CERTIFICATE_SCHEMA = 1
 
@@ -67,12 +67,12 @@ def overall(statuses: list[str]) -> tuple[str, str, int]:
     n_fail = applicable.count(FAIL)
     n_unknown = applicable.count(UNKNOWN)
     if not applicable:
-        return NOT_CERTIFIED, "no applicable capability was tested", EXIT_ENV
+        return NOT_CERTIFIED, "no applicable capability was tested", EXIT_USAGE
     if n_fail:
         return NOT_CERTIFIED, f"{n_fail} of {len(applicable)} applicable capabilities failed", EXIT_FAIL
     if n_unknown:
         return INCONCLUSIVE, (f"{n_unknown} of {len(applicable)} applicable capabilities could not be decided "
-                              "(their runs stayed UNKNOWN); no capability failed"), EXIT_ENV
+                              "(their runs stayed UNKNOWN); no capability failed"), EXIT_UNKNOWN
     return CERTIFIED, f"all {len(applicable)} applicable capabilities passed", EXIT_OK
 
 
@@ -127,14 +127,14 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
                      "measured": measured_medians(decided_runs)})
     result, why, code = overall([c["status"] for c in caps])
     if interrupted and result == CERTIFIED:
-        result, why, code = INCONCLUSIVE, "interrupted before every scenario ran", EXIT_ENV
+        result, why, code = INCONCLUSIVE, "interrupted before every scenario ran", EXIT_UNKNOWN
     undecided_caps = [{"name": c["name"], "title": c["title"], "causes": c["causes"], "scenarios": c["undecided"]}
                       for c in caps if c["status"] == UNKNOWN]
     if undecided_caps:
         # never CERTIFIED while a capability it would cover is undecided (overall() already says so;
         # this keeps it true whatever changes there), and the reason names them with their causes
         if result == CERTIFIED:
-            result, code = INCONCLUSIVE, EXIT_ENV
+            result, code = INCONCLUSIVE, EXIT_UNKNOWN
         why += "; undecided after retries: " + "; ".join(
             f"{c['name']} ({', '.join(c['causes'])})" for c in undecided_caps)
     required = list(required or [])

@@ -19,8 +19,8 @@ certificate judges each run against the configuration the certification *declare
 scenario's ``broker_config`` over the harness defaults, overrides reverted), because that is the
 contract a certified broker must honour. Without overrides the two judgements are the same.
 
-Exit codes (as ``kafka-chaos run``): 0 certified, 1 a capability failed, 2 usage or environment
-error (including an inconclusive certificate: a run the environment spoiled and no capability failed).
+Exit codes (harness/errors.py): 0 certified, 1 a capability failed, 2 usage error, 3 INCOMPATIBLE, 4
+INCONCLUSIVE (a run the environment spoiled and no capability failed), 5 environment error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -198,9 +198,10 @@ def add_parser(sub) -> None:
                        description="Run the conformance scenarios the profile selects and write a certificate "
                                    "(certificate.html + certificate.json) with PASS / FAIL / NOT-APPLICABLE per "
                                    "capability and the evidence runs.",
-                       epilog="Exit codes: 0 certified, 1 a capability failed, 3 INCOMPATIBLE (a --distribution-file broker failed the preflight, "
-                              "or a --require'd capability cannot apply to the broker), 2 usage or environment error "
-                              "(also: inconclusive because the environment failed).")
+                       epilog="Exit codes: 0 certified, 1 a capability failed, 2 usage error, 3 INCOMPATIBLE (a "
+                              "--distribution-file broker or a generic image failed the preflight, or a --require'd "
+                              "capability cannot apply to the broker), 4 INCONCLUSIVE, 5 environment error, "
+                              "130 interrupted (docs/cli.md).")
     g = c.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V", help="certify the locally built Apache Kafka V image")
     g.add_argument("--broker-image", metavar="IMG", help="certify this local image (default: the default "
@@ -350,12 +351,15 @@ def _preflight(subject: Subject, image: str, out_dir: Path, started_at: str):
     """The contract check of a distribution file before any scenario (harness/certify/preflight.py); an
     INCOMPATIBLE broker gets a certificate.json saying so with the one line, and no scenario runs."""
     from harness.certify.preflight import preflight   # lazy: starts a cluster
-    _say(f"preflight of {subject.adapter.spec.path} ({image}) ...")
+    spec = getattr(subject.adapter, "spec", None)       # a distribution file; else generic: no file
+    _say(f"preflight of {spec.path if spec else subject.adapter.name} ({image}) ...")
     pf = preflight(subject.adapter, image)
     _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
     if not pf.ok:
         _write_incompatible(out_dir, pf.line, subject, started_at, pf,
-                            "nothing was decided: the broker does not fit its distribution file")
+                            "nothing was decided: the broker does not fit its distribution file" if spec else
+                            "nothing was decided: the image does not fit the generic distribution (an image "
+                            "configured like apache/kafka); describe it with a distribution file")
     return pf
 
 
@@ -437,7 +441,9 @@ def cmd_certify(args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     only = list(dict.fromkeys(args.scenario or [])) or None
     pf = None
-    if subject.adapter.needs_preflight:
+    # a distribution file's contract, and any foreign image under `generic`: INCOMPATIBLE in seconds
+    # instead of every scenario waiting out its start (issue 43)
+    if subject.adapter.needs_preflight or subject.adapter.name == "generic":
         pf = _preflight(subject, info.tag, out_dir, started_at)
         if not pf.ok:
             return EXIT_INCOMPATIBLE

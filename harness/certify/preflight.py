@@ -26,12 +26,11 @@ from dataclasses import asdict, dataclass, field
 
 from harness.clientlog import with_logger
 from harness.cluster.cluster import Cluster, ClusterSpec
-from harness.errors import ClusterError, HarnessError, NeverServes
+from harness.errors import EXIT_INCOMPATIBLE, ClusterError, HarnessError, NeverServes  # noqa: F401 - EXIT_INCOMPATIBLE re-exported
 from harness.protocol import ProtocolClient, ProtocolError
 from harness.distributions.base import SHARED_STORAGE, SINGLE_NODE, Distribution
 from harness.record.verdicts import INCOMPATIBLE
 
-EXIT_INCOMPATIBLE = 3
 BUDGET_S = 30.0             # the contract checks, from the moment the cluster is ready
 START_TIMEOUT_S = 120.0     # starting the cluster (every node answering the protocol)
 # the consumer group gets at least this long from its subscription, whatever is left of BUDGET_S: a JVM

@@ -24,7 +24,7 @@ from pathlib import Path
 from harness import __version__
 from harness.checkers.verdict import Verdict, decide
 from harness.record import facts, storage
-from harness.errors import HarnessError
+from harness.errors import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, HarnessError
 from harness.record import RecordError, _write_json_atomic, list_runs, read_run
 from harness.record.writer import evidence
 from harness.record.verdicts import FAIL, PASS, RECORD_INVALID, UNKNOWN
@@ -246,5 +246,7 @@ def _check(args, tmp: Path) -> int:
               + (f"; {len(written)} verdict.json written" if args.write else "")
               + (f" (judged with profile {args.profile})" if args.profile else ""), file=sys.stderr)
     if counts[FAIL]:
-        return 1
-    return 2 if counts[UNKNOWN] or counts["unreadable"] or counts["refused"] else 0
+        return EXIT_FAIL
+    if counts[UNKNOWN] or counts["unreadable"]:
+        return EXIT_UNKNOWN           # judged, undecided (or a record that cannot be read: never PASS)
+    return EXIT_USAGE if counts["refused"] else EXIT_OK

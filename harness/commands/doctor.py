@@ -8,17 +8,20 @@ root), free disk for Docker and for the run records, the kernel's ``netem`` queu
 ``iptables`` (the network faults, tried in a throw-away container of the image: netem missing is a WARN,
 the netem faults are then skipped as an environment limit; iptables missing is a FAIL), the host port band
 the clusters publish on (below the ephemeral range) and Java 17+ for the Spark report. Exit code 0
-when nothing is FAIL, 2 otherwise (WARN is advice).
+when nothing is FAIL, 5 (environment) otherwise (WARN is advice).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from harness.errors import EXIT_ENV
 
 OK, WARN, FAIL = "ok", "WARN", "FAIL"
 MIN_FREE_GB = 5.0
@@ -146,16 +149,22 @@ def run_checks(runs_dir: str = "runs") -> list[tuple[str, str, str, str]]:
 
 def cmd_doctor(args) -> int:
     lines = run_checks(args.runs_dir)
+    bad = [ln for ln in lines if ln[0] == FAIL]
+    code = EXIT_ENV if bad else 0      # 5: this host needs fixing (harness/errors.py)
+    if args.json:      # one object on stdout: {"exit_code", "checks": [{status, check, detail, todo}]}
+        print(json.dumps({"exit_code": code, "checks": [dict(zip(("status", "check", "detail", "todo"), ln))
+                                                        for ln in lines]}))
+        return code
     for status, what, detail, todo in lines:
         print(f"{status:5} {what:8} {detail}" + (f"  -> {todo}" if todo else ""))
-    bad = [ln for ln in lines if ln[0] == FAIL]
     print(f"{len(lines)} checks: {len(lines) - len(bad)} ok or advice, {len(bad)} FAIL", file=sys.stderr)
-    return 2 if bad else 0
+    return code
 
 
 def add_parser(sub) -> None:
     d = sub.add_parser("doctor", help="check this host: Docker, images, disk, netem, ports, Java (one line each)",
                        description="Check what running clusters needs here, one line per check with what to do. "
-                                   "Exit codes: 0 nothing FAIL, 2 something to fix.")
+                                   "Exit codes: 0 nothing FAIL, 5 something to fix on this host.")
     d.add_argument("--runs-dir", default="runs", help="where run records go (its free disk is checked)")
+    d.add_argument("--json", action="store_true", help="the checks as one JSON object on stdout")
     d.set_defaults(func=cmd_doctor)

@@ -298,9 +298,10 @@ def emit(plan: dict, as_json: bool) -> int:
     return 0
 
 
-def check_no_plan_conflicts(args, *incompatible: str) -> None:
-    """``--json`` needs ``--plan``; options that act on records cannot be planned (one error line)."""
-    if getattr(args, "json", False) and not getattr(args, "plan", False):
+def check_no_plan_conflicts(args, *incompatible: str, json_alone: bool = False) -> None:
+    """``--json`` needs ``--plan`` (but with ``json_alone``: ``run --json``, the verdicts as JSON); options
+    that act on records cannot be planned (one error line)."""
+    if getattr(args, "json", False) and not getattr(args, "plan", False) and not json_alone:
         raise HarnessError("--json is for --plan (the plan as JSON); leave it out")
     for opt in incompatible:
         if getattr(args, opt.lstrip("-").replace("-", "_"), None) and getattr(args, "plan", False):
@@ -314,7 +315,8 @@ def add_args(parser) -> None:
                         help="print what would run, where, with which faults, the commands each fault issues per "
                              "node and the expected duration; touch nothing (no Docker, no connection, no file); "
                              "exit 0 (docs/cli.md \"Plan\")")
-    parser.add_argument("--json", action="store_true", help="with --plan: the plan as JSON")
+    parser.add_argument("--json", action="store_true", help="with --plan: the plan as JSON (run without --plan: "
+                                                            "the verdicts as one JSON object on stdout)")
 
 
 def attach(parser, planner) -> None:

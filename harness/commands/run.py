@@ -13,7 +13,7 @@ import sys
 from suites.catalog import SCENARIOS, SUITES, scenarios_for
 
 from harness import distributions, images
-from harness.errors import HarnessError
+from harness.errors import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, HarnessError
 from harness.options import (add_distribution_args, add_nodes_arg, add_security_arg, check_runs_dir, check_security,
                              config_args, config_pairs, did_you_mean)
 from harness.parallel import GATE_ENV, Job, run_parallel
@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
     r = sub.add_parser("run", help="run a suite or scenario on fresh clusters, one run record each",
                        description="Run a suite (smoke, conformance, chaos, nightly), a family or one scenario; "
                                    "or replay a recorded run with --replay RUN_DIR. Exit codes: 0 every verdict "
-                                   "PASS, 1 a check failed, 2 usage or environment error (UNKNOWN).")
+                                   "PASS, 1 a check failed, 2 usage error, 3 incompatible, 4 a verdict UNKNOWN "
+                                   "(nothing FAILed), 5 environment error, 130 interrupted (docs/cli.md).")
     r.add_argument("target", metavar="SUITE_OR_SCENARIO", nargs="?",
                    help="a suite (smoke, conformance, chaos, nightly), a family, a scenario name or a scenario file "
                         "(PATH.toml, docs/scenario-files.md); `list` lists them (optional with --replay)")
@@ -72,6 +73,8 @@ def add_parser(sub) -> None:
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="broker config override on top of each scenario's own (repeatable); the run is judged "
                         "against the configuration it ran with")
+    r.add_argument("--summary-md", metavar="FILE",
+                   help="append a Markdown table of the verdicts to FILE (e.g. \"$GITHUB_STEP_SUMMARY\")")
     planning.add_args(r)
     add_security_arg(r)
     add_nodes_arg(r)
@@ -94,7 +97,7 @@ def precheck(args) -> None:
         raise HarnessError("--config does not apply to --nodes: the nodes run their own configuration")
     if args.nodes and args.replay:
         raise HarnessError("--replay cannot be combined with --nodes yet: replay the run on its own adapter")
-    planning.check_no_plan_conflicts(args)
+    planning.check_no_plan_conflicts(args, json_alone=True)     # run --json: the verdicts (run_summary.py)
     if not args.plan:              # a plan writes nothing and connects to nothing (an s3:// store)
         check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
     check_profile(None, args.profile, args.kafka_version)
@@ -123,7 +126,8 @@ def wait_at_gate() -> bool:
     return sys.stdin.readline().strip() == "go"
 
 
-def _run_many(jobs: list[tuple[RunRequest, dict]], runs_dir: str, endpoint: str | None = None) -> int:
+def _run_many(jobs: list[tuple[RunRequest, dict]], runs_dir: str, endpoint: str | None = None,
+              done: list | None = None) -> int:
     """Execute (run request, execute-kwargs) jobs in order with a progress line each; the exit code.
     Each finished record is published to an ``s3://`` runs dir at once (harness/record/storage.py)."""
     if not wait_at_gate():
@@ -136,15 +140,17 @@ def _run_many(jobs: list[tuple[RunRequest, dict]], runs_dir: str, endpoint: str 
         _say(f"[{n}/{len(jobs)}] {s.label}: running ...")
         o = execute(req, runs_dir=pub.local, **kw)
         outcomes.append(o)
+        if done is not None:
+            done.append(o.path)
         where = pub.publish(o.path)
         what = f"{o.verdict}({o.cause})" if o.cause else o.verdict
         _say(f"[{n}/{len(jobs)}] {s.label}: {what} in {o.seconds:.0f} s — {o.reason}  ({where})")
     passed = sum(o.verdict == "PASS" for o in outcomes)
     _say(f"{passed}/{len(outcomes)} PASS; run records under {runs_dir}/")
     pub.raise_failed()
-    if any(o.verdict == "UNKNOWN" for o in outcomes) and not any(o.verdict == "FAIL" for o in outcomes):
-        return 2
-    return 0 if passed == len(outcomes) else 1
+    if any(o.verdict == "FAIL" for o in outcomes):
+        return EXIT_FAIL
+    return EXIT_OK if passed == len(outcomes) else EXIT_UNKNOWN     # ran, undecided (harness/errors.py)
 
 
 def _replay_jobs(args) -> list[tuple[RunRequest, dict]]:
@@ -192,6 +198,21 @@ def _replay_jobs(args) -> list[tuple[RunRequest, dict]]:
 
 
 def cmd_run(args) -> int:
+    """Run, then (``--json`` / ``--summary-md``) say what the records of this invocation decided."""
+    done: list = []
+    code = _cmd_run(args, done)
+    if args.plan or args.target == "list" and not args.replay or not (args.json or args.summary_md):
+        return code
+    from harness.commands import run_summary
+    runs = run_summary.rows(done)
+    if args.json:
+        print(run_summary.as_json(runs, code))
+    if args.summary_md:
+        run_summary.write_markdown(args.summary_md, runs, code)
+    return code
+
+
+def _cmd_run(args, done: list) -> int:
     if args.repeat < 1:
         raise HarnessError("--repeat must be at least 1")
     if args.parallel < 1:
@@ -206,7 +227,7 @@ def cmd_run(args) -> int:
         jobs = _replay_jobs(args)        # a bad record or option is one error line, before any note
         if args.parallel > 1:
             _say("(--parallel is not used with --replay: replays run one at a time)")
-        return _run_many(jobs, args.runs_dir, args.s3_endpoint)
+        return _run_many(jobs, args.runs_dir, args.s3_endpoint, done)
     if not args.target:
         raise HarnessError("name a suite or scenario (`kafka-chaos run list`), or give --replay RUN_DIR")
     if args.target == "list":
@@ -252,7 +273,7 @@ def cmd_run(args) -> int:
         pf = preflight(dist, info.tag)
         _say(f"preflight: {pf.verdict} in {pf.seconds:.1f} s: {pf.line}")
         if not pf.ok:
-            print(f"INCOMPATIBLE {pf.line}")
+            print(f"INCOMPATIBLE {pf.line}", file=sys.stderr if args.json else sys.stdout)
             return EXIT_INCOMPATIBLE
     if args.shard:
         mine = set(select([r.scenario.name for r in requests], args.shard))
@@ -272,10 +293,10 @@ def cmd_run(args) -> int:
                                        info.tag, "--runs-dir", pub.local, "--suite", suite, *extra])
                  for i in range(args.repeat) for r in requests]
         try:
-            return run_parallel(pjobs, args.parallel, pub.local)
+            return run_parallel(pjobs, args.parallel, pub.local, done)
         finally:
             pub.publish_new(before)
             pub.raise_failed()
     jobs = [(r, dict(suite=suite, seed=seed + i, broker_config=overrides or None))
             for i in range(args.repeat) for r in requests]
-    return _run_many(jobs, args.runs_dir, args.s3_endpoint)
+    return _run_many(jobs, args.runs_dir, args.s3_endpoint, done)

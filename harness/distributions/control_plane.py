@@ -42,6 +42,10 @@ def new_cluster_id() -> str:
             return cid
 
 
+# a foreign broker listing node ids it was not given for this long is not starting: it never will
+FOREIGN_IDS_GRACE_S = 10.0
+
+
 class ControlPlane:
     """What every mode answers; ``cluster`` is the :class:`harness.cluster.cluster.Cluster` it observes."""
 
@@ -378,6 +382,27 @@ class ProtocolControlPlane(ControlPlane):
             raise AdminOpError("no node's metadata log could be read")
         return control_history.from_metadata_events(hist.events, marker)
 
+    def _check_foreign_ids(self, b: int, want: set[int], seen: set[int]) -> None:
+        """A foreign image (``generic``) whose broker keeps answering Metadata with node ids it was not given
+        (e.g. [111] for nodes 1, 2, 3: it ignores node.id) for :data:`FOREIGN_IDS_GRACE_S` never becomes
+        ready: raise NeverServes at once, naming the ids and the distribution-file key that describes them,
+        instead of waiting out the start timeout (120 s per scenario). Apache Kafka never lists an id it
+        was not configured with, so this is checked for foreign distributions only."""
+        extra = seen - want
+        if not extra or not getattr(self.cluster.distribution, "foreign", False):
+            getattr(self, "_foreign_since", {}).pop(b, None)
+            return
+        since = self.__dict__.setdefault("_foreign_since", {})
+        first = since.setdefault(b, time.monotonic())
+        if time.monotonic() - first >= FOREIGN_IDS_GRACE_S:
+            node = self.cluster.brokers[b]
+            prefix = getattr(self.cluster.distribution, "env_prefix", "KAFKA_")
+            raise NeverServes(
+                f"{node.name} answers Metadata listing node ids {sorted(seen)}, not the ids the harness gave the "
+                f"cluster ({sorted(want)}, as {prefix}NODE_ID): the image does not take node.id from its "
+                f"environment; describe it with a distribution file: node_ids = {sorted(seen)} "
+                f"(docs/broker-contract.md, docs/examples/kfake.toml)")
+
     def wait_node_ready(self, node, timeout_s: float) -> None:
         """A dedicated controller: until it finished its startup, the quorum has a leader again and the
         node leads it or caught up with the leader's log since this wait began (DescribeQuorum through
@@ -413,6 +438,7 @@ class ProtocolControlPlane(ControlPlane):
         for b in sorted(want):
             with ProtocolClient(port=cl.brokers[b].host_port, timeout=5.0, security=getattr(cl, "security", None)) as c:
                 seen = {x.node_id for x in c.metadata([]).brokers}
+            self._check_foreign_ids(b, want, seen)
             if not want <= seen:
                 return f"broker {b} lists {sorted(seen)} in metadata, waiting for {sorted(want - seen)}"
         q = cl.quorum()

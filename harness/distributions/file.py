@@ -75,7 +75,9 @@ class DistributionSpec:
 
 
 def _err(path: Path, key: str, what: str) -> DistributionFileError:
-    return DistributionFileError(f"distribution file {path}: {key}: {what}")
+    e = DistributionFileError(f"distribution file {path}: {key}: {what}")
+    e.key, e.what = key, what         # for `kafka-chaos validate`: FILE:LINE: KEY (harness/commands/validate.py)
+    return e
 
 
 def parse(path: Path, doc: dict, capability_names: tuple[str, ...] = ()) -> DistributionSpec:

@@ -141,8 +141,8 @@ class S3Store:
         try:
             import boto3
             from botocore.config import Config
-        except ImportError as e:  # pragma: no cover - boto3 is a dependency
-            raise HarnessError(f"--runs-dir {url}: boto3 is not installed ({e})") from None
+        except ImportError as e:  # the [s3] extra
+            raise HarnessError(f"--runs-dir {url}: boto3 is not installed ({e}); pip install 'kafka-chaos[s3]'") from None
         bounded = deadline_s is not None
         cfg = Config(retries={"total_max_attempts": 1} if bounded else {"max_attempts": 5, "mode": "standard"},
                      connect_timeout=BOUNDED_CONNECT_S if bounded else 10,

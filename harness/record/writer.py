@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.errors import HarnessError
+from harness.errors import EnvironmentFailure, HarnessError
 from harness.record.events import PHASE, PHASE_ABORTED
 from harness.record.read import SCHEMA_VERSION, RecordError, file_digests, iter_events, parse_event_lines
 from harness.record.verdicts import FAIL, UNKNOWN, VERDICTS, WRITE_CAUSE
@@ -33,11 +33,11 @@ RESERVE_BYTES = 64 * 1024          # released at finish so metadata.json + verdi
 FLUSH_BYTES = 8 * 1024             # events reach the file in chunks of about this size (as a buffered file did)
 
 
-class RecordWriteError(HarnessError):
+class RecordWriteError(EnvironmentFailure):
     """The run record could not be written at all (no space left, I/O error, read-only file system).
 
     ``str(e)`` is one line for a person; ``path`` is the directory that could not be written,
-    ``os_error`` the underlying :class:`OSError`. Exit code 2 (an environment error)."""
+    ``os_error`` the underlying :class:`OSError`. Exit code 5 (an environment error)."""
 
     cause = WRITE_CAUSE
 

@@ -103,7 +103,9 @@ class NodesFile:
 
 
 def _err(path: Path, where: str, key: str, what: str) -> NodesFileError:
-    return NodesFileError(f"nodes file {path}: {where + ': ' if where else ''}{key}: {what}")
+    e = NodesFileError(f"nodes file {path}: {where + ': ' if where else ''}{key}: {what}")
+    e.where, e.key, e.what = where, key, what   # for `kafka-chaos validate`: FILE:LINE: KEY (harness/commands/validate.py)
+    return e
 
 
 def _unknown(path: Path, where: str, table: dict, known) -> None:

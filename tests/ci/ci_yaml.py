@@ -68,6 +68,10 @@ def _kafka_chaos_argv(cmd: list[str]) -> list[str] | None:
     return cmd[1:] if cmd and cmd[0] in PROGRAM else None
 
 
+# variables the GitHub runner sets for every step (not defined in the file)
+GITHUB_RUNNER_ENV = {"GITHUB_STEP_SUMMARY": "step-summary.md"}
+
+
 def _substitute(word: str, variables: dict[str, str], where: str) -> str:
     def var(m: re.Match) -> str:
         name = m.group(1) or m.group(2)
@@ -106,7 +110,8 @@ def github_invocations(path: Path, rel: str) -> list[Invocation]:
                 continue
             where = f"{rel} job {job_id} step {step.get('name') or i + 1}"
             script = GH_EXPR.sub(lambda m: exprs.get(m.group(1), m.group(0)), step["run"])
-            variables = {**_str_env(wf.get("env")), **_str_env(job.get("env")), **_str_env(step.get("env"))}
+            variables = {**GITHUB_RUNNER_ENV, **_str_env(wf.get("env")), **_str_env(job.get("env")),
+                         **_str_env(step.get("env"))}
             found += invocations(script, variables, where, job_id)
     return found
 

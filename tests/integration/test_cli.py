@@ -165,6 +165,6 @@ def test_ctrl_c_during_cluster_up_removes_the_cluster(kc_image):
     assert name in list_clusters()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2, err
+    assert proc.returncode == 130, err
     assert "interrupted" in err
     assert name not in list_clusters()

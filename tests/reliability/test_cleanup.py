@@ -170,7 +170,7 @@ def test_two_sigints_during_a_run_leave_nothing_and_publish_unknown_aborted(kc_i
         if proc.poll() is None:
             proc.send_signal(sig)
     out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 2, err[-2000:]
+    assert proc.returncode == 130, err[-2000:]
     assert "noted;" in err and "is finishing first" in err, err[-2000:]
     assert _owned_by(proc.pid) == []             # before any other command: the run removed it all itself
     assert not list(tmp_path.glob(".tmp-*"))

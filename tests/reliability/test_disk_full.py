@@ -148,7 +148,7 @@ def test_no_room_even_for_the_verdict_is_one_clear_error_and_no_visible_record(s
     with pytest.raises(RecordWriteError) as ei:
         rec.finish("PASS", "all checks passed")
     e = ei.value
-    assert isinstance(e, HarnessError) and e.exit_code == 2 and e.cause == "disk-full"
+    assert isinstance(e, HarnessError) and e.exit_code == 5 and e.cause == "disk-full"
     assert str(e) == f"cannot write the run record under {runs}: No space left on device"
     assert "\n" not in str(e) and e.os_error.errno == errno.ENOSPC
     assert _visible(runs) == [] and list_runs(runs) == []

@@ -205,10 +205,40 @@ def test_junit_one_testcase_per_run_and_skipped_records():
     root = junit.build(runs, [{"path": "/r/bad", "reason": "metadata.json: missing"}])
     assert root.get("tests") == "4" and root.get("failures") == "1" and root.get("skipped") == "2"
     cases = root.findall(".//testcase")
-    assert [c.get("name").split(" ")[0] for c in cases] == ["c", "a", "b", "/r/bad"]
-    fail = root.find(".//testcase[@classname='smoke.s']/failure")
+    assert [c.get("name") for c in cases] == ["x[unknown]", "s[unknown]", "s[unknown] #2", "/r/bad"]
+    assert [c.find("properties/property[@name='run_id']").get("value") for c in cases[:3]] == ["c", "a", "b"]
+    fail = root.find(".//testcase[@classname='smoke']/failure")
     assert "durability.lost" in fail.text and "lost: 2" in fail.text
     ET.tostring(root)  # serialisable
+
+
+def _junit_runs(build_stamp: str, root: str) -> list[dict]:
+    """The runs of one CI build: the same scenarios, new run ids and another workspace."""
+    return [{"run_id": f"{build_stamp}-broker_failover.kill_leader-00{i}", "suite": "smoke",
+             "scenario": "broker_failover.kill_leader", "distribution": dist, "broker": ver, "verdict": "PASS",
+             "path": f"file:{root}/runs/{build_stamp}-{i}"}
+            for i, (dist, ver) in enumerate([("apache-kraft", "4.4.0"), ("apache-zk", "3.9.2"),
+                                              (f"file:{root}/kfake.toml", "kafka-chaos/kfake:latest"),
+                                              ("apache-kraft", "4.4.0")])]
+
+
+def test_junit_names_are_stable_across_builds_and_paths_relative():
+    names, paths = [], []
+    for stamp, root in (("20261128T074825Z", "/home/ci/build-1"), ("20261129T010203Z", "/tmp/other-workspace")):
+        xml = junit.build(_junit_runs(stamp, root), [{"path": f"{root}/runs/bad", "reason": "no verdict"}],
+                          base=f"{root}/runs")
+        names.append([(c.get("classname"), c.get("name")) for c in xml.iter("testcase")])
+        paths.append([p.get("value") for p in xml.iter("property") if p.get("name") == "path"])
+        assert stamp in ET.tostring(xml, encoding="unicode")           # the run id is kept, as a property
+        assert root not in ET.tostring(xml, encoding="unicode")        # no absolute path of the workspace
+    assert names[0] == names[1] == [
+        ("smoke", "broker_failover.kill_leader[apache-kraft-4.4.0]"),
+        ("smoke", "broker_failover.kill_leader[apache-zk-3.9.2]"),
+        ("smoke", "broker_failover.kill_leader[kfake-kafka-chaos/kfake:latest]"),
+        ("smoke", "broker_failover.kill_leader[apache-kraft-4.4.0] #2"),
+        ("skipped-records", "bad")]
+    assert paths[0][0].endswith("-0") and not paths[0][0].startswith("/")
+    assert junit.relative("s3://bucket/runs/x", "s3://bucket/runs") == "s3://bucket/runs/x"
 
 
 def test_version_pairs():
