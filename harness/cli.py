@@ -120,7 +120,7 @@ def _print_cluster(cl) -> None:
     else:
         print(f"distribution={cl.distribution.name}")
     if cl.controllers:     # a dedicated quorum: each controller's id, container and published CONTROLLER port
-        print("controllers=" + ",".join(f"{c.node_id}@{c.name}:127.0.0.1:{c.host_port}" for c in cl.controllers))
+        print("controllers=" + ",".join(f"{c.node_id}@{c.name}:{c.endpoint}" for c in cl.controllers))
 
 
 @contextlib.contextmanager
@@ -175,7 +175,7 @@ def _nodes_status(path: str) -> int:
     accs = accesses(f)
     try:
         for (name, acc), rn in zip(accs.items(), f.nodes):
-            print(f"# {name:24} {','.join(rn.roles):18} {acc.status():11} {acc.where()}")
+            _print_node(name, ",".join(rn.roles), acc.status(), acc.where())
     finally:
         for a in accs.values():
             a.close()
@@ -200,8 +200,13 @@ def cmd_cluster_status(args) -> int:
         cl = Cluster.attach(name)
         _print_cluster(cl)
         for n in cl.nodes():
-            print(f"# {n.name:24} {n.role:10} {n.status():8} 127.0.0.1:{n.host_port}")
+            _print_node(n.name, n.role, n.status(), str(n.endpoint))
     return EXIT_OK
+
+
+def _print_node(name: str, role: str, status: str, where: str) -> None:
+    """One node's line of ``cluster status``: name, role(s), state, where it is reached."""
+    print(f"# {name:24} {role:18} {status:11} {where}")
 
 
 def _print_ssh_hosts(name: str) -> bool:
@@ -214,7 +219,7 @@ def _print_ssh_hosts(name: str) -> bool:
           f"`kafka-chaos cluster down --name {name}` removes them")
     for c in sorted(cs, key=lambda c: c["Names"][0]):
         ports = ", ".join(f"{p['PrivatePort']}->127.0.0.1:{p['PublicPort']}" for p in c.get("Ports", []) if p.get("PublicPort"))
-        print(f"# {c['Names'][0].lstrip('/'):24} sshhost    {c['State']:8} {ports}")
+        _print_node(c["Names"][0].lstrip("/"), "sshhost", c["State"], ports)
     return True
 
 

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from harness.cluster.node import Node
 from harness.cluster.owner import owner_alive, this_owner
 from harness.errors import ClusterError, HarnessError
+from harness.protocol.endpoint import Endpoint
 from harness.remote.journal import Journal
 from harness.remote.ssh import SshAccess
 
@@ -118,19 +119,21 @@ def connect(cluster) -> None:
         name = node_name(f, rn)
         acc = SshAccess(rn, f.interface, journal, cluster.run_tag, name)
         accs[name] = acc
-        host_port = rn.endpoint[1] if rn.endpoint else rn.controller_port
+        # where the harness's clients reach it: the file's endpoint (a controller-only node has none: its
+        # CONTROLLER listener at its address, which nothing but the plan's listing uses)
+        ep = rn.endpoint or Endpoint(rn.address, rn.controller_port)
         if "zookeeper" in rn.roles:
-            node = Node(cluster.name, "zookeeper", rn.id, name, name, host_port, "", client_port=rn.client_port,
-                        access=acc, address=rn.address)
+            node = Node(cluster.name, "zookeeper", rn.id, name, name, ep.port, "", client_port=rn.client_port,
+                        access=acc, address=rn.address, host=ep.host)
             cluster.aux_nodes.setdefault("zookeeper", []).append(node)
         elif "broker" in rn.roles:
-            cluster.brokers[rn.id] = Node(cluster.name, "broker", rn.id, name, name, host_port,
+            cluster.brokers[rn.id] = Node(cluster.name, "broker", rn.id, name, name, ep.port,
                                           rn.service.started_line, client_port=rn.client_port, access=acc,
-                                          address=rn.address)
+                                          address=rn.address, host=ep.host)
         else:
             cluster.aux_nodes.setdefault("controller", []).append(
-                Node(cluster.name, "controller", rn.id, name, name, host_port, rn.service.started_line,
-                     client_port=rn.controller_port, access=acc, address=rn.address))
+                Node(cluster.name, "controller", rn.id, name, name, ep.port, rn.service.started_line,
+                     client_port=rn.controller_port, access=acc, address=rn.address, host=ep.host))
     for n in cluster.nodes():      # the listener ports network faults match (harness/nemesis/fault_base.py)
         rn = n.access.node
         n.internal_port, n.controller_port = rn.internal_port, rn.controller_port
