@@ -23,9 +23,10 @@ import pytest
 
 from harness import distributions
 from harness.cluster.cluster import Cluster, ClusterSpec
-from harness.cluster.remote_cluster import accesses, journal_of
+from harness.cluster.remote_cluster import journal_of
 from harness.nemesis.fault_base import Context
 from harness.nemesis.net_faults import Partition
+from tests.remote.hosts import host_leftovers
 
 pytestmark = [pytest.mark.docker, pytest.mark.ssh]
 
@@ -51,24 +52,6 @@ def _cli(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
                           env=env, timeout=timeout)
-
-
-def host_leftovers(path: Path) -> list[str]:
-    """What any harness left on the hosts: a KC_ chain, a stopped or paused service process."""
-    f = distributions.resolve(nodes=str(path)).nodes
-    out = []
-    accs = accesses(f)
-    try:
-        for name, acc in accs.items():
-            st = acc.status()
-            if st != "running":
-                out.append(f"{name}: {st}")
-            rc, text = acc._run("iptables -w 5 -S 2>/dev/null | grep -E -- '-N KC_' || true")
-            out += [f"{name}: {ln.strip()}" for ln in text.decode().splitlines() if ln.strip()]
-    finally:
-        for a in accs.values():
-            a.close()
-    return out
 
 
 def test_a_scenario_over_ssh_is_decided_and_leaves_nothing(nodes_path, state, tmp_path):
@@ -156,6 +139,7 @@ from harness import distributions
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.nemesis.fault_base import Context
 from harness.nemesis.net_faults import Partition
+from tests.remote.hosts import host_leftovers
 cl = Cluster(ClusterSpec(name="h2k", distribution=distributions.resolve(nodes={path!r})))
 cl.start()
 b = [cl.brokers[i] for i in cl.broker_ids]
