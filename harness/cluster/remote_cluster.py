@@ -150,9 +150,33 @@ def connect(cluster) -> None:
         from harness.cluster.listener_security import check_client_access
         check_client_access(cluster, timeout_s=5.0)
         cluster.wait_ready(cluster.spec.startup_timeout_s)
+        _parallel(lambda name, n: check_client_port(n), {n.name: n for n in cluster.brokers.values()})
     except BaseException:
         release(cluster)
         raise
+
+
+def listening_ports(acc: SshAccess) -> set[int]:
+    """The TCP ports something listens on at the host of ``acc`` (``/proc/net/tcp`` and ``tcp6``, state 0A)."""
+    rc, out = acc._run("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print $2}'",
+                       privileged=False)
+    if rc != 0:
+        raise ClusterError(f"{acc.where()}: cannot read /proc/net/tcp (exit {rc})")
+    return {int(a.rsplit(":", 1)[1], 16) for a in out.decode(errors="replace").split() if ":" in a}
+
+
+def check_client_port(node) -> None:
+    """A ready broker of a nodes file listens on its client port on its host (``[ports] client``, else the
+    endpoint's port), which a ``client`` link cut matches: otherwise the cut would leave the clients'
+    traffic alone and network.client_only would FAIL a correct broker. HarnessError (one line) if not."""
+    port = node.client_port
+    ports = listening_ports(node.access)
+    if port not in ports:
+        others = sorted(p for p in ports if p not in (node.internal_port, node.controller_port))[:8]
+        raise HarnessError(f"{node.name} ({node.access.where()}): nothing listens on port {port} on the host, "
+                           f"the broker's client port ([ports] client, else the endpoint {node.endpoint}'s port); "
+                           f"set [ports] client to the port its client listener binds (listening there: "
+                           f"{', '.join(map(str, others)) or 'nothing'})")
 
 
 def release(cluster) -> None:

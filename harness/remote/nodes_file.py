@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.protocol.endpoint import Endpoint, permit
+from harness.protocol.endpoint import Endpoint, is_loopback, permit
 from harness.protocol.endpoint import join as join_endpoints
 
 ROLES = ("broker", "controller", "zookeeper")
@@ -220,6 +220,13 @@ def _endpoint(path: Path, where: str, v) -> Endpoint:
     return Endpoint(host.strip("[]"), _port(path, where, "endpoint", int(port)))
 
 
+def forwarded(endpoint: Endpoint, address: str) -> bool:
+    """The endpoint is not the broker's own listener but a port forwarded to it (an SSH tunnel, a published
+    container port): a loopback address, while the node's address (where the other nodes reach it) is not.
+    Then its port says nothing of the port the broker binds on the node (``[ports] client``)."""
+    return endpoint.is_loopback and not is_loopback(address)
+
+
 def _node(path: Path, i: int, t, ssh: dict, svc: dict, ports: dict) -> RemoteNode:
     if not isinstance(t, dict):
         raise _err(path, f"node #{i}", "node", "must be a table")
@@ -242,6 +249,11 @@ def _node(path: Path, i: int, t, ssh: dict, svc: dict, ports: dict) -> RemoteNod
     if ep is None and ("broker" in roles or "zookeeper" in roles):
         raise _err(path, where, "endpoint", "missing (HOST:PORT where the harness's clients reach this node)")
     endpoint = _endpoint(path, where, ep) if ep is not None else None
+    if "broker" in roles and endpoint is not None and ports["client"] is None and forwarded(endpoint, address):
+        raise _err(path, where, "endpoint", f"{endpoint} is a forwarded port (a loopback address; the node's "
+                   f"address is {address}) and [ports] client is not set: name the port the brokers' client "
+                   "listener binds on the nodes ([ports] client = 9092); a `client` link cut matches it, and "
+                   "without it network.client_only would cut the wrong port")
     client_port = ports["zookeeper"] if "zookeeper" in roles else (
         ports["client"] or (endpoint.port if endpoint else None))
     return RemoteNode(nid, tuple(roles), host, address, endpoint, ports["internal"], ports["controller"], client_port,
@@ -275,6 +287,9 @@ def load(file: str | Path) -> NodesFile:
         raise _err(path, "", "interface", f"not an interface name: {iface!r}")
     ports_t = _merged(path, "", "ports", doc.get("ports", {}), _PORT_KEYS)
     ports = {k: (None if v is None else _port(path, "ports", k, v)) for k, v in ports_t.items()}
+    for k in ("internal", "controller"):
+        if ports["client"] is not None and ports["client"] == ports[k]:
+            raise _err(path, "ports", "client", f"{ports['client']} is also the {k} listener's port")
     client = dict(_table(path, "", "client", doc.get("client", {})))
     ssh = _merged(path, "", "ssh", doc.get("ssh", {}), _SSH_DEFAULTS)
     svc = _merged(path, "", "service", doc.get("service", {}), _SERVICE_DEFAULTS)

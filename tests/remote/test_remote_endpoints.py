@@ -3,7 +3,8 @@
 The SSH test hosts (tests/remote/hosts.py) are reached at their own IPs on the hosts' network: SSH on port
 22, the Kafka client listener on 9092. A nodes file that names only those addresses (nothing on
 127.0.0.1) must work end to end: connecting (SSH, readiness over the Kafka protocol), the protocol sampler,
-FindCoordinator, the control plane's Metadata + ListPartitionReassignments, the admin operations.
+FindCoordinator, the control plane's Metadata + ListPartitionReassignments, the admin operations; and
+a ``[ports] client`` the brokers do not bind is refused in one line once the cluster is ready.
 
 - :func:`test_a_nodes_file_of_host_ips_is_dialled_at_those_ips` (CI, ~15 s on the session's hosts): the
   session's hosts under a second nodes file naming their IPs (the brokers still advertise 127.0.0.1, which
@@ -27,6 +28,7 @@ import pytest
 from harness import distributions
 from harness.cluster import admin_ops
 from harness.cluster.cluster import Cluster, ClusterSpec
+from harness.errors import HarnessError
 from harness.observer.protocol_sampler import ProtocolSampler
 from harness.protocol.endpoint import Endpoint
 from tests.remote import hosts
@@ -72,6 +74,17 @@ def test_a_nodes_file_of_host_ips_is_dialled_at_those_ips(ssh_hosts, state, tmp_
     finally:
         cl.remove()
     assert cl.journal.pending() == []
+    # a client port the brokers do not bind on their hosts: refused in one line once the cluster is ready,
+    # before anything is applied (a `client` link cut there would cut nothing: a false network.client_only FAIL)
+    wrong = path.parent / "wrong-client-port.toml"
+    wrong.write_text(path.read_text().replace("client = 9092", "client = 9099"))
+    wrong.chmod(0o600)
+    cl = Cluster(ClusterSpec(name="h1ep2", distribution=distributions.resolve(nodes=str(wrong))))
+    with pytest.raises(HarnessError) as e:
+        cl.start()
+    assert "\n" not in str(e.value) and "nothing listens on port 9099 on the host" in str(e.value), e.value
+    assert "9092" in str(e.value).rsplit("listening there:", 1)[1]     # the port to set is named
+    assert cl.journal.pending() == [] and hosts.host_leftovers(path) == []
 
 
 @pytest.mark.long
