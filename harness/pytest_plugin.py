@@ -77,6 +77,9 @@ def _nodes_distribution(config) -> str | None:
     if clash:
         raise pytest.UsageError(f"--kc-nodes cannot be combined with {clash[0]}: the nodes file says what the "
                                 "cluster runs and how clients connect")
+    if getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--kc-nodes cannot be combined with -n (pytest-xdist): the nodes file is one "
+                                "cluster, and two workers' faults on it would judge each other's runs")
     from harness.errors import HarnessError
     from harness.remote import nodes_file        # lazy: only with --kc-nodes
     try:
