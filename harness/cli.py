@@ -167,7 +167,7 @@ def cmd_cluster_up(args) -> int:
 
 def _nodes_status(path: str) -> int:
     """``cluster status --nodes FILE``: each node's host, roles and process state (read-only)."""
-    from harness.cluster.remote_cluster import accesses, journal_of   # lazy: paramiko
+    from harness.cluster.remote_cluster import accesses, pending_everywhere   # lazy: paramiko
     f = distributions.resolve(nodes=path).nodes
     print(f"cluster={f.name}")
     print(f"bootstrap.servers={f.bootstrap_servers}")
@@ -176,10 +176,10 @@ def _nodes_status(path: str) -> int:
     try:
         for (name, acc), rn in zip(accs.items(), f.nodes):
             _print_node(name, ",".join(rn.roles), acc.status(), acc.where())
+        pending = pending_everywhere(f, accs)
     finally:
         for a in accs.values():
             a.close()
-    pending = journal_of(f).pending()
     if pending:
         print(f"# {len(pending)} change(s) not undone yet: `kafka-chaos cleanup --nodes {path}`")
     return EXIT_OK
@@ -241,8 +241,13 @@ def _cleanup_nodes(args) -> int:
     from harness.cluster import remote_cluster     # lazy: paramiko
     f = distributions.resolve(nodes=args.nodes).nodes
     journal = remote_cluster.journal_of(f)
-    pending = journal.pending()
     if args.dry_run:
+        accs = remote_cluster.accesses(f)        # with the hosts' copies: what a harness on another machine left
+        try:
+            pending = remote_cluster.pending_everywhere(f, accs)
+        finally:
+            for a in accs.values():
+                a.close()
         for e in pending:
             print(f"would undo {e['kind']} on {e['node']} ({e.get('host', '?')}, run {e.get('run', '?')})")
         if not pending:
