@@ -121,7 +121,7 @@ def _print_cluster(cl) -> None:
     else:
         print(f"distribution={cl.distribution.name}")
     if cl.controllers:     # a dedicated quorum: each controller's id, container and published CONTROLLER port
-        print("controllers=" + ",".join(f"{c.node_id}@{c.name}:127.0.0.1:{c.host_port}" for c in cl.controllers))
+        print("controllers=" + ",".join(f"{c.node_id}@{c.name}:{c.endpoint}" for c in cl.controllers))
 
 
 @contextlib.contextmanager
@@ -168,7 +168,7 @@ def cmd_cluster_up(args) -> int:
 
 def _nodes_status(path: str) -> int:
     """``cluster status --nodes FILE``: each node's host, roles and process state (read-only)."""
-    from harness.cluster.remote_cluster import accesses, journal_of   # lazy: paramiko
+    from harness.cluster.remote_cluster import accesses, pending_everywhere   # lazy: paramiko
     f = distributions.resolve(nodes=path).nodes
     print(f"cluster={f.name}")
     print(f"bootstrap.servers={f.bootstrap_servers}")
@@ -176,11 +176,11 @@ def _nodes_status(path: str) -> int:
     accs = accesses(f)
     try:
         for (name, acc), rn in zip(accs.items(), f.nodes):
-            print(f"# {name:24} {','.join(rn.roles):18} {acc.status():11} {acc.where()}")
+            _print_node(name, ",".join(rn.roles), acc.status(), acc.where())
+        pending = pending_everywhere(f, accs)
     finally:
         for a in accs.values():
             a.close()
-    pending = journal_of(f).pending()
     if pending:
         print(f"# {len(pending)} change(s) not undone yet: `kafka-chaos cleanup --nodes {path}`")
     return EXIT_OK
@@ -204,8 +204,13 @@ def cmd_cluster_status(args) -> int:
         cl = Cluster.attach(name)
         _print_cluster(cl)
         for n in cl.nodes():
-            print(f"# {n.name:24} {n.role:10} {n.status():8} 127.0.0.1:{n.host_port}")
+            _print_node(n.name, n.role, n.status(), str(n.endpoint))
     return EXIT_OK
+
+
+def _print_node(name: str, role: str, status: str, where: str) -> None:
+    """One node's line of ``cluster status``: name, role(s), state, where it is reached."""
+    print(f"# {name:24} {role:18} {status:11} {where}")
 
 
 def _print_ssh_hosts(name: str) -> bool:
@@ -218,7 +223,7 @@ def _print_ssh_hosts(name: str) -> bool:
           f"`kafka-chaos cluster down --name {name}` removes them")
     for c in sorted(cs, key=lambda c: c["Names"][0]):
         ports = ", ".join(f"{p['PrivatePort']}->127.0.0.1:{p['PublicPort']}" for p in c.get("Ports", []) if p.get("PublicPort"))
-        print(f"# {c['Names'][0].lstrip('/'):24} sshhost    {c['State']:8} {ports}")
+        _print_node(c["Names"][0].lstrip("/"), "sshhost", c["State"], ports)
     return True
 
 
@@ -240,8 +245,13 @@ def _cleanup_nodes(args) -> int:
     from harness.cluster import remote_cluster     # lazy: paramiko
     f = distributions.resolve(nodes=args.nodes).nodes
     journal = remote_cluster.journal_of(f)
-    pending = journal.pending()
     if args.dry_run:
+        accs = remote_cluster.accesses(f)        # with the hosts' copies: what a harness on another machine left
+        try:
+            pending = remote_cluster.pending_everywhere(f, accs)
+        finally:
+            for a in accs.values():
+                a.close()
         for e in pending:
             print(f"would undo {e['kind']} on {e['node']} ({e.get('host', '?')}, run {e.get('run', '?')})")
         if not pending:

@@ -14,6 +14,10 @@ Cluster settings come, last wins, from the options (``--kc-kafka-version``, ``--
 ``--kc-brokers``, ...), the ``kafka_chaos(...)`` marker of the test, its module or class, and an
 indirect parameter of ``kc_spec`` (``@pytest.mark.parametrize("kc_spec", [{...}], indirect=True)``).
 
+``--kc-nodes FILE`` points every cluster fixture and judged run at the cluster of a nodes file (hosts the
+harness does not start, reached over SSH: docs/remote.md) instead of starting containers; no Docker engine
+is needed then.
+
 Under pytest-xdist every worker starts its own clusters (their names carry the worker id) and removes
 them at teardown; ``--kc-keep-cluster`` leaves them running (``kafka-chaos cluster down --name N``).
 """
@@ -56,9 +60,36 @@ def pytest_addoption(parser):
                      "$KAFKA_CHAOS_SECURITY; docs/security.md)")
     g.addoption("--kc-keep-cluster", action="store_true", default=False,
                 help="leave clusters running after the tests (remove with `kafka-chaos cluster down --name N`)")
+    g.addoption("--kc-nodes", default=env("KAFKA_CHAOS_NODES"), metavar="FILE",
+                help="run against the cluster of this nodes file (hosts reached over SSH, not started by the "
+                     "harness; docs/remote.md) instead of containers ($KAFKA_CHAOS_NODES)")
+
+
+def _nodes_distribution(config) -> str | None:
+    """``remote:<absolute path>`` of ``--kc-nodes`` (None without it): the file is read and checked once, at
+    configure time (a bad file, or an option it contradicts, is one usage error line before any test)."""
+    path = config.getoption("kc_nodes", None)
+    if not path:
+        return None
+    clash = [o for o, k in (("--kc-distribution", "kc_distribution"), ("--kc-kafka-version", "kc_kafka_version"),
+                            ("--kc-broker-image", "kc_broker_image"), ("--kc-security", "kc_security"))
+             if config.getoption(k)]
+    if clash:
+        raise pytest.UsageError(f"--kc-nodes cannot be combined with {clash[0]}: the nodes file says what the "
+                                "cluster runs and how clients connect")
+    if getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--kc-nodes cannot be combined with -n (pytest-xdist): the nodes file is one "
+                                "cluster, and two workers' faults on it would judge each other's runs")
+    from harness.errors import HarnessError
+    from harness.remote import nodes_file        # lazy: only with --kc-nodes
+    try:
+        return "remote:" + str(nodes_file.load(path).path)
+    except HarnessError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_configure(config):
+    config._kc_nodes = _nodes_distribution(config)
     config.addinivalue_line("markers", f"{MARKER}(**settings): kafka-chaos cluster and run settings for a test "
                             f"({', '.join(RUN_KEYS + ('layout',))})")
     config.addinivalue_line("markers", "docker: needs a Docker engine (and builds the broker image on first use)")
@@ -79,7 +110,8 @@ def pytest_collection_modifyitems(config, items):
 # ---- settings ------------------------------------------------------------------------------------
 def _options(config) -> dict:
     o = config.getoption
-    return {k: v for k, v in {"kafka_version": o("kc_kafka_version"), "distribution": o("kc_distribution"),
+    return {k: v for k, v in {"kafka_version": o("kc_kafka_version"),
+                              "distribution": getattr(config, "_kc_nodes", None) or o("kc_distribution"),
                               "image": o("kc_broker_image"), "brokers": o("kc_brokers"),
                               "zookeepers": o("kc_zookeepers"), "security": o("kc_security")}.items()
             if v is not None}
@@ -109,14 +141,17 @@ def _worker() -> str:
 
 # ---- fixtures ------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def kc_docker():
+def kc_docker(request):
     """The Docker client. Fails the test when no engine answers (skips it instead when
-    ``KAFKA_CHAOS_SKIP_DOCKER=1``). Tests marked ``docker`` or using a cluster fixture get it first."""
+    ``KAFKA_CHAOS_SKIP_DOCKER=1``). Tests marked ``docker`` or using a cluster fixture get it first.
+    With ``--kc-nodes`` the clusters are the nodes file's: None when no engine answers."""
     from harness.docker_util import client
     from harness.errors import DockerUnavailable
     try:
         return client()
     except DockerUnavailable as e:
+        if getattr(request.config, "_kc_nodes", None):
+            return None
         if os.environ.get("KAFKA_CHAOS_SKIP_DOCKER") == "1":
             pytest.skip(f"KAFKA_CHAOS_SKIP_DOCKER=1 and {e}")
         pytest.fail(str(e), pytrace=False)
@@ -162,7 +197,8 @@ class ClusterPool:
         from harness.runner import run_cluster_name
         s = {**_cluster_settings(self.defaults), **_cluster_settings(settings)}
         extra = {k: v for k, v in settings.items() if k not in CLUSTER_KEYS}
-        if not s.get("image"):
+        remote = str(s.get("distribution") or "").startswith("remote:")    # --kc-nodes: no image
+        if not s.get("image") and not remote:
             s["image"] = images.image_for(s.pop("kafka_version", None), build_missing=True).tag
         s.pop("kafka_version", None)
         if isinstance(s.get("security"), str):     # PROTOCOL[:MECHANISM] (docs/security.md)
@@ -178,9 +214,11 @@ class ClusterPool:
             for cl in self.made:
                 print(f"\nkafka-chaos: kept cluster {cl.name} (kafka-chaos cluster down --name {cl.name})")
             return
-        from harness.cluster.cleanup import list_clusters
         for cl in self.made:
             cl.remove()
+        if all(cl.is_remote for cl in self.made):     # --kc-nodes: nothing was started (release: remote_cluster.py)
+            return
+        from harness.cluster.cleanup import list_clusters
         remaining = [cl.name for cl in self.made if cl.name in list_clusters()]
         assert not remaining, f"clusters left behind: {remaining}"
 

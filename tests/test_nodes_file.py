@@ -25,6 +25,7 @@ interface = "eth0"
 [ports]
 internal = 9093
 controller = 9094
+client = 9092
 
 [client]
 bootstrap_servers = "127.0.0.1:39092,127.0.0.1:39093,127.0.0.1:39094"
@@ -123,6 +124,12 @@ def _bad_files(d: Path) -> dict[str, tuple[str, str]]:
                              "service.pidfile: must be an absolute path"),
         "bad name": (good.replace('name = "t1"', 'name = "T 1"'), "name: missing or not"),
         "not toml": ("name = [", "not valid TOML"),
+        # endpoints on 127.0.0.1 for nodes at 10.0.0.x are forwarded ports: their port is not the one the
+        # brokers bind, which a `client` link cut must match
+        "forwarded without client port": (good.replace("client = 9092\n", ""),
+                                          "node 1: endpoint: 127.0.0.1:39092 is a forwarded port"),
+        "client port is the internal one": (good.replace("client = 9092", "client = 9093"),
+                                            "ports: client: 9093 is also the internal listener's port"),
     }
 
 
@@ -211,3 +218,18 @@ def test_describe_says_the_commands_without_connecting(hostdir):
     assert any("-N KC_ab12cd34_IN" in ln for ln in lines) and not any("KAFKA_CHAOS" in ln for ln in lines)
     assert acc._client is None                                   # nothing was connected to
     assert ContainerAccess("kc-x-b1").describe("pause") == ["docker pause kc-x-b1"]
+
+
+def test_an_endpoint_is_forwarded_only_when_loopback_stands_for_another_address(hostdir):
+    """Which endpoints need ``[ports] client`` (harness/remote/nodes_file.forwarded)."""
+    from harness.protocol.endpoint import Endpoint
+    assert nodes_file.forwarded(Endpoint("127.0.0.1", 32768), "10.213.0.2")       # a published port
+    assert not nodes_file.forwarded(Endpoint("10.0.0.5", 9092), "10.0.0.5")        # the broker itself
+    assert not nodes_file.forwarded(Endpoint("kafka1.example", 9092), "10.0.0.5")  # a name: checked on the host
+    assert not nodes_file.forwarded(Endpoint("127.0.0.1", 9092), "127.0.0.1")      # all on this machine
+    # without [ports] client, a direct endpoint's port is the client port; with it, that port
+    text = GOOD.format(nodes=three()).replace("client = 9092\n", "").replace('endpoint = "127.0.0.1:', 'endpoint = "10.0.0.9:')
+    f = nodes_file.load(write(hostdir, text))
+    assert [n.client_port for n in f.nodes] == [39092, 39093, 39094]
+    f = nodes_file.load(write(hostdir, GOOD.format(nodes=three())))
+    assert [n.client_port for n in f.nodes] == [9092, 9092, 9092] and f.nodes[0].endpoint == Endpoint("127.0.0.1", 39092)

@@ -221,6 +221,8 @@ def test_certify_requires_the_owner_on_foreign_hosts():
 NODES_TOML = """
 name = "staging"
 kafka_version = "4.4.0"
+[ports]
+client = 9092
 [client]
 bootstrap_servers = "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
 [ssh]

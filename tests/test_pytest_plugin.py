@@ -178,3 +178,42 @@ def test_completion_script_names_every_command():
         assert f'"{cmd}")' in script
     res = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
     assert res.returncode == 0, res.stderr
+
+
+def _nodes_file(d: Path) -> Path:
+    """A nodes file (harness/remote/nodes_file.py) with a real key; its hosts are never connected to here."""
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "id_ed25519")], check=True)
+    pub = (d / "id_ed25519.pub").read_text().split()
+    (d / "known_hosts").write_text(f"10.0.0.1 {pub[0]} {pub[1]}\n")
+    nodes = "".join(f'\n[[node]]\nid = {i}\nroles = ["broker", "controller"]\nhost = "10.0.0.{i}"\n'
+                    f'endpoint = "10.0.0.{i}:9092"\n' for i in (1, 2, 3))
+    (d / "nodes.toml").write_text(
+        'name = "plug"\nkafka_version = "4.4.0"\n[ssh]\nuser = "chaos"\nkey_file = "id_ed25519"\n'
+        'known_hosts = "known_hosts"\n[service]\nstart = "s"\nstop = "t"\npidfile = "/run/k.pid"\n' + nodes)
+    return d / "nodes.toml"
+
+
+def test_kc_nodes_makes_every_cluster_the_nodes_file_s(pytester):
+    path = _nodes_file(pytester.path)
+    pytester.makepyfile(f"""
+        def test_spec(kc_spec):
+            assert kc_spec == {{"distribution": "remote:{path}"}}
+    """)
+    pytester.runpytest_subprocess(*P, "--kc-nodes", str(path)).assert_outcomes(passed=1)
+    res = pytester.runpytest_subprocess("--help", *P)
+    assert "--kc-nodes" in res.stdout.str() and "$KAFKA_CHAOS_NODES" in res.stdout.str()
+
+
+def test_kc_nodes_errors_are_one_usage_line_before_any_test(pytester):
+    path = _nodes_file(pytester.path)
+    pytester.makepyfile("def test_never(kc_spec):\n    raise AssertionError('ran')\n")
+    bad = pytester.path / "bad.toml"
+    bad.write_text(path.read_text().replace('roles = ["broker", "controller"]', 'roles = ["brokr"]', 1))
+    for args, said in ((["--kc-nodes", str(bad)], "node 1: roles: unknown role 'brokr'"),
+                       (["--kc-nodes", str(pytester.path / "none.toml")], "no such file"),
+                       (["--kc-nodes", str(path), "--kc-distribution", "apache-kraft"],
+                        "--kc-nodes cannot be combined with --kc-distribution")):
+        res = pytester.runpytest_subprocess(*P, *args)
+        errors = [ln for ln in res.stderr.lines if ln.startswith("ERROR")]
+        assert res.ret == pytest.ExitCode.USAGE_ERROR and len(errors) == 1 and said in errors[0], res.stderr.str()
+        assert "ran" not in res.stdout.str()

@@ -99,3 +99,37 @@ def test_a_sigkilled_owner_s_changes_are_undone_from_the_journal_alone(tmp_path)
     finally:
         child.kill()
         os.kill(pid, signal.SIGKILL)
+
+
+def test_every_line_is_copied_to_its_node_s_host_and_another_machine_adopts_what_is_pending(tmp_path):
+    """The copies on the hosts (Journal.mirror, Journal.adopt): here each "host" copy is a list. A second
+    machine's journal (another state file, another owner host) takes in the pending lines it lacks; whether
+    their owner still runs cannot be told there, so only ``which="all"`` (cleanup) undoes them."""
+    copies: dict[str, list[dict]] = {}
+    machine_a = {"pid": "4242", "host": "harness-machine-a", "start": ""}
+    first = Journal("t", machine_a, owner_alive, tmp_path / "a.jsonl",
+                    mirror=lambda node, e: copies.setdefault(node, []).append(dict(e)))
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        healed = first.record("n1", "stopped", "true")
+        eid = first.record("n2", "paused", f"kill -CONT {sleeper.pid}", pid=sleeper.pid)
+        first.done(healed)
+        os.kill(sleeper.pid, signal.SIGSTOP)
+        assert [e["op"] for e in copies["n1"]] == ["did", "undone"] and [e["id"] for e in copies["n2"]] == [eid]
+        assert copies["n2"][0]["undo"] == f"kill -CONT {sleeper.pid}"      # the line itself, before the change
+        second = Journal("t", this_owner(), owner_alive, tmp_path / "b.jsonl")     # this machine
+        lines = [e for node in copies.values() for e in node] + [{"op": "did", "id": "x"}, "not a dict"]
+        adopted = second.adopt([e for e in lines if isinstance(e, dict)])
+        assert [e["id"] for e in adopted] == [eid] and second.adopt(lines[:3]) == []   # once
+        assert second.undo(_sh, "dead") == (0, []) and _state(sleeper.pid) == "T"
+        assert second.undo(_sh, "all") == (1, [])                              # cleanup --nodes
+        assert _wait_state(sleeper.pid, "S") == "S" and second.pending() == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    # a copy that cannot be written does not stop the change (the local line is the authority)
+    def broken(node, e):
+        raise OSError("host gone")
+    j = Journal("t", this_owner(), owner_alive, tmp_path / "c.jsonl", mirror=broken)
+    j.done(j.record("n1", "chains", "true"))
+    assert j.pending() == []

@@ -203,7 +203,7 @@ def _to_controller(cluster, ask, what: str, timeout_s: float):
         if res.error == "NOT_CONTROLLER":
             ctl = c.metadata([]).controller_id
             if ctl in cluster.brokers and ctl != b:
-                with ProtocolClient("127.0.0.1", cluster.brokers[ctl].host_port, timeout=wait,
+                with ProtocolClient.at(cluster.brokers[ctl].endpoint, timeout=wait,
                                     security=getattr(cluster, "security", None)) as cc:
                     res = ask(cc)
         return res
@@ -219,7 +219,7 @@ def _each_broker(cluster, once, what: str, timeout_s: float):
         for b in _registered(cluster) or list(cluster.broker_ids):
             wait = max(1.0, min(10.0, deadline - time.monotonic()))
             try:
-                with ProtocolClient("127.0.0.1", cluster.brokers[b].host_port, timeout=wait,
+                with ProtocolClient.at(cluster.brokers[b].endpoint, timeout=wait,
                                     security=getattr(cluster, "security", None)) as c:
                     res = once(c, b, wait)
             except ProtocolError as e:

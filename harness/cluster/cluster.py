@@ -45,7 +45,8 @@ from harness.cluster.node import Node
 from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
 from harness.cluster.host_ports import _pick_ports, _port_taken
 from harness.cluster.owner import this_owner
-from harness.protocol import ProtocolError, first_answer
+from harness.protocol import Endpoint, ProtocolError, first_answer
+from harness.protocol.endpoint import join as join_endpoints
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk is an image we cannot pull
 
@@ -155,7 +156,7 @@ class Cluster(TopicAdmin):
     def bootstrap_servers(self) -> str:
         if self.is_remote:
             return self.distribution.nodes.bootstrap_servers
-        return ",".join(f"127.0.0.1:{self.brokers[b].host_port}" for b in self.broker_ids)
+        return join_endpoints(self.brokers[b].endpoint for b in self.broker_ids)
 
     def client_config(self) -> dict:
         """THE configuration every client of this cluster starts from (confluent-kafka keys): the bootstrap
@@ -164,7 +165,7 @@ class Cluster(TopicAdmin):
 
     @property
     def zookeeper_connect(self) -> str:
-        return ",".join(f"127.0.0.1:{z.host_port}" for z in self.zookeepers)
+        return join_endpoints(z.endpoint for z in self.zookeepers)
 
     @property
     def internal_zookeeper_connect(self) -> str:
@@ -354,37 +355,37 @@ class Cluster(TopicAdmin):
         self.control.wait_ready(set(self.broker_ids if brokers is None else brokers), timeout_s)
 
     # ---- the protocol (leader epochs, KRaft quorum)
-    def _protocol_ports(self, last: Iterable[int] = ()) -> list[int]:
-        """Published broker ports, running brokers first; the brokers in ``last`` after the others."""
+    def _protocol_endpoints(self, last: Iterable[int] = ()) -> list[Endpoint]:
+        """The brokers' endpoints, running brokers first; the brokers in ``last`` after the others."""
         later = set(last)
         nodes = [self.brokers[b] for b in self.broker_ids]
-        return [n.host_port for n in sorted(nodes, key=lambda n: (n.node_id in later, n.status() != "running"))]
+        return [n.endpoint for n in sorted(nodes, key=lambda n: (n.node_id in later, n.status() != "running"))]
 
     def protocol_metadata(self, topics: list[str] | None = None, timeout_s: float = 5.0, last: Iterable[int] = ()):
         """A Metadata response (v7+, with leader epochs) from the first broker that answers
         (:class:`harness.protocol.MetadataResult`), the brokers in ``last`` asked only after the
         others; raises ProtocolError when none does."""
-        return first_answer(self._protocol_ports(last), lambda c: c.metadata(topics), timeout_s,
+        return first_answer(self._protocol_endpoints(last), lambda c: c.metadata(topics), timeout_s,
                             security=self.security)[1]
 
     def quorum(self, timeout_s: float = 5.0, last: Iterable[int] = ()):
         """The KRaft metadata quorum (DescribeQuorum through the first broker that answers, those in
         ``last`` after the others): :class:`harness.protocol.QuorumInfo` with ``leader_id``,
         ``leader_epoch``, ``voters``."""
-        return first_answer(self._protocol_ports(last), lambda c: c.describe_quorum(), timeout_s,
+        return first_answer(self._protocol_endpoints(last), lambda c: c.describe_quorum(), timeout_s,
                             security=self.security)[1]
 
     def coordinator(self, key: str, key_type: str = "group", timeout_s: float = 3.0, last: Iterable[int] = ()):
         """The coordinator of group ``key`` (``key_type`` "group") or of transactional id ``key``
         ("transaction") by FindCoordinator: the first error-free answer of the brokers asked in turn
         (running ones first, those in ``last`` after the others: a broker cut off from the cluster still
-        names itself) as ``(port asked, harness.protocol.CoordinatorInfo)``; when every broker
+        names itself) as ``(endpoint asked, harness.protocol.CoordinatorInfo)``; when every broker
         that answers names an error (the state partition has no leader now), the last such answer.
         Raises ProtocolError when none answers."""
         found = None                 # the last error answer, or the first ProtocolError
-        for port in self._protocol_ports(last):
+        for ep in self._protocol_endpoints(last):
             try:
-                got = first_answer([port], lambda c: c.find_coordinator(key, key_type), timeout_s,
+                got = first_answer([ep], lambda c: c.find_coordinator(key, key_type), timeout_s,
                                    security=getattr(self, "security", None))
             except ProtocolError as e:
                 found = found or e
@@ -393,7 +394,7 @@ class Cluster(TopicAdmin):
                 return got
             found = got
         if found is None:
-            raise ProtocolError("no broker port to ask")
+            raise ProtocolError("no broker endpoint to ask")
         if isinstance(found, ProtocolError):
             raise found
         return found

@@ -192,12 +192,12 @@ def check_client_access(cluster, security: Security | None = None, timeout_s: fl
     sec = security or cluster.security
     if sec.plaintext:
         return
-    ports = [cluster.brokers[b].host_port for b in cluster.broker_ids]
+    endpoints = [cluster.brokers[b].endpoint for b in cluster.broker_ids]
     what = f"cluster {cluster.name}'s clients cannot connect with {sec.spec()}"
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            first_answer(ports, lambda c: c.metadata([]), 5.0, security=sec)
+            first_answer(endpoints, lambda c: c.metadata([]), 5.0, security=sec)
             break
         except AuthenticationError as e:
             if "certificate verify failed" in str(e) or time.monotonic() > deadline:
@@ -210,7 +210,7 @@ def check_client_access(cluster, security: Security | None = None, timeout_s: fl
     from confluent_kafka.admin import AdminClient
     from harness.clientlog import with_logger
     try:
-        AdminClient(with_logger({"bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in ports),
+        AdminClient(with_logger({"bootstrap.servers": cluster.bootstrap_servers,
                                  **sec.client_config()})).list_topics(timeout=max(5.0, deadline - time.monotonic()))
     except KafkaException as e:
         raise ClientAccessError(f"{what} (librdkafka): {e.args[0].str() if e.args else e}") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from harness.cluster.access import ContainerAccess, NodeAccess
 from harness.distributions.node_settings import ZK_CLIENT_PORT
+from harness.protocol.endpoint import LOOPBACK, Endpoint
 
 
 class Node:
@@ -18,7 +19,8 @@ class Node:
 
     def __init__(self, cluster_name: str, role: str, node_id: int, container_name: str, alias: str,
                  host_port: int, started_line: str | None = None, client_port: int | None = None,
-                 service: str | None = None, access: NodeAccess | None = None, address: str | None = None):
+                 service: str | None = None, access: NodeAccess | None = None, address: str | None = None,
+                 host: str = LOOPBACK):
         self.cluster_name = cluster_name
         # broker | zookeeper | controller (a dedicated KRaft controller) | service (a distribution file's
         # service container the harness knows no more about, e.g. a broker's object store)
@@ -27,7 +29,9 @@ class Node:
         self.node_id = node_id
         self.name = container_name
         self.alias = alias
-        self.host_port = host_port
+        # where the harness's clients reach it (harness/protocol/endpoint.py): 127.0.0.1:<published port> for a
+        # container the harness started, the nodes file's ``endpoint`` for a host it did not
+        self.endpoint = Endpoint(host, int(host_port))
         # the port inside the container published on host_port: a broker listens on host_port itself
         self.client_port = client_port if client_port is not None else (
             ZK_CLIENT_PORT if role == "zookeeper" else host_port)
@@ -40,6 +44,11 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.name})"
+
+    @property
+    def host_port(self) -> int:
+        """The port of :attr:`endpoint` (a container's: published on 127.0.0.1)."""
+        return self.endpoint.port
 
     @property
     def container(self):

@@ -315,15 +315,15 @@ class ProtocolControlPlane(ControlPlane):
         that answers says it does not exist."""
         cluster = self.cluster
         info, errors = None, []
-        for port in [cluster.brokers[b].host_port for b in cluster.broker_ids]:
+        for ep in [cluster.brokers[b].endpoint for b in cluster.broker_ids]:
             try:
-                with ProtocolClient("127.0.0.1", port, timeout=timeout_s, security=getattr(cluster, "security", None)) as c:
+                with ProtocolClient.at(ep, timeout=timeout_s, security=getattr(cluster, "security", None)) as c:
                     t = next((t for t in c.metadata([topic]).topics if t.name == topic), None)
                     if t is not None and t.error is None:
                         info = t
                         res = c.list_partition_reassignments({topic: sorted(p.partition for p in t.partitions)})
                         break
-                    errors.append(f"{port}: {t.error if t else 'not listed'}")
+                    errors.append(f"{ep}: {t.error if t else 'not listed'}")
             except ProtocolError as e:
                 info = None
                 errors.append(str(e))
@@ -436,7 +436,7 @@ class ProtocolControlPlane(ControlPlane):
         (DescribeQuorum) and each finished its startup; asked through the Kafka protocol."""
         cl = self.cluster
         for b in sorted(want):
-            with ProtocolClient(port=cl.brokers[b].host_port, timeout=5.0, security=getattr(cl, "security", None)) as c:
+            with ProtocolClient.at(cl.brokers[b].endpoint, timeout=5.0, security=getattr(cl, "security", None)) as c:
                 seen = {x.node_id for x in c.metadata([]).brokers}
             self._check_foreign_ids(b, want, seen)
             if not want <= seen:

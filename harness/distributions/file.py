@@ -206,12 +206,12 @@ class FileControlPlane(ProtocolControlPlane):
         for b in sorted(want):
             node = cl.brokers[b]
             try:
-                with ProtocolClient(port=node.host_port, timeout=3.0, security=getattr(cl, "security", None)) as c:
+                with ProtocolClient.at(node.endpoint, timeout=3.0, security=getattr(cl, "security", None)) as c:
                     c.api_versions()
                     c.metadata([])
             except ProtocolError as e:
                 self._check_serves_after_ready(b, e)
-                return f"{node.name} does not answer the Kafka protocol on 127.0.0.1:{node.host_port} yet ({e})"
+                return f"{node.name} does not answer the Kafka protocol on {node.endpoint} yet ({e})"
             self._ready_unserved.pop(b, None)
             if not node.started():
                 return f"{node.name} has not logged {cl.distribution.started_line(b)!r} yet"
@@ -228,14 +228,13 @@ class FileControlPlane(ProtocolControlPlane):
         first = self._ready_unserved.setdefault(b, time.monotonic())
         if time.monotonic() - first >= SERVE_AFTER_READY_S:
             raise NeverServes(f"{node.name} logged {line!r} but did not answer the Kafka protocol on its published "
-                              f"port 127.0.0.1:{node.host_port} in the {SERVE_AFTER_READY_S:.0f} s after ({e}): "
+                              f"port {node.endpoint} in the {SERVE_AFTER_READY_S:.0f} s after ({e}): "
                               f"the broker must listen on {{port}} ({node.client_port} here) inside its container")
 
     def active_controller(self) -> int | None:
-        ports = [self.cluster.brokers[b].host_port for b in self.cluster.broker_ids]
-        for port in ports:
+        for ep in [self.cluster.brokers[b].endpoint for b in self.cluster.broker_ids]:
             try:
-                with ProtocolClient(port=port, timeout=5.0, security=getattr(self.cluster, "security", None)) as c:
+                with ProtocolClient.at(ep, timeout=5.0, security=getattr(self.cluster, "security", None)) as c:
                     if c.supports_describe_quorum():
                         q = c.describe_quorum()
                         return q.leader_id if q.error is None and q.leader_id >= 0 else None

@@ -69,9 +69,9 @@ class RemoteDistribution(Distribution):
         for rn in self.nodes.nodes:
             role = "zookeeper" if "zookeeper" in rn.roles else "broker" if "broker" in rn.roles else "controller"
             name = f"{self.nodes.name}-{'zk' if role == 'zookeeper' else 'n'}{rn.id}"
-            port = rn.endpoint[1] if rn.endpoint else rn.controller_port
+            port = rn.endpoint.port if rn.endpoint else rn.controller_port
             out.append(SimpleNamespace(role=role, node_id=rn.id, name=name, alias=name, host_port=port,
-                                       endpoint=f"{rn.endpoint[0]}:{rn.endpoint[1]}" if rn.endpoint else "",
+                                       endpoint=str(rn.endpoint) if rn.endpoint else "",
                                        client_port=rn.client_port or port, address=rn.address,
                                        access=SshAccess(rn, self.nodes.interface, None, "plan", name)))
         return out

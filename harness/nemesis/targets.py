@@ -242,10 +242,10 @@ def coordinator_of(cluster: "Cluster", kind: str, key: str, what: str) -> dict:
     broker answers or the answer is an error (the state partition has no leader now)."""
     key_type = COORDINATORS[kind]
     try:
-        port, info = cluster.coordinator(key, key_type)
+        ep, info = cluster.coordinator(key, key_type)
     except Exception as e:  # noqa: BLE001 - ProtocolError: no broker answered (nodes down mid-fault)
         raise TargetUnresolved(f"{what}: FindCoordinator not answered ({e})") from None
-    by = next((b for b in cluster.broker_ids if getattr(cluster.brokers[b], "host_port", None) == port), None)
+    by = next((b for b in cluster.broker_ids if getattr(cluster.brokers[b], "endpoint", None) == ep), None)
     if info.error is not None or info.node_id < 0:
         raise TargetUnresolved(f"{what}: FindCoordinator answered {info.error or 'no node'} (asked broker {by})")
     return {"target": what, "key_type": key_type, "key": key, "node_id": info.node_id, "answered_by": by,

@@ -32,7 +32,7 @@ from typing import Callable
 
 from harness.observer.sampling import PeriodicSampler
 
-from harness.protocol import (MetadataResult, ProtocolClient, ProtocolError, QuorumInfo, ReassignmentsResult,
+from harness.protocol import (Endpoint, MetadataResult, ProtocolClient, ProtocolError, QuorumInfo, ReassignmentsResult,
                               UnsupportedApi)
 
 
@@ -86,21 +86,22 @@ def quorum_fields(q: QuorumInfo) -> dict:
 class ProtocolSampler(PeriodicSampler):
     """Samples Metadata (+ DescribeQuorum) in a background thread.
 
-    ``brokers`` maps broker id → port published on 127.0.0.1 (``{b: cluster.brokers[b].host_port}``,
-    see :meth:`for_cluster`). ``emit`` has the signature of :meth:`harness.record.RunRecorder.emit`;
+    ``brokers`` maps broker id → its :class:`~harness.protocol.endpoint.Endpoint` (``{b:
+    cluster.brokers[b].endpoint}``, see :meth:`for_cluster`: 127.0.0.1:<published port> for a cluster the
+    harness started, a nodes file's ``endpoint`` for one it did not). ``emit`` has the signature of :meth:`harness.record.RunRecorder.emit`;
     emitted events are also kept in :attr:`samples`. ``quorum``: None = ask DescribeQuorum when the
     broker supports it, False = never, True = always (an unsupported API is then an ``error``).
     ``reassignments`` likewise for ListPartitionReassignments; ``elr`` asks DescribeTopicPartitions
     for the partitions when the broker supports it.
     """
 
-    def __init__(self, brokers: dict[int, int], emit: Callable[..., dict] | None = None, interval: float = 1.0,
+    def __init__(self, brokers: dict[int, Endpoint], emit: Callable[..., dict] | None = None, interval: float = 1.0,
                  max_samples: int | None = None, duration: float | None = None,
                  topics: list[str] | None = None, include_internal: bool = False,
                  request_timeout: float = 3.0, quorum: bool | None = None,
                  reassignments: bool | None = None, elr: bool = False, security=None):
         if not brokers:
-            raise ValueError("no broker ports to sample")
+            raise ValueError("no broker endpoints to sample")
         if max_samples is None and duration is None:
             max_samples = 100_000           # bounded even if the caller forgets stop()
         super().__init__(emit, interval, max_samples, duration)
@@ -120,7 +121,7 @@ class ProtocolSampler(PeriodicSampler):
     def for_cluster(cls, cluster, emit=None, **kw) -> "ProtocolSampler":
         """A sampler of every broker of a :class:`harness.cluster.cluster.Cluster`."""
         kw.setdefault("security", getattr(cluster, "security", None))
-        return cls({b: cluster.brokers[b].host_port for b in cluster.broker_ids}, emit, **kw)
+        return cls({b: cluster.brokers[b].endpoint for b in cluster.broker_ids}, emit, **kw)
 
     # -- one sample ----------------------------------------------------------------------------
     def _order(self) -> list[int]:
@@ -136,7 +137,7 @@ class ProtocolSampler(PeriodicSampler):
         Returns {"broker", "metadata", "quorum", "quorum_error", "reassign", "reassign_error"}."""
         last: Exception | None = None
         for b in self._order():
-            with ProtocolClient(port=self.brokers[b], timeout=self.request_timeout,
+            with ProtocolClient.at(self.brokers[b], timeout=self.request_timeout,
                                 client_id="kafka-chaos-protocol-sampler", security=self.security) as c:
                 try:
                     if self.elr and c.supports_describe_topic_partitions():
@@ -169,7 +170,7 @@ class ProtocolSampler(PeriodicSampler):
         r = c.list_partition_reassignments()
         ctl = md.controller_id
         if r.error == "NOT_CONTROLLER" and ctl in self.brokers and ctl != b:
-            with ProtocolClient(port=self.brokers[ctl], timeout=self.request_timeout,
+            with ProtocolClient.at(self.brokers[ctl], timeout=self.request_timeout,
                                 client_id="kafka-chaos-protocol-sampler", security=self.security) as cc:
                 return ctl, cc.list_partition_reassignments()
         return b, r

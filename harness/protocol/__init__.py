@@ -6,12 +6,13 @@ transaction coordinators (FindCoordinator). See :mod:`.messages` and :mod:`.clie
 
 from harness.protocol.admin_messages import OngoingReassignment, ReassignmentsResult
 from harness.protocol.client import ProtocolClient, ProtocolError, UnsupportedApi, first_answer
+from harness.protocol.endpoint import Endpoint
 from harness.protocol.header import error_name
 from harness.protocol.messages import (ApiVersionsResult, BrokerInfo, CoordinatorInfo, MetadataResult, PartitionInfo, QuorumInfo,
                                        ReplicaState, TopicInfo, TopicPartitionsResult)
 from harness.protocol.wire import DecodeError
 
-__all__ = ["ProtocolClient", "ProtocolError", "UnsupportedApi", "first_answer", "ApiVersionsResult",
+__all__ = ["Endpoint", "ProtocolClient", "ProtocolError", "UnsupportedApi", "first_answer", "ApiVersionsResult",
            "BrokerInfo", "CoordinatorInfo", "MetadataResult", "OngoingReassignment", "PartitionInfo", "QuorumInfo", "ReassignmentsResult",
            "ReplicaState", "TopicInfo", "TopicPartitionsResult",
            "error_name", "DecodeError"]

@@ -1,4 +1,4 @@
-"""A small blocking Kafka protocol client over one TCP connection to a broker on 127.0.0.1.
+"""A small blocking Kafka protocol client over one TCP connection to a broker (an :class:`Endpoint`).
 
 It speaks only the requests in :mod:`harness.protocol.messages` (ApiVersions, Metadata v7+,
 DescribeQuorum, DescribeTopicPartitions, FindCoordinator) and :mod:`harness.protocol.admin_messages`
@@ -7,12 +7,12 @@ with ApiVersions. Every socket operation is bounded by ``timeout`` seconds; any 
 and raises :class:`ProtocolError` naming the address and request, so a caller sampling a cluster
 under faults can record the error and try again later.
 
-Only loopback addresses are accepted: the harness never sends traffic anywhere else.
+Only loopback addresses and the hosts a loaded nodes file names are accepted
+(harness/protocol/endpoint.py): the harness never sends traffic anywhere else.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import ssl
 import struct
@@ -24,6 +24,7 @@ from harness.protocol import admin_messages as a
 from harness.protocol import header as h
 from harness.protocol import messages as m
 from harness.protocol import sasl
+from harness.protocol.endpoint import LOOPBACK, Endpoint, require_permitted
 from harness.protocol.wire import DecodeError, Reader
 
 T = TypeVar("T")
@@ -52,21 +53,12 @@ def tls_context(security) -> ssl.SSLContext:
     return ctx
 
 
-def _require_loopback(host: str) -> None:
-    try:
-        ok = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        ok = host == "localhost"
-    if not ok:
-        raise ValueError(f"the protocol client only talks to loopback addresses, not {host!r}")
-
-
 class ProtocolClient:
     """One connection to ``host:port``; use as a context manager or call :meth:`close`."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 9092, timeout: float = 5.0,
+    def __init__(self, host: str = LOOPBACK, port: int = 9092, timeout: float = 5.0,
                  client_id: str = "kafka-chaos-protocol", security=None):
-        _require_loopback(host)
+        require_permitted(host)
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0, got {timeout}")
         self.host, self.port, self.timeout, self.client_id = host, int(port), timeout, client_id
@@ -77,8 +69,17 @@ class ProtocolClient:
         self.security = security if security is not None and security.protocol != "PLAINTEXT" else None
         self._tls = tls_context(self.security) if self.security is not None and self.security.tls else None
 
+    @classmethod
+    def at(cls, endpoint: Endpoint, **kw) -> "ProtocolClient":
+        """A client of the listener at ``endpoint`` (a node's :attr:`harness.cluster.node.Node.endpoint`)."""
+        return cls(endpoint.host, endpoint.port, **kw)
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.host, self.port)
+
     def __repr__(self) -> str:
-        return f"ProtocolClient({self.host}:{self.port})"
+        return f"ProtocolClient({self.endpoint})"
 
     # -- connection ------------------------------------------------------------------------------
     def _connect(self) -> socket.socket:
@@ -347,20 +348,19 @@ class ProtocolClient:
         raise ProtocolError(f"{self.host}:{self.port}: DescribeTopicPartitions needs more than {max_pages} pages")
 
 
-def first_answer(ports: Iterable[int], ask: Callable[[ProtocolClient], T], timeout: float = 5.0,
-                 host: str = "127.0.0.1", security=None) -> tuple[int, T]:
-    """Ask each broker port in turn until one answers; returns ``(port, answer)``.
+def first_answer(endpoints: Iterable[Endpoint], ask: Callable[[ProtocolClient], T], timeout: float = 5.0,
+                 security=None) -> tuple[Endpoint, T]:
+    """Ask each broker endpoint in turn until one answers; returns ``(endpoint, answer)``.
 
     Raises the last :class:`ProtocolError` (or :class:`UnsupportedApi`) when none answers.
     """
     last: ProtocolError | None = None
-    ports = list(ports)
-    for port in ports:
-        with ProtocolClient(host, port, timeout=timeout, security=security) as c:
+    for ep in list(endpoints):
+        with ProtocolClient.at(ep, timeout=timeout, security=security) as c:
             try:
-                return port, ask(c)
+                return ep, ask(c)
             except ProtocolError as e:
                 last = e
     if last is None:
-        raise ProtocolError("no broker port to ask")
+        raise ProtocolError("no broker endpoint to ask")
     raise last

@@ -14,6 +14,14 @@ What a pending line names is undone: by the run itself on heal and when it relea
 next command run against the same nodes file when its owner died (SIGKILL); by
 ``kafka-chaos cleanup --nodes FILE``. Undo scripts are idempotent (a chain already gone, a process
 already running are not errors), so undoing twice is harmless. Only chains a line names are deleted.
+
+A copy on the hosts: with a ``mirror`` (harness/cluster/remote_cluster.py gives one), every line about a
+node is also appended to a file on that node's host (the harness user's state dir there,
+``~/.local/state/kafka-chaos/remote/<name>.jsonl``) right after the local line and before the change:
+another harness machine pointed at the same nodes file reads those copies (:meth:`adopt`), so what a
+harness that died on one machine left is found and undone from another. The local file stays the
+authority: a copy that cannot be written does not stop the run (the change goes to the same host, which
+then is most likely unreachable too).
 """
 
 from __future__ import annotations
@@ -28,6 +36,27 @@ from typing import Callable
 
 
 KINDS = ("chains", "paused", "stopped", "qdisc")
+HOST_STATE_DIR = "~/.local/state/kafka-chaos/remote"     # the copies on the hosts (the SSH user's home)
+
+
+def pending_of(entries: list[dict]) -> list[dict]:
+    """The ``did`` lines of ``entries`` with no ``undone`` line (oldest first)."""
+    undone = {e.get("id") for e in entries if e.get("op") == "undone"}
+    return [e for e in entries if e.get("op") == "did" and e.get("id") not in undone and e.get("kind") in KINDS
+            and isinstance(e.get("node"), str) and isinstance(e.get("undo"), str)]
+
+
+def parse_lines(text: str) -> list[dict]:
+    """JSON lines; a line cut by a crash (or not an object) is skipped."""
+    out = []
+    for ln in text.splitlines():
+        try:
+            e = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(e, dict):
+            out.append(e)
+    return out
 
 
 def state_dir() -> Path:
@@ -41,11 +70,20 @@ class Journal:
     owner ({"pid", "host", "start"}); ``alive(pid, host, start)``: True / False / None (cannot tell) —
     harness/cluster/owner.py's, passed in by the cluster layer."""
 
-    def __init__(self, name: str, owner: dict, alive: Callable, path: Path | None = None):
+    def __init__(self, name: str, owner: dict, alive: Callable, path: Path | None = None,
+                 mirror: Callable[[str, dict], None] | None = None):
         self.name = name
         self.owner = owner
         self.alive = alive
         self.path = Path(path) if path else state_dir() / f"{name}.jsonl"
+        self.mirror = mirror          # mirror(node, line): append the line to the node's host copy
+
+    def _mirror(self, node: str, entry: dict) -> None:
+        if self.mirror is not None:
+            try:
+                self.mirror(node, entry)
+            except Exception:  # noqa: BLE001 - the copy is for other machines; the local line is the authority
+                pass
 
     def _append(self, entry: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,32 +105,40 @@ class Journal:
         if kind not in KINDS:
             raise ValueError(f"unknown journal kind {kind!r}")
         eid = secrets.token_hex(6)
-        self._append({"op": "did", "id": eid, "node": node, "kind": kind, "undo": undo, "t": time.time(),
-                      "owner": self.owner, **detail})
+        entry = {"op": "did", "id": eid, "node": node, "kind": kind, "undo": undo, "t": time.time(),
+                 "owner": self.owner, **detail}
+        self._append(entry)
+        self._mirror(node, entry)
         return eid
 
     def done(self, eid: str) -> None:
-        self._append({"op": "undone", "id": eid, "t": time.time()})
+        entry = {"op": "undone", "id": eid, "t": time.time()}
+        self._append(entry)
+        node = next((e["node"] for e in self.read() if e.get("op") == "did" and e.get("id") == eid), None)
+        if node is not None:
+            self._mirror(node, entry)
+
+    def adopt(self, lines: list[dict]) -> list[dict]:
+        """Take in the pending changes of a host's copy (:func:`pending_of` of its lines) that this journal
+        does not know (another machine's harness made them, or this machine's state was lost), so that
+        :meth:`undo` treats them as its own lines; returns those adopted. Their owners ran elsewhere:
+        ``alive`` cannot judge them (None), so only ``which="all"`` (``cleanup --nodes``) undoes them."""
+        known = {e.get("id") for e in self.read()}
+        new = [e for e in pending_of(lines) if e.get("id") not in known]
+        for e in new:
+            self._append(e)
+        return new
 
     def read(self) -> list[dict]:
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            return parse_lines(self.path.read_text(encoding="utf-8"))   # a cut line: never made
         except FileNotFoundError:
             return []
-        out = []
-        for ln in lines:
-            try:
-                out.append(json.loads(ln))
-            except ValueError:
-                continue          # a line cut by a crash mid-write: its change was never made
-        return out
 
     def pending(self, node: str | None = None, kind: str | None = None) -> list[dict]:
         """The changes not undone yet (oldest first), of ``node`` / ``kind`` when given."""
-        entries = self.read()
-        undone = {e["id"] for e in entries if e.get("op") == "undone"}
-        return [e for e in entries if e.get("op") == "did" and e["id"] not in undone
-                and (node is None or e["node"] == node) and (kind is None or e["kind"] == kind)]
+        return [e for e in pending_of(self.read())
+                if (node is None or e["node"] == node) and (kind is None or e["kind"] == kind)]
 
     def done_all(self, node: str, kind: str) -> None:
         """Every pending ``kind`` change of ``node`` is undone (a heal unpaused / started it)."""

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.protocol.endpoint import Endpoint, is_loopback, permit
+from harness.protocol.endpoint import join as join_endpoints
 
 ROLES = ("broker", "controller", "zookeeper")
 _TOP_KEYS = {"name", "kafka_version", "owner_confirmed", "interface", "ports", "ssh", "service", "client", "node"}
@@ -66,7 +68,7 @@ class RemoteNode:
     roles: tuple[str, ...]
     host: str                        # where SSH connects
     address: str                     # where the other nodes reach it (iptables rules match it)
-    endpoint: tuple[str, int] | None  # where the harness's clients reach it (host, port)
+    endpoint: Endpoint | None        # where the harness's clients reach it (host, port)
     internal_port: int               # the inter-broker listener's port
     controller_port: int             # the KRaft CONTROLLER listener's port
     client_port: int | None          # the port its client listener binds on the node (broker; zookeeper: 2181)
@@ -213,11 +215,18 @@ def _service_settings(path: Path, where: str, svc: dict) -> ServiceSettings:
     return ServiceSettings(**vals)
 
 
-def _endpoint(path: Path, where: str, v) -> tuple[str, int]:
+def _endpoint(path: Path, where: str, v) -> Endpoint:
     host, sep, port = _str(path, where, "endpoint", v).rpartition(":")
     if not sep or not host or not port.isdigit():
         raise _err(path, where, "endpoint", f"must be HOST:PORT, not {v!r}")
-    return host.strip("[]"), _port(path, where, "endpoint", int(port))
+    return Endpoint(host.strip("[]"), _port(path, where, "endpoint", int(port)))
+
+
+def forwarded(endpoint: Endpoint, address: str) -> bool:
+    """The endpoint is not the broker's own listener but a port forwarded to it (an SSH tunnel, a published
+    container port): a loopback address, while the node's address (where the other nodes reach it) is not.
+    Then its port says nothing of the port the broker binds on the node (``[ports] client``)."""
+    return endpoint.is_loopback and not is_loopback(address)
 
 
 def _node(path: Path, i: int, t, ssh: dict, svc: dict, ports: dict) -> RemoteNode:
@@ -242,8 +251,13 @@ def _node(path: Path, i: int, t, ssh: dict, svc: dict, ports: dict) -> RemoteNod
     if ep is None and ("broker" in roles or "zookeeper" in roles):
         raise _err(path, where, "endpoint", "missing (HOST:PORT where the harness's clients reach this node)")
     endpoint = _endpoint(path, where, ep) if ep is not None else None
+    if "broker" in roles and endpoint is not None and ports["client"] is None and forwarded(endpoint, address):
+        raise _err(path, where, "endpoint", f"{endpoint} is a forwarded port (a loopback address; the node's "
+                   f"address is {address}) and [ports] client is not set: name the port the brokers' client "
+                   "listener binds on the nodes ([ports] client = 9092); a `client` link cut matches it, and "
+                   "without it network.client_only would cut the wrong port")
     client_port = ports["zookeeper"] if "zookeeper" in roles else (
-        ports["client"] or (endpoint[1] if endpoint else None))
+        ports["client"] or (endpoint.port if endpoint else None))
     return RemoteNode(nid, tuple(roles), host, address, endpoint, ports["internal"], ports["controller"], client_port,
                       _ssh_settings(path, where, _merged(path, where, "ssh", t.get("ssh", {}), ssh)),
                       _service_settings(path, where, _merged(path, where, "service", t.get("service", {}), svc)))
@@ -275,6 +289,9 @@ def load(file: str | Path) -> NodesFile:
         raise _err(path, "", "interface", f"not an interface name: {iface!r}")
     ports_t = _merged(path, "", "ports", doc.get("ports", {}), _PORT_KEYS)
     ports = {k: (None if v is None else _port(path, "ports", k, v)) for k, v in ports_t.items()}
+    for k in ("internal", "controller"):
+        if ports["client"] is not None and ports["client"] == ports[k]:
+            raise _err(path, "ports", "client", f"{ports['client']} is also the {k} listener's port")
     client = dict(_table(path, "", "client", doc.get("client", {})))
     ssh = _merged(path, "", "ssh", doc.get("ssh", {}), _SSH_DEFAULTS)
     svc = _merged(path, "", "service", doc.get("service", {}), _SERVICE_DEFAULTS)
@@ -285,11 +302,13 @@ def load(file: str | Path) -> NodesFile:
     _check_cluster(path, nodes)
     boot = client.pop("bootstrap_servers", None)
     if boot is None:
-        boot = ",".join(f"{n.endpoint[0]}:{n.endpoint[1]}" for n in nodes if "broker" in n.roles)
+        boot = join_endpoints(n.endpoint for n in nodes if "broker" in n.roles)
     for part in _str(path, "client", "bootstrap_servers", boot).split(","):
         h, sep, p = part.strip().rpartition(":")
         if not sep or not h or not p.isdigit() or not 1 <= int(p) <= 65535:
             raise _err(path, "client", "bootstrap_servers", f"{part.strip()!r} is not HOST:PORT")
+    # the protocol client dials the nodes' endpoints (loopback and these hosts only: harness/protocol/endpoint.py)
+    permit(n.endpoint.host for n in nodes if n.endpoint)
     return NodesFile(path, name, kv, owner, iface, boot, client, tuple(nodes))
 
 

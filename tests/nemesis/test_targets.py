@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from harness.protocol.endpoint import Endpoint
 from harness.nemesis.catalog import FaultSpecError, normalize_links, validate_params
 from harness.nemesis.targets import (Target, TargetError, TargetUnresolved, format_target, parse_target,
                                      resolve)
@@ -227,7 +228,7 @@ class _CoordCluster(_Cluster):
     def __init__(self, answers):
         super().__init__(3)
         for b in self.brokers.values():
-            b.host_port = 9000 + b.node_id
+            b.endpoint = Endpoint("10.0.0.5", 9000 + b.node_id)      # a nodes file's brokers on another host
         self.answers, self.asked = answers, []
 
     def coordinator(self, key, key_type):
@@ -248,7 +249,7 @@ def test_parse_coordinator_targets():
 
 
 def test_resolve_coordinators_and_record_how():
-    cl = _CoordCluster({("tx", "transaction"): (9002, _Info(3)), ("g", "group"): (9001, _Info(1, version=3))})
+    cl = _CoordCluster({("tx", "transaction"): (Endpoint("10.0.0.5", 9002), _Info(3)), ("g", "group"): (Endpoint("10.0.0.5", 9001), _Info(1, version=3))})
     notes = []
     assert _ids(resolve("txn-coordinator(tx),group-coordinator(g)", cl, _View(), random.Random(0), notes)) == [
         "broker3", "broker1"]
@@ -260,9 +261,9 @@ def test_resolve_coordinators_and_record_how():
 
 
 @pytest.mark.parametrize("answer, message", [
-    ((9001, _Info(-1, "COORDINATOR_NOT_AVAILABLE")), "answered COORDINATOR_NOT_AVAILABLE"),
+    ((Endpoint("10.0.0.5", 9001), _Info(-1, "COORDINATOR_NOT_AVAILABLE")), "answered COORDINATOR_NOT_AVAILABLE"),
     (RuntimeError("no broker answered"), "FindCoordinator not answered"),
-    ((9001, _Info(7)), "broker 7 is not part"),
+    ((Endpoint("10.0.0.5", 9001), _Info(7)), "broker 7 is not part"),
 ])
 def test_unresolvable_coordinators(answer, message):
     with pytest.raises(TargetUnresolved, match=message):

@@ -12,6 +12,7 @@ import pytest
 from scripted_server import ScriptedServer, h
 
 from harness.cluster import admin_ops as ao
+from harness.protocol.endpoint import loopback
 from harness.protocol import ProtocolClient
 
 APIS = "04" "0003 0000 000c 00" "0012 0000 0003 00" "002d 0000 0000 00" "00000000" "00"
@@ -48,8 +49,8 @@ def test_admin_ops_asks_the_controller_and_returns_refusals(servers):
     asked: list = []
     servers.extend([_server(1, controller=2, asked=asked), _server(2, controller=2, asked=asked)])
     cluster = SimpleNamespace(broker_ids=[1, 2], registered_brokers=lambda: {1, 2},
-                              brokers={1: SimpleNamespace(host_port=servers[0].port),
-                                       2: SimpleNamespace(host_port=servers[1].port)})
+                              brokers={1: SimpleNamespace(endpoint=loopback(servers[0].port)),
+                                       2: SimpleNamespace(endpoint=loopback(servers[1].port))})
     out = ao.alter_reassignments(cluster, {("t", 0): [1, 2], ("t", 2): [9, 1]}, timeout_s=3)
     assert asked == [1, 2]
     assert out == {("t", 0): (None, None), ("t", 2): ("INVALID_REPLICA_ASSIGNMENT", "nope")}

@@ -10,6 +10,7 @@ from scripted_server import ScriptedServer
 
 from harness.protocol import ProtocolClient
 from harness.protocol import messages as m
+from harness.protocol.endpoint import loopback
 from harness.protocol.wire import Reader, Writer
 
 
@@ -98,14 +99,14 @@ def test_cluster_coordinator_skips_error_answers_and_asks_last_ones_last():
     down, up = server(-1, 15), server(2, 0)
     try:
         class Fake:
-            def _protocol_ports(self, last=()):
-                ports = [down.port, up.port]
-                return [p for p in ports if p not in last] + [p for p in ports if p in last]
-        port, info = Cluster.coordinator(Fake(), "tx", "transaction")
-        assert (port, info.node_id) == (up.port, 2)
+            def _protocol_endpoints(self, last=()):
+                eps = [loopback(down.port), loopback(up.port)]
+                return [p for p in eps if p not in last] + [p for p in eps if p in last]
+        ep, info = Cluster.coordinator(Fake(), "tx", "transaction")
+        assert (ep, info.node_id) == (loopback(up.port), 2)
         class OnlyDown(Fake):
-            def _protocol_ports(self, last=()):
-                return [down.port]
+            def _protocol_endpoints(self, last=()):
+                return [loopback(down.port)]
         assert Cluster.coordinator(OnlyDown(), "tx", "transaction")[1].error == "COORDINATOR_NOT_AVAILABLE"
     finally:
         down.close()

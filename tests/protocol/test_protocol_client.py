@@ -12,6 +12,7 @@ from scripted_server import ScriptedServer, h
 
 from harness.protocol import ProtocolClient, ProtocolError, UnsupportedApi, first_answer
 from harness.protocol import header as hdr
+from harness.protocol.endpoint import Endpoint, join, loopback, parse, permit
 from harness.protocol import messages as m
 
 
@@ -106,19 +107,37 @@ def test_refused_connection_and_first_answer(server):
     with pytest.raises(ProtocolError, match="cannot connect"):
         ProtocolClient(port=dead_port, timeout=1).api_versions()
     s = server(lambda key, ver, cid: _api_versions(cid) if key == 18 else _metadata_v12(cid))
-    port, md = first_answer([dead_port, s.port], lambda c: c.metadata([]), timeout=2)
-    assert port == s.port and md.controller_id == 1
+    ep, md = first_answer([loopback(dead_port), loopback(s.port)], lambda c: c.metadata([]), timeout=2)
+    assert ep == Endpoint("127.0.0.1", s.port) and md.controller_id == 1
     with pytest.raises(ProtocolError, match="cannot connect"):
-        first_answer([dead_port], lambda c: c.metadata([]), timeout=1)
+        first_answer([loopback(dead_port)], lambda c: c.metadata([]), timeout=1)
 
 
-def test_only_loopback_is_allowed():
-    with pytest.raises(ValueError, match="loopback"):
+def test_only_loopback_and_nodes_file_hosts_are_allowed():
+    with pytest.raises(ValueError, match="loopback addresses and the hosts a nodes file names, not '10.0.0.1'"):
         ProtocolClient("10.0.0.1", 9092)
     with pytest.raises(ValueError, match="loopback"):
         ProtocolClient("example.com", 9092)
     ProtocolClient("localhost", 9092)
     ProtocolClient("127.0.0.2", 9092)
+    # a host a nodes file names (harness/remote/nodes_file.load permits its endpoints' hosts)
+    with pytest.raises(ValueError, match="loopback"):
+        ProtocolClient.at(Endpoint("192.0.2.201", 9092))
+    permit(["192.0.2.201"])
+    c = ProtocolClient.at(Endpoint("192.0.2.201", 9092))
+    assert c.endpoint == Endpoint("192.0.2.201", 9092) and repr(c) == "ProtocolClient(192.0.2.201:9092)"
+    with pytest.raises(ValueError, match="192.0.2.202"):
+        ProtocolClient("192.0.2.202", 9092)
+
+
+def test_endpoint_text():
+    assert str(Endpoint("10.0.0.5", 9092)) == "10.0.0.5:9092" and str(Endpoint("::1", 9)) == "[::1]:9"
+    assert parse(" 10.0.0.5:9092") == Endpoint("10.0.0.5", 9092) and parse("[::1]:9") == Endpoint("::1", 9)
+    assert join([loopback(1), Endpoint("h", 2)]) == "127.0.0.1:1,h:2"
+    assert loopback(5).is_loopback and not Endpoint("10.0.0.5", 1).is_loopback
+    for bad in ("10.0.0.5", ":9092", "h:0", "h:70000", "h:x"):
+        with pytest.raises(ValueError, match="not HOST:PORT"):
+            parse(bad)
 
 
 def test_describe_quorum_round_trip(server):

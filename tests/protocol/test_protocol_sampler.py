@@ -10,6 +10,7 @@ import struct
 import pytest
 from scripted_server import ScriptedServer, h
 
+from harness.protocol.endpoint import loopback
 from harness.observer.protocol_sampler import ProtocolSampler, metadata_fields, quorum_fields
 from harness.protocol.messages import (BrokerInfo, MetadataResult, PartitionInfo, QuorumInfo, ReplicaState,
                                        TopicInfo)
@@ -95,7 +96,7 @@ def _dead_port() -> int:
 
 def test_zookeeper_mode_sample_uses_metadata_controller(servers):
     servers.append(_server(1, with_quorum=False))
-    smp = ProtocolSampler({1: servers[0].port}, interval=0.1, max_samples=1)
+    smp = ProtocolSampler({1: loopback(servers[0].port)}, interval=0.1, max_samples=1)
     (ev,) = smp.sample()
     assert ev["type"] == "admin.metadata" and ev["source"] == "protocol" and ev["error"] is None
     assert ev["controller_id"] == 1 and ev["answered_by"] == 1
@@ -105,7 +106,7 @@ def test_zookeeper_mode_sample_uses_metadata_controller(servers):
 def test_kraft_sample_reports_quorum_and_its_leader_as_controller(servers, tmp_path):
     servers.append(_server(2, with_quorum=True))
     rec = RunRecorder(tmp_path, "protocol-sampler-test")
-    smp = ProtocolSampler({2: servers[0].port}, emit=rec.emit, interval=0.05, max_samples=3)
+    smp = ProtocolSampler({2: loopback(servers[0].port)}, emit=rec.emit, interval=0.05, max_samples=3)
     smp.start()
     smp._thread.join(10)
     smp.stop()
@@ -123,14 +124,14 @@ def test_kraft_sample_reports_quorum_and_its_leader_as_controller(servers, tmp_p
 
 def test_fails_over_to_the_next_broker_and_sticks_to_it(servers):
     servers.append(_server(2, with_quorum=False))
-    smp = ProtocolSampler({1: _dead_port(), 2: servers[0].port}, request_timeout=2)
+    smp = ProtocolSampler({1: loopback(_dead_port()), 2: loopback(servers[0].port)}, request_timeout=2)
     assert smp.sample()[0]["answered_by"] == 2
     assert smp._order() == [2, 1]
     assert smp.sample()[0]["answered_by"] == 2
 
 
 def test_no_broker_answering_is_an_error_sample():
-    smp = ProtocolSampler({1: _dead_port(), 2: _dead_port()}, request_timeout=1)
+    smp = ProtocolSampler({1: loopback(_dead_port()), 2: loopback(_dead_port())}, request_timeout=1)
     (ev,) = smp.sample()
     assert ev["type"] == "admin.metadata" and ev["brokers"] == [] and ev["partitions"] == []
     assert "cannot connect" in ev["error"] and ev["answered_by"] is None
@@ -138,14 +139,14 @@ def test_no_broker_answering_is_an_error_sample():
 
 def test_quorum_forced_on_a_broker_without_it_is_an_error_event(servers):
     servers.append(_server(1, with_quorum=False))
-    md, q = ProtocolSampler({1: servers[0].port}, quorum=True).sample()
+    md, q = ProtocolSampler({1: loopback(servers[0].port)}, quorum=True).sample()
     assert md["controller_id"] is None
     assert q["type"] == "kraft.quorum" and q["leader_id"] is None and "DescribeQuorum" in q["error"]
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="interval"):
-        ProtocolSampler({1: 9092}, interval=0)
+        ProtocolSampler({1: loopback(9092)}, interval=0)
     with pytest.raises(ValueError, match="no broker"):
         ProtocolSampler({})
 
@@ -181,7 +182,7 @@ def _lpr_server(node_id: int, controller: int, ongoing: bool, dtp: bool = False)
 
 def test_reassignments_are_asked_of_the_zookeeper_mode_controller(servers):
     servers.extend([_lpr_server(1, controller=2, ongoing=True), _lpr_server(2, controller=2, ongoing=True)])
-    md, ra = ProtocolSampler({1: servers[0].port, 2: servers[1].port}).sample()
+    md, ra = ProtocolSampler({1: loopback(servers[0].port), 2: loopback(servers[1].port)}).sample()
     assert md["answered_by"] == 1 and md["controller_id"] == 2
     assert ra["type"] == "admin.reassignments" and ra["answered_by"] == 2 and ra["error"] is None
     assert ra["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 2, 3], "adding_replicas": [3],
@@ -190,20 +191,20 @@ def test_reassignments_are_asked_of_the_zookeeper_mode_controller(servers):
 
 def test_no_ongoing_reassignment_and_unreachable_controller(servers):
     servers.append(_lpr_server(1, controller=1, ongoing=False))
-    md, ra = ProtocolSampler({1: servers[0].port}).sample()
+    md, ra = ProtocolSampler({1: loopback(servers[0].port)}).sample()
     assert ra["partitions"] == [] and ra["error"] is None
     servers.append(_lpr_server(2, controller=3, ongoing=False))        # controller 3 is not a known port
-    md, ra = ProtocolSampler({2: servers[1].port}).sample()
+    md, ra = ProtocolSampler({2: loopback(servers[1].port)}).sample()
     assert ra["partitions"] == [] and ra["error"].startswith("NOT_CONTROLLER")
-    assert [e["type"] for e in ProtocolSampler({2: servers[1].port}, reassignments=False).sample()] == \
+    assert [e["type"] for e in ProtocolSampler({2: loopback(servers[1].port)}, reassignments=False).sample()] == \
         ["admin.metadata"]
 
 
 def test_elr_from_describe_topic_partitions(servers):
     servers.append(_lpr_server(1, controller=1, ongoing=False, dtp=True))
-    (md, _) = ProtocolSampler({1: servers[0].port}, elr=True).sample()
+    (md, _) = ProtocolSampler({1: loopback(servers[0].port)}, elr=True).sample()
     (p,) = md["partitions"]
     assert (p["leader"], p["leader_epoch"], p["isr"]) == (1, 4, [1])
     assert p["eligible_leader_replicas"] == [3] and p["last_known_elr"] == []
-    (md2, _) = ProtocolSampler({1: servers[0].port}).sample()       # without elr: Metadata, no ELR fields
+    (md2, _) = ProtocolSampler({1: loopback(servers[0].port)}).sample()       # without elr: Metadata, no ELR fields
     assert "eligible_leader_replicas" not in md2["partitions"][0]

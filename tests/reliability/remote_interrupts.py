@@ -25,29 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness import distributions  # noqa: E402
-from harness.cluster.remote_cluster import accesses  # noqa: E402
+from tests.remote.hosts import host_leftovers as leftovers  # noqa: E402  (one copy: tests/remote/hosts.py)
 
 SCENARIOS = ("broker_failover.kill_leader", "isr.pause_follower", "isr.partition_follower")
 MODES = ("SIGINT", "double SIGINT", "SIGKILL")
-
-
-def leftovers(path: str) -> list[str]:
-    """What a harness left: a KC_ chain, a service process not running (bounded wait for a start under way)."""
-    f = distributions.resolve(nodes=path).nodes
-    accs = accesses(f)
-    try:
-        out = []
-        for name, acc in accs.items():
-            st = acc.status()
-            if st != "running":
-                out.append(f"{name}: {st}")
-            _, text = acc._run("iptables -w 5 -S 2>/dev/null | grep -E -- '-N KC_' || true")
-            out += [f"{name}: {ln.strip()}" for ln in text.decode().splitlines() if ln.strip()]
-        return out
-    finally:
-        for a in accs.values():
-            a.close()
 
 
 def cli(args: list[str], **kw) -> subprocess.Popen:

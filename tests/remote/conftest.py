@@ -1,8 +1,9 @@
 """Fixtures for the tests of remote clusters (``--nodes``): SSH test hosts (tests/remote/hosts.py,
 docs/ssh-test-hosts.md).
 
-``ssh_hosts_factory`` (session): ``make(kafka_version="4.4.0", zookeeper=False, brokers=3, security=None)``
-starts a host set (``security``: ``PROTOCOL[:MECHANISM]`` as ``--security``) and returns its :class:`~tests.remote.hosts.HostSet` (``.nodes_file``, ``.hosts``,
+``ssh_hosts_factory`` (session): ``make(kafka_version="4.4.0", zookeeper=False, brokers=3, security=None,
+network=False)`` starts a host set (``security``: ``PROTOCOL[:MECHANISM]`` as ``--security``; ``network``:
+the nodes file names the hosts' IPs, hosts.py) and returns its :class:`~tests.remote.hosts.HostSet` (``.nodes_file``, ``.hosts``,
 ``.bootstrap_servers``, ...); every set it started is removed when the session ends.
 
 ``ssh_hosts`` (session): one KRaft host set of 3 combined nodes on Kafka 4.4.0
@@ -27,11 +28,11 @@ def ssh_hosts_factory(kc_docker, tmp_path_factory):
     prefix = os.environ.get("KAFKA_CHAOS_SSH_HOSTS_PREFIX", "ssh")
 
     def make(kafka_version: str = "4.4.0", zookeeper: bool = False, brokers: int = 3,
-             security: str | None = None) -> hosts.HostSet:
+             security: str | None = None, network: bool = False) -> hosts.HostSet:
         name = f"{prefix}{os.getpid()}{len(started)}"
         try:
             hs = hosts.up(name, tmp_path_factory.mktemp(name), kafka_version, zookeeper=zookeeper, brokers=brokers,
-                          security=security)
+                          security=security, network=network)
         except hosts.HostsError as e:
             pytest.fail(f"SSH test hosts did not start: {e}", pytrace=False)
         started.append(hs)

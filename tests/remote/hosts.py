@@ -23,7 +23,12 @@ API, as the people who provision those VMs would.
   the SCRAM user created at format time (KRaft) or in ZooKeeper before the brokers start, the CA in
   ``OUT/ca.pem`` and the credentials in the nodes file's ``[client]``;
 - in ``OUT``: ``id_ed25519`` (+ ``.pub``), ``known_hosts``, ``nodes.toml`` (the ``--nodes`` file,
-  harness/remote/nodes_file.py; mode 0600) and ``hosts.json`` (containers and ports).
+  harness/remote/nodes_file.py; mode 0600) and ``hosts.json`` (containers and ports);
+- with ``network=True`` (``--network``): the hosts as machines on another network would be, reached at
+  their own addresses on the hosts' network and nowhere else: the nodes file names each host by its IP
+  (``host``, SSH on port 22, ``known_hosts`` for that IP) and its ``endpoint = "<IP>:9092"``, and the
+  brokers advertise ``<IP>:9092``; nothing in the file is on 127.0.0.1 (PLAINTEXT only). This is how the
+  harness's clients are shown to dial the endpoints a nodes file names (harness/protocol/endpoint.py).
 
 Command line (wrap it in the cluster slot's lock when other clusters run)::
 
@@ -106,6 +111,7 @@ class HostSet:
     hosts: list[Host]
     seconds: float            # up() wall time
     client: dict = field(default_factory=lambda: {"protocol": "PLAINTEXT"})   # the nodes file's [client] security keys
+    network: bool = False     # the nodes file names the hosts' own addresses (module docstring), not 127.0.0.1
 
     @property
     def nodes_file(self) -> Path:
@@ -125,7 +131,16 @@ class HostSet:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{h.client_port}" for h in self.kafka_hosts)
+        return ",".join(self.endpoint(h) for h in self.kafka_hosts)
+
+    def endpoint(self, h: Host) -> str:
+        """Where the harness's clients reach host ``h``'s client listener (what the nodes file names)."""
+        return f"{h.address}:{EXTERNAL_PORT if not h.is_zookeeper else ZK_CLIENT_PORT}" if self.network \
+            else f"127.0.0.1:{h.client_port}"
+
+    def ssh_address(self, h: Host) -> tuple[str, int]:
+        """Where the harness's SSH client reaches host ``h``."""
+        return (h.address, 22) if self.network else ("127.0.0.1", h.ssh_port)
 
     def down(self) -> int:
         return down(self.name)
@@ -180,12 +195,49 @@ def nodes_toml(hs: HostSet, key: str = "id_ed25519", known_hosts: str = "known_h
     lines += [f"{k} = {_toml_str(v)}" for k, v in KAFKA_SERVICE.items()
               if hs.mode == "kraft" or k != "metadata_log_dir"]   # ZooKeeper mode: no metadata log
     for h in hs.hosts:
-        lines += ["", "[[node]]", f"id = {h.node_id}", f"roles = {json.dumps(h.roles)}", 'host = "127.0.0.1"',
-                  f"address = {_toml_str(h.address)}   # {h.alias}", f'endpoint = "127.0.0.1:{h.client_port}"',
-                  f"ssh = {{ port = {h.ssh_port} }}"]
+        ssh_host, ssh_port = hs.ssh_address(h)
+        lines += ["", "[[node]]", f"id = {h.node_id}", f"roles = {json.dumps(h.roles)}", f"host = {_toml_str(ssh_host)}",
+                  f"address = {_toml_str(h.address)}   # {h.alias}", f"endpoint = {_toml_str(hs.endpoint(h))}",
+                  f"ssh = {{ port = {ssh_port} }}"]
         if h.is_zookeeper:
             lines.append("service = { " + ", ".join(f"{k} = {_toml_str(v)}" for k, v in ZK_SERVICE.items()) + " }")
     return "\n".join(lines) + "\n"
+
+
+def network_nodes_file(hs: HostSet, out: Path) -> Path:
+    """A second nodes file for the running hosts ``hs`` in ``out`` that names each host by its IP on the
+    hosts' network (SSH on 22 with a ``known_hosts`` for those IPs, ``endpoint = "<IP>:9092"``), nothing
+    on 127.0.0.1. The brokers still advertise what ``hs`` was started with (librdkafka follows that);
+    what the harness dials itself (SSH, the protocol client) goes to the IPs."""
+    from dataclasses import replace
+    net = replace(hs, network=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "known_hosts").write_text("".join(f"{h.address} {h.host_key}\n" for h in hs.hosts))
+    path = out / "nodes.toml"
+    path.write_text(nodes_toml(net, key=str(hs.key_file), known_hosts=str(out / "known_hosts")))
+    os.chmod(path, 0o600)
+    return path
+
+
+def host_leftovers(path: str | Path) -> list[str]:
+    """What any harness left on the hosts of nodes file ``path``, read over SSH as the harness reads them: a
+    ``KC_`` iptables chain, a service process that is not running (stopped, paused). [] when clean."""
+    from harness import distributions
+    from harness.cluster.remote_cluster import accesses     # lazy: paramiko
+    f = distributions.resolve(nodes=str(path)).nodes
+    out = []
+    accs = accesses(f)
+    try:
+        for name, acc in accs.items():
+            st = acc.status()
+            if st != "running":
+                out.append(f"{name}: {st}")
+            _, text = acc._run("iptables -w 5 -S 2>/dev/null | grep -E -- '-N KC_' || true")
+            out += [f"{name}: {ln.strip()}" for ln in text.decode().splitlines() if ln.strip()]
+    finally:
+        for a in accs.values():
+            a.close()
+    return out
 
 
 # -- Docker ------------------------------------------------------------------------------------------
@@ -228,9 +280,10 @@ class _NodeLike:      # harness.distributions.base.NodeLike
     role: str = "broker"
 
 
-def _kafka_configs(mode: str, hosts: list[Host], zk_alias: str, ls=None) -> dict[int, str]:
+def _kafka_configs(mode: str, hosts: list[Host], zk_alias: str, ls=None, network: bool = False) -> dict[int, str]:
     """Each Kafka host's server.properties: what the container adapter's distribution gives the same node,
-    with the EXTERNAL listener on port 9092 inside the host (advertised as 127.0.0.1:<published port>)."""
+    with the EXTERNAL listener on port 9092 inside the host (advertised as 127.0.0.1:<published port>;
+    ``network``: as <the host's IP>:9092)."""
     dist = ApacheKraft() if mode == "kraft" else ApacheZk()
     common = dist.common_config(DEFAULT_BROKER_CONFIG, len(hosts), {})
     nodes = [_NodeLike(h.node_id, h.alias, h.client_port) for h in hosts]
@@ -238,6 +291,10 @@ def _kafka_configs(mode: str, hosts: list[Host], zk_alias: str, ls=None) -> dict
     for n in nodes:
         cfg = dist.node_config(common, n, nodes, zookeeper_connect=f"{zk_alias}:{ZK_CLIENT_PORT}")
         cfg["listeners"] = cfg["listeners"].replace(f"EXTERNAL://0.0.0.0:{n.host_port}", f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT}")
+        if network:
+            ip = next(h.address for h in hosts if h.node_id == n.node_id)
+            cfg["advertised.listeners"] = cfg["advertised.listeners"].replace(
+                f"EXTERNAL://127.0.0.1:{n.host_port}", f"EXTERNAL://{ip}:{EXTERNAL_PORT}")
         if ls is not None:    # the EXTERNAL listener secured as the container adapter does it
             cfg = ls.apply(NodePlan("kraft", {"KC_CONFIG": ""}, cfg), n).config
         out[n.node_id] = "".join(f"{k}={v}\n" for k, v in cfg.items())
@@ -350,7 +407,7 @@ def _wait_ready(containers: dict, hs: HostSet, deadline: float, client_config: d
 
 
 def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = False, brokers: int = 3,
-       persistent: bool = False, security: str | None = None) -> HostSet:
+       persistent: bool = False, security: str | None = None, network: bool = False) -> HostSet:
     """Start the host set ``name`` (see the module docstring); on any failure nothing is left running."""
     t0 = time.monotonic()
     if not NAME_RE.fullmatch(name or ""):
@@ -364,6 +421,8 @@ def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = Fal
     if not zookeeper and (brokers < 3 and brokers != 1):
         raise HostsError("KRaft host sets have 1 or at least 3 nodes (3 combined nodes form the quorum)")
     asked = parse_security(security)
+    if network and asked is not None:
+        raise HostsError("--network hosts are PLAINTEXT only (their certificates would need the hosts' IPs)")
     client = docker_util.client()
     net_name = f"kc-{name}"
     if client.networks.list(names=[net_name]) or client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={name}"}):
@@ -394,9 +453,10 @@ def up(name: str, out: Path, kafka_version: str = "4.4.0", zookeeper: bool = Fal
         with ThreadPoolExecutor(max_workers=4) as pool:
             started = list(pool.map(start, specs))
         containers = {h.container: c for c, h in started}
-        hs = HostSet(name, version, mode, out, [h for _, h in started], 0.0, client_keys)
-        (out / "known_hosts").write_text("".join(f"[127.0.0.1]:{h.ssh_port} {h.host_key}\n" for h in hs.hosts))
-        configs = _kafka_configs(mode, hs.kafka_hosts, f"{name}-zk", ls)
+        hs = HostSet(name, version, mode, out, [h for _, h in started], 0.0, client_keys, network)
+        (out / "known_hosts").write_text("".join(
+            (f"{h.address} " if network else f"[127.0.0.1]:{h.ssh_port} ") + f"{h.host_key}\n" for h in hs.hosts))
+        configs = _kafka_configs(mode, hs.kafka_hosts, f"{name}-zk", ls, network)
         scram = ls.security if ls is not None and ls.security.scram else None
         cid = cluster_id()
 
@@ -459,13 +519,15 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--brokers", type=int, default=3)
     u.add_argument("--security", metavar="PROTOCOL[:MECHANISM]", help="the client listener's security, as "
                    "`kafka-chaos run --security` (e.g. SASL_SSL:SCRAM-SHA-512; default PLAINTEXT)")
+    u.add_argument("--network", action="store_true", help="the nodes file names the hosts' IPs on their network "
+                   "(SSH on 22, Kafka on 9092, advertised there), nothing on 127.0.0.1")
     d = sub.add_parser("down", help="remove the hosts and their network")
     d.add_argument("--name", required=True)
     args = p.parse_args(argv)
     try:
         if args.cmd == "up":
             hs = up(args.name, args.out, args.kafka, args.zookeeper, args.brokers, persistent=True,
-                    security=args.security)
+                    security=args.security, network=args.network)
             print(f"{hs.nodes_file}  ({len(hs.hosts)} hosts, {hs.mode}, Kafka {hs.kafka_version}, "
                   f"up in {hs.seconds} s; bootstrap {hs.bootstrap_servers})")
         else:

@@ -23,9 +23,10 @@ import pytest
 
 from harness import distributions
 from harness.cluster.cluster import Cluster, ClusterSpec
-from harness.cluster.remote_cluster import accesses, journal_of
+from harness.cluster.remote_cluster import accesses, host_lines, journal_of
 from harness.nemesis.fault_base import Context
 from harness.nemesis.net_faults import Partition
+from tests.remote.hosts import host_leftovers
 
 pytestmark = [pytest.mark.docker, pytest.mark.ssh]
 
@@ -47,28 +48,10 @@ def state(tmp_path, monkeypatch) -> Path:
     return tmp_path / "state"
 
 
-def _cli(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def _cli(args: list[str], timeout: float = 600, **env_vars) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **env_vars)
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True,
                           env=env, timeout=timeout)
-
-
-def host_leftovers(path: Path) -> list[str]:
-    """What any harness left on the hosts: a KC_ chain, a stopped or paused service process."""
-    f = distributions.resolve(nodes=str(path)).nodes
-    out = []
-    accs = accesses(f)
-    try:
-        for name, acc in accs.items():
-            st = acc.status()
-            if st != "running":
-                out.append(f"{name}: {st}")
-            rc, text = acc._run("iptables -w 5 -S 2>/dev/null | grep -E -- '-N KC_' || true")
-            out += [f"{name}: {ln.strip()}" for ln in text.decode().splitlines() if ln.strip()]
-    finally:
-        for a in accs.values():
-            a.close()
-    return out
 
 
 def test_a_scenario_over_ssh_is_decided_and_leaves_nothing(nodes_path, state, tmp_path):
@@ -156,6 +139,7 @@ from harness import distributions
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.nemesis.fault_base import Context
 from harness.nemesis.net_faults import Partition
+from tests.remote.hosts import host_leftovers
 cl = Cluster(ClusterSpec(name="h2k", distribution=distributions.resolve(nodes={path!r})))
 cl.start()
 b = [cl.brokers[i] for i in cl.broker_ids]
@@ -174,13 +158,24 @@ def _leave_behind(nodes_path: Path) -> None:
     assert any("paused" in x for x in left) and any("-N KC_" in x for x in left), left
 
 
-def test_a_sigkilled_harness_s_leftovers_are_undone_by_cleanup_nodes(nodes_path, state):
+def test_a_sigkilled_harness_s_leftovers_are_undone_by_cleanup_nodes_from_another_machine(nodes_path, state,
+                                                                                          tmp_path):
+    """The harness that left the changes kept its journal in ``state``; ``cleanup`` runs with another state
+    directory, as on a second harness machine: it finds them in the journal's copies on the hosts."""
     _leave_behind(nodes_path)
-    r = _cli(["cleanup", "--nodes", str(nodes_path), "--dry-run"])
+    other = str(tmp_path / "other-machine-state")
+    r = _cli(["cleanup", "--nodes", str(nodes_path), "--dry-run"], KAFKA_CHAOS_STATE=other)
     assert r.returncode == 0 and "would undo paused" in r.stdout and "would undo chains" in r.stdout, r.stdout
-    r = _cli(["cleanup", "--nodes", str(nodes_path)])
-    assert r.returncode == 0 and "undid" in r.stdout, r.stdout + r.stderr
+    r = _cli(["cleanup", "--nodes", str(nodes_path)], KAFKA_CHAOS_STATE=other)
+    assert r.returncode == 0 and "undid" in r.stdout and "did not" in r.stderr, r.stdout + r.stderr
     assert host_leftovers(nodes_path) == []
+    f = distributions.resolve(nodes=str(nodes_path)).nodes
+    accs = accesses(f)
+    try:                      # nothing pending is left in the hosts' copies: they were emptied
+        assert [ln for ln in host_lines(f, accs) if ln.get("op") == "did"] == []
+    finally:
+        for a in accs.values():
+            a.close()
 
 
 def test_a_sigkilled_harness_s_leftovers_are_undone_by_the_next_command(nodes_path, state, tmp_path):
