@@ -80,7 +80,7 @@ class ShareHistory:
         self.deliveries: dict = {}              # (topic, partition, offset) -> [_Delivery] in delivery order
         self.unprocessed_acks: dict = {}        # pos -> (process, ack, t) acknowledged with no delivery of it
         self.pending: dict = {}                 # (process, topic, partition, offset) -> _Delivery awaiting result
-        self.ended: dict = {}                   # process -> t it ended (crash, close)
+        self.ended: dict = {}                   # process -> [t of each sign of its end (crash, close)]
         self.fetch_t: dict = {}                 # process -> t of its last share.fetch
         self.members: set = set()
         self.drain: dict | None = None
@@ -103,7 +103,7 @@ class ShareHistory:
             return
         if typ == CLIENT_LIFE:
             if ev.get("role") == "share-consumer" and ev.get("state") in ENDED:
-                self.ended.setdefault(ev["process"], ev["t"])
+                self.ended.setdefault(ev["process"], []).append(ev["t"])
             return
         if not typ.startswith("share."):
             return
@@ -142,7 +142,7 @@ class ShareHistory:
                 if d.fetch_t is None:       # the unprocessed acknowledgement: its result decides its state
                     self.unprocessed_acks[(ev["topic"], ev["partition"], off)] += (d.result,)
         elif typ == "share.member_crashed":
-            self.ended.setdefault(proc, ev["t"])
+            self.ended.setdefault(proc, []).append(ev["t"])
         elif typ == "share.drain":
             self.drain = {"idle": bool(ev.get("idle")), "t": ev["t"], "seconds": ev.get("seconds")}
 
@@ -185,10 +185,14 @@ class _Judge:
         end = d.fetch_t + self.lock_s
         if d.ack_t is not None:
             end = min(end, d.ack_t)
-        died = self.h.ended.get(d.process)
-        if died is not None and died >= d.t:
-            end = min(end, died)
-        return end
+        # a member ending (share.member_crashed, client.life died / stopped) leaves the group, and leaving
+        # releases what it holds: its hold lasts until the first such sign after the delivery, and no
+        # longer than the delivery itself when the member was already ending as it got the record
+        marks = self.h.ended.get(d.process, ())
+        if any(m < d.t for m in marks):
+            return min(end, d.t)
+        after = [m for m in marks if m >= d.t]
+        return min([end, *after])
 
     @staticmethod
     def confirmed_final(d: _Delivery) -> bool:

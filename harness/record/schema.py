@@ -109,7 +109,7 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
     "share.ack": {**_PROC, "group": STR, "topic": STR, "partition": INT, "offset": INT, "ack": STR},
     "share.ack_result": {**_PROC, "group": STR, "topic": STR, "partition": INT, "offsets": INTS, "error": STR},
     "share.member_paused": {**_PROC, "group": STR, "seconds": NUM},
-    "share.member_crashed": {**_PROC, "group": STR, "reason": STR},
+    "share.member_crashed": {**_PROC, "group": STR, "reason": STR, "holding": INT},
     "share.member_added": {**_PROC, "group": STR},
     "share.drain": {"group": STR, "idle": BOOL, "seconds": NUM, "open": INT},
     ADMIN_METADATA: {"controller_id": INT, "brokers": INTS, "partitions": LIST, "answered_by": INT, "error": STR,

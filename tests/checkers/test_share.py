@@ -236,3 +236,22 @@ def test_malformed_event_is_an_error():
     h.ev(9.0, "share.poll", process="m0", group=G, topic=T, partition=0)      # no offset
     with pytest.raises(ValueError, match="malformed event"):
         checks(h)
+
+
+def test_a_crashing_members_held_batch_may_go_elsewhere_at_once():
+    """The member decided to crash (share.member_crashed) before the poll that returned the record came
+    back: its close() may release it right after, so another member getting it 1 s later is no double hold."""
+    h = clean()
+    h.send(2.0, 0, 11)
+    h.ev(7.9, "share.member_crashed", process="m1", group=G, reason="client_crash", holding=1)
+    h.deliver(8.0, "m1", 0, 11)
+    h.ev(8.5, "client.life", process="m1", role="share-consumer", state="died", error="client_crash")
+    h.deliver(9.0, "m0", 0, 11, count=2).ack(9.1, "m0", 0, 11, result_t=9.2)
+    assert checks(h)["verdict"] == "PASS"
+    # but a member that ends only later holds the record until then
+    h2 = clean()
+    h2.send(2.0, 0, 11)
+    h2.deliver(8.0, "m1", 0, 11)
+    h2.ev(12.0, "client.life", process="m1", role="share-consumer", state="died", error="client_crash")
+    h2.deliver(9.0, "m0", 0, 11, count=2).ack(9.1, "m0", 0, 11, result_t=9.2)
+    assert checks(h2)["checks"]["share-double-hold"]["verdict"] == "FAIL"
