@@ -26,6 +26,10 @@ confirmed accept or reject; archived after ``delivery_count_limit`` deliveries.
   confirmed its accept or reject. FAIL.
 - ``share-delivery-count``: a record's delivery count going down from one delivery to the next, a
   first delivery with a count below 1, or a delivery beyond the limit. FAIL.
+- ``share-dlq`` (only when the workload names a dead-letter topic, ``dlq_topic``; share.version 2, Kafka
+  4.4+): every record rejected (confirmed) or archived at the limit has a record in the dead-letter topic
+  naming it (headers ``__dlq.errors.topic`` / ``partition`` / ``offset``), and no accepted record has
+  one. FAIL; UNKNOWN when the record has no read of the dead-letter topic (``share.dlq_read``).
 - ``share-deliveries``: figures (deliveries, redeliveries, acknowledgements by type, archived records).
   Always PASS.
 """
@@ -42,7 +46,7 @@ __all__ = ["CHECK_ORDER", "DEFAULT_OPTIONS", "ShareHistory", "check_share", "may
 
 DEFAULT_OPTIONS = {"max_examples": 20, "slack_s": 0.2}
 CHECK_ORDER = ("share-lost", "share-not-redelivered", "share-double-hold", "share-redelivered-after-final",
-               "share-delivery-count", "share-deliveries")
+               "share-delivery-count", "share-dlq", "share-deliveries")
 DEFAULT_LOCK_MS = 30_000      # group.share.record.lock.duration.ms (ShareGroupConfig, 4.4.0)
 DEFAULT_LIMIT = 5             # group.share.delivery.count.limit (ShareGroupConfig, 4.4.0)
 FINAL = ("accept", "reject")
@@ -84,6 +88,8 @@ class ShareHistory:
         self.fetch_t: dict = {}                 # process -> t of its last share.fetch
         self.members: set = set()
         self.drain: dict | None = None
+        self.dlq: dict = {}                     # (topic, partition, offset) -> first share.dlq event naming it
+        self.dlq_read: dict | None = None
         self.topics: set = set()
         self.orphan_results = 0
 
@@ -118,6 +124,10 @@ class ShareHistory:
             fetch_t = ev.get("fetch_t")
             d = _Delivery(proc, fetch_t if fetch_t is not None else self.fetch_t.get(proc, ev["t"]), ev["t"],
                           ev.get("delivery_count"), ev["seq"])
+            prev = self.pending.get((proc, *pos))
+            if prev is not None and prev.fetch_t is None:   # acknowledged before processed: that acknowledgement
+                d.ack, d.ack_t, d.result, d.result_t, d.result_error = (prev.ack, prev.ack_t, prev.result,
+                                                                        prev.result_t, prev.result_error)
             self.deliveries.setdefault(pos, []).append(d)
             self.pending[(proc, *pos)] = d
         elif typ == "share.ack":
@@ -143,6 +153,10 @@ class ShareHistory:
                     self.unprocessed_acks[(ev["topic"], ev["partition"], off)] += (d.result,)
         elif typ == "share.member_crashed":
             self.ended.setdefault(proc, []).append(ev["t"])
+        elif typ == "share.dlq":
+            self.dlq.setdefault((ev.get("topic"), ev.get("partition"), ev.get("offset")), ev)
+        elif typ == "share.dlq_read":
+            self.dlq_read = ev
         elif typ == "share.drain":
             self.drain = {"idle": bool(ev.get("idle")), "t": ev["t"], "seconds": ev.get("seconds")}
 
@@ -171,12 +185,14 @@ def check_share(events: Iterable[dict], metadata: dict, options: dict | None = N
         if not h.n_share_events:
             return {"verdict": PASS, "applicable": False, "checks": {}, "stats": h.stats(),
                     "reason": "no share-group events (share.*) in the record: nothing to check"}
-        return _Judge(h, lock_s, limit, float(opts["slack_s"]), int(opts["max_examples"])).result()
+        return _Judge(h, lock_s, limit, float(opts["slack_s"]), int(opts["max_examples"]),
+                      wl.get("dlq_topic")).result()
 
 
 class _Judge:
-    def __init__(self, h: ShareHistory, lock_s: float, limit: int, slack_s: float, k: int):
+    def __init__(self, h: ShareHistory, lock_s: float, limit: int, slack_s: float, k: int, dlq_topic=None):
         self.h, self.lock_s, self.limit, self.slack, self.k = h, lock_s, limit, slack_s, k
+        self.dlq_topic = dlq_topic
         self.archived = 0
 
     def hold_end(self, d: _Delivery) -> float:
@@ -217,7 +233,8 @@ class _Judge:
             if un is not None and (ds is None or all(not self.confirmed_final(d) for d in ds)):
                 proc, ack, t = un[:3]
                 result = un[3] if len(un) > 3 else None
-                if ack == "accept" and result in ("ok", "maybe"):
+                # acknowledged before processing: lost unless that member processed it after all
+                if ack == "accept" and result in ("ok", "maybe") and not any(d.process == proc for d in ds or ()):
                     lost.append({"topic": pos[0], "partition": pos[1], "offset": pos[2], "why":
                                  "accepted without being processed", "process": proc, "ack_t": t})
                     continue
@@ -308,6 +325,27 @@ class _Judge:
                 prev = d
         return check_result(fail, [], "delivery counts out of order (share-delivery-count)", self.k)
 
+    def dead_letters(self) -> dict:
+        """Rejected / archived records against the dead-letter topic's records."""
+        fail = []
+        dead, accepted = set(), set()
+        for pos, ds in self.h.deliveries.items():
+            if any(d.ack == "accept" and d.result == "ok" for d in ds):
+                accepted.add(pos)
+            elif any(d.ack == "reject" and d.result == "ok" for d in ds) or self.state(ds) == "archived":
+                dead.add(pos)
+        for pos in sorted(dead - set(self.h.dlq)):
+            fail.append({"topic": pos[0], "partition": pos[1], "offset": pos[2], "why": "rejected or archived, "
+                         f"not in the dead-letter topic {self.dlq_topic}"})
+        for pos in sorted(accepted & set(self.h.dlq)):
+            fail.append({"topic": pos[0], "partition": pos[1], "offset": pos[2], "why": "accepted, yet in the "
+                         f"dead-letter topic {self.dlq_topic}", "dlq": self.h.dlq[pos]})
+        res = check_result(fail, [], "dead-letter records missing or wrong (share-dlq)", self.k,
+                           dead=len(dead), dlq_records=len(self.h.dlq))
+        if self.h.dlq_read is None:
+            res.update(verdict=UNKNOWN, reason="the record has no read of the dead-letter topic (share.dlq_read)")
+        return res
+
     def figures(self) -> dict:
         st = self.h.stats()
         counts = [d.count for ds in self.h.deliveries.values() for d in ds if d.count is not None]
@@ -322,6 +360,8 @@ class _Judge:
         checks["share-double-hold"] = self.double_hold()
         checks["share-redelivered-after-final"] = self.after_final()
         checks["share-delivery-count"] = self.counts()
+        if self.dlq_topic:
+            checks["share-dlq"] = self.dead_letters()
         checks["share-deliveries"] = self.figures()
         failed = [n for n, c in checks.items() if c["verdict"] == FAIL]
         unknown = [n for n, c in checks.items() if c["verdict"] == UNKNOWN]

@@ -56,6 +56,10 @@ CAPABILITIES: tuple[Capability, ...] = (
                            ("EndTxn", 26))),
     Capability("consumer-groups", "Consumer groups: committed offsets and rebalances under faults", ("groups",),
                needs_apis=(("FindCoordinator", 10), ("OffsetCommit", 8), ("OffsetFetch", 9))),
+    # KIP-932: KRaft only, Kafka 4.2+ (the scenarios' min_version; share.version 1 by default from 4.2-IV0)
+    Capability("share-groups", "Share groups (KIP-932): acquisition locks, acknowledgements, redelivery under faults",
+               ("share",), needs_role="controller",
+               needs_apis=(("ShareGroupHeartbeat", 76), ("ShareFetch", 78), ("ShareAcknowledge", 79))),
 )
 
 # what a profile selects: conformance scenarios (nightly soak / random mixes are not certificate evidence)

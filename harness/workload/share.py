@@ -60,6 +60,7 @@ class ShareWorkloadConfig(WorkloadConfig):
     slow_ms: int = 0
     ack_before_process: list | None = None   # members (m0, ...) that accept before processing
     share_drain_s: float = 90.0         # bound of the members' final consumption
+    dlq_topic: str | None = None        # group config errors.deadletterqueue.topic.name (share.version 2, 4.4+)
     seed: int = 1
 
     def __post_init__(self) -> None:
@@ -82,9 +83,12 @@ class ShareWorkloadConfig(WorkloadConfig):
         return self.record_lock_duration_ms / 1000 + 5.0
 
     def group_configs(self) -> dict:
-        return {"share.auto.offset.reset": self.auto_offset_reset,
-                "share.record.lock.duration.ms": str(self.record_lock_duration_ms),
-                "share.delivery.count.limit": str(self.delivery_count_limit)}
+        out = {"share.auto.offset.reset": self.auto_offset_reset,
+               "share.record.lock.duration.ms": str(self.record_lock_duration_ms),
+               "share.delivery.count.limit": str(self.delivery_count_limit)}
+        if self.dlq_topic:
+            out["errors.deadletterqueue.topic.name"] = self.dlq_topic
+        return out
 
     def to_metadata(self) -> dict:
         d = super().to_metadata()
@@ -109,6 +113,60 @@ def set_group_configs(bootstrap, group: str, configs: dict, timeout_s: float = 3
             if time.monotonic() >= deadline:
                 raise HarnessError(f"share group {group}: setting {configs} failed: {e}") from e
             time.sleep(1.0)
+
+
+DLQ_HEADERS = {"__dlq.errors.topic": "topic", "__dlq.errors.partition": "partition",
+               "__dlq.errors.offset": "offset", "__dlq.errors.delivery.count": "delivery_count",
+               "__dlq.errors.group": "group", "__dlq.errors.message": "message"}   # ShareGroupDLQStateManager 4.4.0
+
+
+def _header_value(raw):
+    """A DLQ header's value: an integer when it is one (a decimal string, or 4 / 8 big-endian bytes)."""
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+    if text.strip().lstrip("-").isdigit():
+        return int(text)
+    if isinstance(raw, (bytes, bytearray)) and len(raw) in (4, 8):
+        return int.from_bytes(raw, "big", signed=True)
+    return text
+
+
+def create_dlq_topic(bootstrap, topic: str) -> None:
+    """The dead-letter topic (1 partition, replication 3; the broker does not create it:
+    errors.deadletterqueue.auto.create.topics.enable is false by default); existing is fine."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient(with_logger(connection(bootstrap)))
+    for f in admin.create_topics([NewTopic(topic, 1, 3)]).values():
+        try:
+            f.result(timeout=30)
+        except Exception as e:  # noqa: BLE001
+            if "TOPIC_ALREADY_EXISTS" not in str(e):
+                raise HarnessError(f"creating the dead-letter topic {topic} failed: {e}") from e
+
+
+def read_dlq(bootstrap, topic: str, emit: Emit, group: str, want: int, timeout_s: float = 30.0) -> int:
+    """Read the dead-letter topic from its start until ``want`` records or ``timeout_s`` (the broker writes
+    it asynchronously); one ``share.dlq`` event per record with the original position from its headers."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    c = Consumer(with_logger({**connection(bootstrap), "group.id": f"kafka-chaos-dlq-{topic}",
+                              "enable.auto.commit": False, "enable.partition.eof": False}))
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    n, end = 0, time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < end and n < want:
+            for m in c.consume(num_messages=500, timeout=0.5):
+                if m.error() is not None:
+                    continue
+                h = {DLQ_HEADERS[k]: _header_value(v) for k, v in (m.headers() or []) if k in DLQ_HEADERS}
+                ints = {k: h.get(k) if type(h.get(k)) is int else None for k in ("partition", "offset", "delivery_count")}
+                emit("share.dlq", process="dlq", group=group, dlq_topic=topic, dlq_offset=m.offset(),
+                     topic=str(h["topic"]) if h.get("topic") is not None else None,
+                     message=str(h["message"]) if h.get("message") is not None else None, **ints)
+                n += 1
+    finally:
+        c.close()
+    return n
 
 
 class ShareMemberProcess(ClientThread):
@@ -250,6 +308,7 @@ class _Tracker:
         self.lock = threading.Lock()
         self.acked_writes: set = set()
         self.final: set = set()
+        self.dead_set: set = set()      # rejected or archived: what a dead-letter topic should get
         self.pending: dict = {}         # (process, topic, partition, offset) -> ack type
         self.count: dict = {}           # (topic, partition, offset) -> last delivery count
 
@@ -274,6 +333,12 @@ class _Tracker:
                 if error is None and (how in ("accept", "reject") or
                                       (how == "release" and (self.count.get(pos) or 0) >= self.limit)):
                     self.final.add(pos)
+                    if how != "accept":
+                        self.dead_set.add(pos)
+
+    def dead(self) -> int:
+        with self.lock:
+            return len(self.dead_set)
 
     def open(self) -> int:
         with self.lock:
@@ -301,6 +366,8 @@ class ShareWorkload(Workload):
                                              self.tracker) for i in range(cfg.members)]
 
     def start(self):
+        if self.config.dlq_topic:
+            create_dlq_topic(self.bootstrap, self.config.dlq_topic)
         set_group_configs(self.bootstrap, self.config.group, self.config.group_configs())
         return super().start()
 
@@ -342,6 +409,10 @@ class ShareWorkload(Workload):
         self._stop_consumers.set()
         for c in self.consumers:
             c.thread.join(30)
+        if cfg.dlq_topic:
+            got = read_dlq(self.bootstrap, cfg.dlq_topic, self.emit, cfg.group, self.tracker.dead())
+            self.emit("share.dlq_read", group=cfg.group, dlq_topic=cfg.dlq_topic, records=got,
+                      expected=self.tracker.dead())
         return super().drain(timeout_s=timeout_s)
 
     def formed(self) -> bool:

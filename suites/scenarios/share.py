@@ -20,8 +20,9 @@ the leader of the group's ``__consumer_offsets`` partition) SIGKILLed, restarted
 type 2, key ``group:topicId:0``: the leader of its ``__share_group_state`` partition) SIGKILLed, restarted.
 
 KRaft only, Kafka 4.2+ (``share.version`` 1 is the default from metadata.version 4.2-IV0: ShareVersion in
-kafka-server-common 4.4.0). Tagged ``chaos``; ``share.member_crash`` also ``conformance``: the
-certificate's evidence for the ``share-groups`` capability.
+kafka-server-common 4.4.0). Tagged ``chaos``; ``share.member_crash`` and ``share.leader_kill`` also
+``conformance``: the certificate's evidence for the ``share-groups`` capability. Variant ``dlq``
+(``--variant dlq``, Kafka 4.4+): the group has a dead-letter topic and the ``share-dlq`` check applies.
 """
 
 from __future__ import annotations
@@ -107,12 +108,15 @@ _TOPICS = [TopicSpec(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})]
 _WORKLOAD = {"kind": "share", "topic": TOPIC, "partitions": PARTITIONS, "rate": 100.0, "members": 3,
              "record_lock_duration_ms": int(LOCK_S * 1000), "delivery_count_limit": 5}
 _CHECKS = ("conformance", "durability", "share", "expectations")
+# the dead-letter topic (share.version 2, Kafka 4.4+): `kafka-chaos run share --variant dlq`; rejects at 5 %
+DLQ = {"workload": {"dlq_topic": f"dlq.{TOPIC}", "reject_rate": 0.05}, "min_version": "4.4"}
 
 
 def _scenario(name: str, description: str, script, tags=("chaos",), workload=None, checks=_CHECKS, **kw) -> Scenario:
     return Scenario(name, description, script, tags=tags, topics=_TOPICS, workload=workload or _WORKLOAD,
                     checks=checks, kraft=True, needs_roles=("controller",), min_version="4.2",
-                    max_duration_s=kw.pop("max_duration_s", 150), **kw)
+                    max_duration_s=kw.pop("max_duration_s", 150),
+                    variants={"dlq": {**DLQ, "description": f"{description} (dead-letter topic dlq.{TOPIC})"}}, **kw)
 
 
 SCENARIOS: list[Scenario] = [
@@ -121,7 +125,7 @@ SCENARIOS: list[Scenario] = [
     _scenario("share.member_pause", "three members of a share group; one holds a batch 25 s, past the 15 s "
               "acquisition lock", member_pause, faults_one_node=False),
     _scenario("share.leader_kill", "three members of a share group; the leader of partition 0 killed, restarted",
-              leader_kill),
+              leader_kill, tags=("conformance", "chaos")),
     _scenario("share.coordinator_kill", "three members of a share group; its group coordinator killed until "
               "another broker coordinates it, restarted", coordinator_kill),
     _scenario("share.state_coordinator_kill", "three members of a share group; the share coordinator of "

@@ -255,3 +255,44 @@ def test_a_crashing_members_held_batch_may_go_elsewhere_at_once():
     h2.ev(12.0, "client.life", process="m1", role="share-consumer", state="died", error="client_crash")
     h2.deliver(9.0, "m0", 0, 11, count=2).ack(9.1, "m0", 0, 11, result_t=9.2)
     assert checks(h2)["checks"]["share-double-hold"]["verdict"] == "FAIL"
+
+
+def _with_dlq(h: H, entries) -> dict:
+    for n, off in enumerate(entries):
+        h.ev(31.0 + n, "share.dlq", process="dlq", group=G, dlq_topic="dlq.q", dlq_offset=n, topic=T, partition=0,
+             offset=off, delivery_count=2)
+    h.ev(40.0, "share.dlq_read", group=G, dlq_topic="dlq.q", records=len(entries), expected=1)
+    return check_share(h.events, {"workload": {**META["workload"], "dlq_topic": "dlq.q"}})
+
+
+def test_dlq_holds_the_rejected_record():
+    h = clean()                      # offset 2 is rejected
+    assert all(event_error(e) is None for e in h.events)
+    r = _with_dlq(h, [2])
+    assert r["verdict"] == "PASS" and r["checks"]["share-dlq"]["dlq_records"] == 1, r["reason"]
+
+
+def test_dlq_missing_a_rejected_record():
+    c = _with_dlq(clean(), [])["checks"]["share-dlq"]
+    assert c["verdict"] == "FAIL" and "not in the dead-letter topic" in c["examples"][0]["why"]
+
+
+def test_dlq_holding_an_accepted_record():
+    c = _with_dlq(clean(), [2, 0])["checks"]["share-dlq"]
+    assert c["verdict"] == "FAIL" and c["examples"][0]["offset"] == 0 and "accepted" in c["examples"][0]["why"]
+
+
+def test_dlq_unread_is_undecided_and_absent_without_a_dlq_topic():
+    r = check_share(clean().events, {"workload": {**META["workload"], "dlq_topic": "dlq.q"}})
+    assert r["checks"]["share-dlq"]["verdict"] == "UNKNOWN"
+    assert "share-dlq" not in checks(clean())["checks"]
+
+
+def test_accepted_first_then_processed_is_not_lost():
+    """ack_before_process without a crash: the member accepts, commits, then processes (share.poll after
+    the acknowledgement): nothing is lost."""
+    h = clean()
+    h.send(2.0, 0, 12)
+    h.ack(7.0, "m3", 0, 12, "accept", result_t=7.1)
+    h.deliver(7.3, "m3", 0, 12)
+    assert checks(h)["verdict"] == "PASS", checks(h)["reason"]
