@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from harness.checkers.coverage import check_coverage
 from harness.checkers.durability import check_durability
 from harness.checkers.groups import check_groups
+from harness.checkers.share import check_share
 from harness.checkers.txn import check_transactions
 
 from harness.record import truth
@@ -221,6 +222,9 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
     # the consumer-group workload (kind "group"): a committed offset going back or a skip is data loss too
     if "groups" in wanted and workload_kind(metadata) == "group":
         data_check("groups", check_groups)
+    # the share-group workload (kind "share", docs/share-groups.md): a lost or doubly held record is the broker's
+    if "share" in wanted and workload_kind(metadata) == "share":
+        data_check("share", check_share)
     # what the run exercised, judged against the scenario's needs (metadata coverage_needs; coverage.py)
     coverage = check_coverage(events, metadata) if metadata.get("workload") else None
     if "expectations" in wanted:
@@ -261,7 +265,7 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
     return verdict(PASS, "all checks passed")
 
 
-DATA_CHECKS = ("durability", "transactions", "groups")    # checks of the data the clients wrote and read
+DATA_CHECKS = ("durability", "transactions", "groups", "share")    # checks of the data the clients wrote and read
 
 
 def checks_applied(wanted, out: dict, events: list[dict], metadata: dict) -> tuple[list[str], dict, str]:
@@ -271,7 +275,8 @@ def checks_applied(wanted, out: dict, events: list[dict], metadata: dict) -> tup
     kind = workload_kind(metadata) or "plain"
     why = {"durability": "metadata.json has no workload",
            "transactions": f"the workload's kind is {kind}, not txn",
-           "groups": f"the workload's kind is {kind}, not group"}
+           "groups": f"the workload's kind is {kind}, not group",
+           "share": f"the workload's kind is {kind}, not share"}
     skipped = {c: why.get(c, "not applied") for c in wanted if c not in out}
     if any(c in out for c in DATA_CHECKS):
         return applied, skipped, ""

@@ -60,6 +60,10 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("dynamic-quorum", "Dynamic KRaft quorum: controllers added and removed under faults (KIP-853)",
                ("dynamic_quorum",), needs_role="dynamic-quorum",
                needs_apis=(("DescribeQuorum", 55), ("AddRaftVoter", 80), ("RemoveRaftVoter", 81))),
+    # KIP-932: KRaft only, Kafka 4.2+ (the scenarios' min_version; share.version 1 by default from 4.2-IV0)
+    Capability("share-groups", "Share groups (KIP-932): acquisition locks, acknowledgements, redelivery under faults",
+               ("share",), needs_role="controller",
+               needs_apis=(("ShareGroupHeartbeat", 76), ("ShareFetch", 78), ("ShareAcknowledge", 79))),
 )
 
 # what a profile selects: conformance scenarios (nightly soak / random mixes are not certificate evidence)

@@ -22,6 +22,7 @@ from harness.nemesis.targets import TargetError, parse_target
 from harness.scenario.schedule import ScheduleError, parse_mix
 from harness.workload.config import WorkloadConfig
 from harness.workload.groups import GroupWorkloadConfig
+from harness.workload.share import ShareWorkloadConfig
 from harness.workload.txn import TxnWorkloadConfig
 
 Path_ = tuple  # a key path: table names, array indexes, keys
@@ -52,7 +53,8 @@ CHECKER_EXPECTATIONS = {"no_acked_write_lost": "durability", "conformance": "con
 CHECKS = CHECK_NAMES
 MODES = ("zookeeper", "kraft")
 SUITE_TAGS = ("smoke", "conformance", "chaos", "nightly")
-WORKLOAD_KINDS = {"plain": WorkloadConfig, "txn": TxnWorkloadConfig, "group": GroupWorkloadConfig}
+WORKLOAD_KINDS = {"plain": WorkloadConfig, "txn": TxnWorkloadConfig, "group": GroupWorkloadConfig,
+                  "share": ShareWorkloadConfig}
 WORKLOAD_ALIASES = {"count": "max_sends", "consumers": "assign_consumers", "group_consumers": "subscribe_consumers",
                     "idempotence": "enable_idempotence"}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")

@@ -11,9 +11,10 @@ from harness.workload.drain import drain
 from harness.workload.outcomes import classify_delivery_error, single_attempt
 from harness.workload.groups import GroupWorkload, GroupWorkloadConfig
 from harness.workload.txn import TxnWorkload, TxnWorkloadConfig
+from harness.workload.share import ShareWorkload, ShareWorkloadConfig
 from harness.workload.workload import Workload
 
-__all__ = ["Workload", "WorkloadConfig", "TxnWorkload", "TxnWorkloadConfig", "GroupWorkload", "GroupWorkloadConfig", "make_workload", "drain",
+__all__ = ["Workload", "WorkloadConfig", "TxnWorkload", "TxnWorkloadConfig", "GroupWorkload", "GroupWorkloadConfig", "ShareWorkload", "ShareWorkloadConfig", "make_workload", "drain",
            "classify_delivery_error", "single_attempt"]
 
 
@@ -25,4 +26,6 @@ def make_workload(bootstrap: str, spec: dict, emit):
         return TxnWorkload(bootstrap, TxnWorkloadConfig(**spec), emit)
     if spec.get("kind") == "group":
         return GroupWorkload(bootstrap, GroupWorkloadConfig(**spec), emit)
+    if spec.get("kind") == "share":     # a share group (KIP-932): docs/share-groups.md
+        return ShareWorkload(bootstrap, ShareWorkloadConfig(**spec), emit)
     return Workload(bootstrap, WorkloadConfig(**{k: v for k, v in spec.items() if k != "kind"}), emit)
