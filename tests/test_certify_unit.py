@@ -167,7 +167,7 @@ def test_capability_status(statuses, want):
 @pytest.mark.parametrize("statuses,result,code", [
     ([PASS, NA, PASS], CERTIFIED, 0),
     ([PASS, FAIL, NA], NOT_CERTIFIED, 1),
-    ([PASS, UNKNOWN, NA], INCONCLUSIVE, 2),
+    ([PASS, UNKNOWN, NA], INCONCLUSIVE, 4),
     ([FAIL, UNKNOWN], NOT_CERTIFIED, 1),
     ([NA, NA], NOT_CERTIFIED, 2),
 ])

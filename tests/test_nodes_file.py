@@ -149,10 +149,10 @@ def _cli(args: list[str], state: Path) -> subprocess.CompletedProcess:
                           env=env, cwd=state, timeout=120)
 
 
-def _one_line_exit_2(r: subprocess.CompletedProcess, expect: str) -> None:
+def _one_line_exit_2(r: subprocess.CompletedProcess, expect: str, code: int = 2) -> None:
     # a suite's scenarios that do not apply are noted ("skipped X: why") before the error
     lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("skipped ")]
-    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.returncode == code, (r.returncode, r.stderr)
     assert len(lines) == 1 and expect in lines[0], r.stderr
 
 
@@ -173,7 +173,7 @@ def test_no_such_host_and_a_refused_port_are_one_line_naming_the_host(hostdir, t
                          ("127.0.0.1", "ssh chaos@127.0.0.1:1: unreachable")):
         path = write(hostdir, GOOD.format(nodes=three(host=host, ssh_base=22001 if host != "127.0.0.1" else 0)))
         r = _cli(["run", "smoke", "--nodes", str(path), "--runs-dir", str(state / "runs")], state)
-        _one_line_exit_2(r, expect.split(": unreachable")[0])
+        _one_line_exit_2(r, expect.split(": unreachable")[0], code=5)     # a host not reached: environment
         assert "unreachable" in r.stderr or "SSH failed" in r.stderr, r.stderr
         assert not (state / "remote").exists()
 
