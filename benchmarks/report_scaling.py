@@ -8,8 +8,11 @@ record's outcome re-derived from its events (reports/outcome.py). Then the same 
 ``--trust-stored`` (stored verdicts, their digests verified), and the ratio of the two. Spark start-up
 and a small warm-up run are excluded and printed separately. Each size prints the load phase
 (reading and judging the records into per-run summaries, reports.compact.summarize_all) and the
-compute phase (tables, Parquet, HTML, JUnit) apart. ``--summaries`` times the report through the
-compacted table instead (built from scratch, then read). ``--no-trust-stored`` skips the second report.
+compute phase (tables, Parquet, HTML, JUnit) apart, and the CPU seconds the whole process tree (driver,
+JVM, Python workers) spent on it: on a loaded machine the wall times are noisy, the CPU seconds much less
+so (their ratio between the two modes is the cost of re-deriving). ``--summaries`` times the report
+through the compacted table instead (built from scratch, then read). ``--no-trust-stored`` skips the
+second report.
 
     python benchmarks/report_scaling.py                 # sizes 1000,10000,100000
     python benchmarks/report_scaling.py --sizes 2000,10000 --master 'local[*]'
@@ -33,6 +36,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from reports.job import Options, run_report  # noqa: E402
 from reports.spark import build_session  # noqa: E402
 from tests.reports.synthetic import bulk_runs  # noqa: E402
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds (user + system, with reaped children) of this process and all its descendants (Linux
+    /proc; 0.0 elsewhere)."""
+    kids: dict[int, list[int]] = {}
+    times: dict[int, int] = {}
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return 0.0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                s = fh.read()
+        except OSError:
+            continue
+        f = s[s.rindex(")") + 2:].split()
+        kids.setdefault(int(f[1]), []).append(int(p))
+        times[int(p)] = sum(int(x) for x in f[11:15])
+    total, stack = 0, [os.getpid()]
+    while stack:
+        p = stack.pop()
+        total += times.get(p, 0)
+        stack += kids.get(p, [])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -61,20 +90,22 @@ def main() -> None:
             runs = bulk_runs(tmp / f"runs-{n}", n, seed=n)
             gen = time.time() - t
             modes = [False] if a.no_trust_stored else [False, True]
-            took = {}
+            took, cpu = {}, {}
             for trust in modes:
                 if a.summaries:
                     shutil.rmtree(runs / "_summaries", ignore_errors=True)
+                c = tree_cpu_s()
                 t = time.time()
                 s = run_report(spark, Options(runs_path=str(runs), out=str(tmp / f"out-{n}-{trust}"),
                                               summaries=str(runs / "_summaries") if a.summaries else None,
                                               trust_stored=trust))
                 agg = took[trust] = time.time() - t
+                cpu[trust] = tree_cpu_s() - c
                 tot = s["totals"]
                 load_s = s["timings"].get("load", 0.0)
                 what = "--trust-stored" if trust else "re-derived"
                 print(f"        {what}: phases: {s['timings']}", flush=True)
-                print(f"        {what}: load {load_s:6.1f} s  compute {agg - load_s:6.1f} s  "
+                print(f"        {what}: load {load_s:6.1f} s  compute {agg - load_s:6.1f} s  cpu {cpu[trust]:6.1f} s  "
                       f"(outcomes: {s['outcomes']['stored']} stored, {s['outcomes']['rederived']} re-derived; "
                       f"{tot['tampered']} tampered)", flush=True)
                 print(f"{n:>7} records: generate {gen:6.1f} s  aggregate {agg:6.1f} s {what} "
@@ -83,7 +114,9 @@ def main() -> None:
             results[n] = took[False]
             if True in took:
                 print(f"        re-derived / --trust-stored: x{took[False] / took[True]:.2f} "
-                      f"({took[False]:.1f} s / {took[True]:.1f} s)", flush=True)
+                      f"({took[False]:.1f} s / {took[True]:.1f} s); CPU seconds "
+                      f"x{cpu[False] / max(cpu[True], 1e-9):.2f} "
+                      f"({cpu[False]:.1f} s / {cpu[True]:.1f} s)", flush=True)
             if not a.keep:
                 shutil.rmtree(runs, ignore_errors=True)
         ns = sorted(results)

@@ -86,6 +86,12 @@ def parse_run(run_dir: str, files: dict[str, bytes]) -> tuple:
     Returns a tuple in :data:`PARSED_SCHEMA` order; ``skip_reason`` is set when unusable (a missing
     file, invalid JSON, a field of the wrong type or out of range, ...). Never raises.
     """
+    return parse_run_objects(run_dir, files)[0]
+
+
+def parse_run_objects(run_dir: str, files: dict[str, bytes]) -> tuple[tuple, dict | None, dict | None]:
+    """:func:`parse_run`, and the two JSON objects it read (None when the record is skipped), so that a
+    caller reading the record further (:func:`harness.record.read.read_record`) decodes them once."""
     row: dict[str, Any] = dict.fromkeys(FIELDS)
     row["run_dir"] = run_dir
     meta, err_m = load_object("metadata.json", files.get("metadata.json"))
@@ -102,7 +108,8 @@ def parse_run(run_dir: str, files: dict[str, bytes]) -> tuple:
         row = dict.fromkeys(FIELDS, None)
         row["run_dir"] = run_dir
         row["skip_reason"] = "; ".join(errors)
-    return tuple(row[f] for f in FIELDS)
+        meta = verdict = None
+    return tuple(row[f] for f in FIELDS), meta, verdict
 
 
 def _fill(row: dict, run_dir: str, meta: dict, verdict: dict) -> None:

@@ -1,7 +1,7 @@
 """One run record (its three files) -> one summary row, in one pass, in plain Python.
 
 The summary row is everything the report needs from a record except the per-run timelines:
-the parsed ``metadata.json`` + ``verdict.json`` (:func:`reports.parse.parse_run`), the event
+the parsed ``metadata.json`` + ``verdict.json`` (:func:`reports.parse.parse_run`, each decoded once), the event
 aggregates (lines, sends, acknowledged writes, faults, partition states, longest gap between two
 acknowledgements), the availability derivation of the record's partition states and faults
 (:func:`reports.availability.derive_run`, on ZooKeeper's ground truth), and why the record is
@@ -27,7 +27,7 @@ from harness.record.read import RecordError, read_record
 from harness.record.truth import TXNLOG, ground_truth
 from reports import outcome
 from reports.availability import FAULT_FIELDS, STRUCTURAL, WINDOW_FIELDS, derive_run
-from reports.parse import FIELDS, FieldError, fill_verdict, parse_run
+from reports.parse import FIELDS, FieldError, fill_verdict, parse_run_objects
 
 FILES = ("metadata.json", "verdict.json", "events.jsonl")
 
@@ -121,7 +121,8 @@ def summarize(run_dir: str, files: dict[str, bytes | None], sig: str | None = No
               trust_stored: bool = False) -> tuple:
     """The summary row of one record (a tuple in :data:`SUMMARY_FIELDS` order). ``files`` maps each
     present file name to its bytes. ``trust_stored``: :func:`reports.outcome.judge`. Never raises."""
-    row = dict(zip(FIELDS, parse_run(run_dir, files)))
+    parsed, meta, verdict = parse_run_objects(run_dir, files)
+    row = dict(zip(FIELDS, parsed))
     raw = files.get("events.jsonl")
     reasons = [row["skip_reason"]] if row["skip_reason"] else []
     agg = dict.fromkeys(AGG_FIELDS)
@@ -132,7 +133,7 @@ def summarize(run_dir: str, files: dict[str, bytes | None], sig: str | None = No
         reasons.append("events.jsonl: missing")
     elif not reasons:
         try:
-            rec = read_record(run_dir, files)
+            rec = read_record(run_dir, files, (meta, verdict))
             good = rec.events
             agg = aggregate(good)
             fs, ws = derive_run(structural_truth(good), agg["last_t"]) if good else ([], [])

@@ -13,8 +13,10 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -85,28 +87,20 @@ def _reject_constant(name: str):
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)    # one decoder: json.loads(..., kw) makes one a call
 
 
+# a JSON string (to its closing quote, or to the end of a text that never closes it) and one bracket
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.S)
+_BRACKET = re.compile(r"[\[\]{}]")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
 def _too_deep(text: str) -> bool:
-    """Whether a JSON text nests objects / lists deeper than :data:`MAX_DEPTH` (cheap for usual lines)."""
+    """Whether a JSON text nests objects / lists deeper than :data:`MAX_DEPTH` (cheap for usual lines:
+    only texts with more brackets than that are scanned: their strings dropped, the brackets left counted)."""
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return False
-    depth, in_str, esc = 0, False, False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        elif ch in "]}":
-            depth -= 1
-    return False
+    # without a backslash no quote is escaped: the text between quotes alternates outside / inside strings
+    outside = "".join(text.split('"')[::2]) if "\\" not in text else _STRING.sub("", text)
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, _BRACKET.findall(outside))), default=0) > MAX_DEPTH
 
 
 def loads_bounded(raw: bytes, where: str) -> Any:
@@ -313,19 +307,22 @@ def read_run(path: str | os.PathLike, with_events: bool = True) -> RunRecord:
     return _finish(p, meta, verdict, events, with_events)
 
 
-def read_record(run_dir: str, files: dict[str, bytes | None]) -> RunRecord:
+def read_record(run_dir: str, files: dict[str, bytes | None],
+                objects: tuple[dict, dict] | None = None) -> RunRecord:
     """:func:`read_run` of a record given as the bytes of its files (``files``: name -> bytes, a missing
     file absent or None), as the report gets them from a listing or from Spark's binary-file reader: the
-    same rules, the same messages (naming ``run_dir``'s file, line and field)."""
+    same rules, the same messages (naming ``run_dir``'s file, line and field). ``objects``: the metadata
+    and verdict objects already decoded from these bytes by :func:`load_object` (the report's
+    :func:`reports.parse.parse_run_objects`), not decoded again; they are checked as decoded ones are."""
     p = Path(run_dir)
     objs = []
-    for name in ("metadata.json", "verdict.json"):
+    for i, name in enumerate(("metadata.json", "verdict.json")):
         raw = files.get(name)
         if raw is None:
             raise RecordError(f"{p / name}: missing")
         if len(raw) > MAX_OBJECT_BYTES:
             raise RecordError(f"{p / name}: {len(raw)} bytes, more than the {MAX_OBJECT_BYTES} a record file may have")
-        obj = loads_bounded(raw, str(p / name))
+        obj = loads_bounded(raw, str(p / name)) if objects is None else objects[i]
         if not isinstance(obj, dict):
             raise RecordError(f"{p / name}: expected a JSON object")
         objs.append(obj)

@@ -147,8 +147,30 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
 EVENT_TYPES = frozenset(EVENT_FIELDS)
 
 
+_EXACT = {INT: int, STR: str, BOOL: bool, LIST: list, DICT: dict}    # kinds that are one exact JSON type
+_EVENT_KINDS = {ty: {k: (_EXACT.get(kind), _OK[kind]) for k, kind in fields.items()}
+                for ty, fields in EVENT_FIELDS.items()}
+
+
 def event_error(ev: dict) -> str | None:
-    """Why ``ev`` does not fit the schema (``"field 'offset' is a string, expected an integer"``), or None."""
+    """Why ``ev`` does not fit the schema (``"field 'offset' is a string, expected an integer"``), or None.
+
+    A fitting event (nearly all) is checked once over its own fields; only one that does not is checked
+    again field by field in the schema's order (:func:`_event_error`), which names the first misfit."""
+    ty, t, w = ev.get("type"), ev.get("t"), ev.get("wall")
+    kinds = _EVENT_KINDS.get(ty) if type(ty) is str else None
+    if (kinds is None or type(ev.get("seq")) is not int
+            or not (type(t) is float and math.isfinite(t) or type(t) is int)
+            or not (type(w) is float and math.isfinite(w) or type(w) is int)):
+        return _event_error(ev)
+    for key, v in ev.items():
+        kind = kinds.get(key)
+        if kind is not None and v is not None and type(v) is not kind[0] and not kind[1](v):
+            return _event_error(ev)
+    return None
+
+
+def _event_error(ev: dict) -> str | None:
     for key, kind in REQUIRED.items():
         v = ev.get(key)
         if not _OK[kind](v):
