@@ -43,14 +43,15 @@ def scen(name: str, tags=("conformance", "chaos"), min_version=None, broker_conf
 def test_table_maps_every_capability_of_the_issue_to_its_family():
     want = {"acks", "broker_failover", "controller_failover", "isr", "topics", "restart", "reassignment",
             "preferred_election", "zookeeper", "quorum", "network", "unclean", "transactions", "consumer-groups",
-            "storage"}
+            "storage", "share-groups"}
     assert {c.name for c in CAPABILITIES} == want
-    assert {c.name: c.families for c in CAPABILITIES} == {n: ("groups",) if n == "consumer-groups" else (n,)
-                                                          for n in want}
+    family = {"consumer-groups": ("groups",), "share-groups": ("share",)}
+    assert {c.name: c.families for c in CAPABILITIES} == {n: family.get(n, (n,)) for n in want}
     families = [f for c in CAPABILITIES for f in c.families]
     assert len(families) == len(set(families)), "a family is evidence for one capability only"
     assert [(c.name, c.needs_role) for c in CAPABILITIES if c.needs_role] == [("zookeeper", "zookeeper"),
-                                                                               ("quorum", "controller")]
+                                                                               ("quorum", "controller"),
+                                                                               ("share-groups", "controller")]
     assert all(c.title for c in CAPABILITIES)
 
 
@@ -598,8 +599,8 @@ def test_scope_says_all_only_when_every_capability_was_decided(tmp_path):
         started_at="a", finished_at="b", out_dir=tmp_path, git={"git_sha": None, "git_dirty": None},
         selected=None, unmapped=[])
     assert cert["overall"] == CERTIFIED and cert["scope"]["complete"] is True
-    assert cert["scope_text"].startswith("every capability of this harness version was selected (15); "
-                                         "decided (1): controller_failover; not applicable (14): acks (")
+    assert cert["scope_text"].startswith("every capability of this harness version was selected (16); "
+                                         "decided (1): controller_failover; not applicable (15): acks (")
     assert "all capabilities" not in render_html(cert)
 
 
