@@ -12,6 +12,9 @@ the anomaly, verdict.json showing the records.
   start at the log end when the group first fetches, so what was written before is never delivered
   (GroupConfig ``share.auto.offset.reset``, kafka-group-coordinator 4.4.0).
 
+- ``share-dlq``: ``share.member_crash[dlq]`` with the dead-letter topic created without its topic config
+  ``errors.deadletterqueue.group.enable``: the broker archives rejected records without writing them.
+
 Run: ``flock /tmp/kc/slotA.lock python3 -m pytest -p no:cacheprovider -n 0 -m chaos
 suites/test_share_negative_controls.py`` (about a minute each; markers ``docker`` and ``chaos``).
 """
@@ -86,3 +89,18 @@ def test_auto_offset_reset_latest_never_delivers_earlier_writes(tmp_path_factory
     assert out.verdict == "FAIL" and "share-lost" in out.reason, out.reason
     ex = _lost(verdict)
     assert any(e["why"] == "never delivered to a member" for e in ex), ex
+
+
+def test_dead_letter_topic_without_its_switch_gets_nothing(tmp_path_factory):
+    """share-dlq: the group names a dead-letter topic created without errors.deadletterqueue.group.enable:
+    the 4.4.0 broker logs "DLQ is not enabled on configured DLQ topic" and archives every rejected record
+    without writing it (ShareGroupDLQStateManager.validateDlqTopic, "proceeding to ARCHIVED regardless")."""
+    base = next(s for s in scenarios_for("share.member_crash") if s.name == "share.member_crash")
+    s = replace(base.with_variant("dlq"), variants={})
+    s = replace(s, variants={"negative": {"workload": {**s.workload, "dlq_topic_enable": False},
+                                          "description": "dead-letter topic without errors.deadletterqueue.group.enable"}}
+                ).with_variant("negative")
+    out, verdict = _run(s, tmp_path_factory.mktemp("runs"))
+    assert out.verdict == "FAIL" and "share-dlq" in out.reason, out.reason
+    chk = verdict["checks"]["share"]["checks"]["share-dlq"]
+    assert chk["verdict"] == "FAIL" and chk["dlq_records"] == 0 and chk["dead"] > 0, chk

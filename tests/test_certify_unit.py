@@ -43,15 +43,16 @@ def scen(name: str, tags=("conformance", "chaos"), min_version=None, broker_conf
 def test_table_maps_every_capability_of_the_issue_to_its_family():
     want = {"acks", "broker_failover", "controller_failover", "isr", "topics", "restart", "reassignment",
             "preferred_election", "zookeeper", "quorum", "network", "unclean", "transactions", "consumer-groups",
-            "storage", "dynamic-quorum"}
+            "storage", "dynamic-quorum", "share-groups"}
     assert {c.name for c in CAPABILITIES} == want
-    family = {"consumer-groups": "groups", "dynamic-quorum": "dynamic_quorum"}
+    family = {"consumer-groups": "groups", "dynamic-quorum": "dynamic_quorum", "share-groups": "share"}
     assert {c.name: c.families for c in CAPABILITIES} == {n: (family.get(n, n),) for n in want}
     families = [f for c in CAPABILITIES for f in c.families]
     assert len(families) == len(set(families)), "a family is evidence for one capability only"
     assert [(c.name, c.needs_role) for c in CAPABILITIES if c.needs_role] == [("zookeeper", "zookeeper"),
                                                                                ("quorum", "controller"),
-                                                                               ("dynamic-quorum", "dynamic-quorum")]
+                                                                               ("dynamic-quorum", "dynamic-quorum"),
+                                                                               ("share-groups", "controller")]
     assert all(c.title for c in CAPABILITIES)
 
 

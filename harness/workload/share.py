@@ -61,6 +61,9 @@ class ShareWorkloadConfig(WorkloadConfig):
     ack_before_process: list | None = None   # members (m0, ...) that accept before processing
     share_drain_s: float = 90.0         # bound of the members' final consumption
     dlq_topic: str | None = None        # group config errors.deadletterqueue.topic.name (share.version 2, 4.4+)
+    # the DLQ topic's own switch errors.deadletterqueue.group.enable (False: a negative control; the broker then
+    # logs "DLQ is not enabled on configured DLQ topic" and archives without writing)
+    dlq_topic_enable: bool = True
     seed: int = 1
 
     def __post_init__(self) -> None:
@@ -132,12 +135,15 @@ def _header_value(raw):
     return text
 
 
-def create_dlq_topic(bootstrap, topic: str) -> None:
+def create_dlq_topic(bootstrap, topic: str, enable: bool = True) -> None:
     """The dead-letter topic (1 partition, replication 3; the broker does not create it:
-    errors.deadletterqueue.auto.create.topics.enable is false by default); existing is fine."""
+    errors.deadletterqueue.auto.create.topics.enable is false by default) with its topic config
+    ``errors.deadletterqueue.group.enable`` (without it a 4.4.0 broker refuses to write there:
+    ShareGroupDLQStateManager.validateDlqTopic); existing is fine."""
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient(with_logger(connection(bootstrap)))
-    for f in admin.create_topics([NewTopic(topic, 1, 3)]).values():
+    conf = {"errors.deadletterqueue.group.enable": "true"} if enable else {}
+    for f in admin.create_topics([NewTopic(topic, 1, 3, config=conf)]).values():
         try:
             f.result(timeout=30)
         except Exception as e:  # noqa: BLE001
@@ -367,7 +373,7 @@ class ShareWorkload(Workload):
 
     def start(self):
         if self.config.dlq_topic:
-            create_dlq_topic(self.bootstrap, self.config.dlq_topic)
+            create_dlq_topic(self.bootstrap, self.config.dlq_topic, self.config.dlq_topic_enable)
         set_group_configs(self.bootstrap, self.config.group, self.config.group_configs())
         return super().start()
 
