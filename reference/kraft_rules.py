@@ -61,6 +61,9 @@ KRAFT_RULES: dict[str, tuple[str, str, str]] = {
     "L11": ("§9.5", "divergence", "metadata log, ELR enabled: an ISR below min ISR keeps the previous ISR / ELR "
             "members outside it in the ELR and no other; an ISR at min ISR or an unclean election clears it "
             "(PartitionChangeBuilder.maybePopulateTargetElr / maybeUpdateRecordElr, KIP-966)"),
+    "L13": ("§9.5", "invariant", "metadata log: a leader taken from the ELR (not in the previous ISR) is elected "
+            "only when the target ISR is empty: the record's ISR is exactly [leader] and the leader leaves the ELR "
+            "(PartitionChangeBuilder.isValidNewLeader / tryElection, KIP-966; 4.4.0)"),
 }
 
 

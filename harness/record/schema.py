@@ -128,6 +128,7 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
     "meta.feature": {**_META, "name": STR, "level": INT},
     "meta.config": {**_META, "resource_type": SCALAR, "resource_name": STR, "name": STR, "value": STR},
     "meta.leader_change": {**_META, "leader_id": INT, "voters": INTS, "granting_voters": INTS},
+    "meta.clear_elr": {**_META, "topic": STR},
 }
 EVENT_TYPES = frozenset(EVENT_FIELDS)
 
