@@ -69,7 +69,7 @@ from reference.result import ConformanceResult
 MV_NO_BUMP_ON_SHRINK = 12       # MetadataVersion IBP_3_6_IV0 feature level (KAFKA-15021)
 ELR_FEATURE = "eligible.leader.replicas.version"
 META_TYPES = ("meta.partition", "meta.broker", "meta.feature", "meta.config", "meta.topic",
-              "meta.topic_removed", "meta.leader_change", "meta.voters", "meta.kraft_version")
+              "meta.topic_removed", "meta.leader_change", "meta.voters", "meta.kraft_version", "meta.clear_elr")
 MIN_ISR = "min.insync.replicas"
 
 
@@ -202,8 +202,11 @@ class LogChecker:
     def _partition(self, ev: dict) -> None:
         self.stats["partition_records"] += 1
         key = (ev.get("topic_id"), ev.get("partition"))
-        prev = self.parts.get(key) if ev.get("record") == "PartitionChangeRecord" else None
+        prev = self.parts.get(key) if ev.get("record") in ("PartitionChangeRecord", "ClearElrRecord") else None
         self.parts[key] = ev
+        if ev.get("record") == "ClearElrRecord":      # the replay of a ClearElrRecord: ELR / last known ELR emptied
+            self.stats["elr_cleared"] = self.stats.get("elr_cleared", 0) + 1
+            return
         if ev.get("elr") or ev.get("last_known_elr"):
             self.elr_on = True
         topic, part = ev.get("topic"), ev.get("partition")
@@ -245,6 +248,12 @@ class LogChecker:
             elif x in pelr:
                 how = "elr"
                 self.stats["elections_elr"] += 1
+                if list(isr) != [x] or x in (ev.get("elr") or []):
+                    self.report("L13", ev, f"broker {x} elected from the ELR {list(pelr)} at offset "
+                                f"{ev.get('offset')} but the record leaves ISR {list(isr)} / ELR "
+                                f"{list(ev.get('elr') or [])}: an ELR member is elected only when the target ISR "
+                                f"is empty, and the ISR becomes [{x}] (PCB.isValidNewLeader, tryElection); {s}",
+                                prev, [f"isr=[{x}]"])
             elif not pisr and not pelr and list(plke) == [x]:
                 self.stats["elections_last_known_leader"] += 1
                 return "last_known_leader"          # not judged by L6/L7 (PCB.canElectLastKnownLeader)

@@ -75,6 +75,9 @@ KRAFT_RULES: dict[str, tuple[str, str, str]] = {
            "kraft.version >= 1 (KRaftVersion.isReconfigSupported)"),
     "Q7": ("§9.1", "invariant", "metadata log: a feature level (kraft.version included) changes only when an "
            "action of the run asked for it (KAFKA-18979, KAFKA-21426)"),
+    "L13": ("§9.5", "invariant", "metadata log: a leader taken from the ELR (not in the previous ISR) is elected "
+            "only when the target ISR is empty: the record's ISR is exactly [leader] and the leader leaves the ELR "
+            "(PartitionChangeBuilder.isValidNewLeader / tryElection, KIP-966; 4.4.0)"),
 }
 
 

@@ -45,7 +45,7 @@ CONFIG_RESOURCE = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metr
 _REPLAYED = {"TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord",
              "RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
              "BrokerRegistrationChangeRecord", "FeatureLevelRecord", "ConfigRecord", "LeaderChangeMessage",
-             "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord",
+             "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord", "ClearElrRecord",
              "VotersRecord", "KRaftVersionRecord"}
 
 
@@ -211,6 +211,23 @@ class KraftEventBuilder:
               "source": SOURCE, "topic": self.topics.get(f["topic_id"]), "partition": f["partition_id"],
               "topic_id": f["topic_id"], **st, "record": rec.type, "changed": changed}
         (self._txn[1] if self._txn is not None else self.events).append(ev)
+
+    def _ClearElrRecord(self, rec, f):
+        """A ``min.insync.replicas`` change with ELR enabled (4.1+: ConfigurationControlManager
+        .createClearElrRecordsAsNeeded): every partition of the topic (all topics for ``""``) with a non-empty
+        ELR or last known ELR gets both emptied, partition epoch + 1 (ReplicationControlManager.removeTopicElrs
+        merges a PartitionChangeRecord; no such record is written to the log)."""
+        name = f.get("topic_name") or ""
+        self._emit(rec, "meta.clear_elr", {"topic": name})
+        for (tid, pid), st in self.partitions.items():
+            if (name and self.topics.get(tid) != name) or not (st["elr"] or st["last_known_elr"]):
+                continue
+            st["elr"], st["last_known_elr"] = [], []
+            st["partition_epoch"] += 1
+            ev = {"type": "meta.partition", "offset": rec.offset, "time_ms": rec.time_ms,
+                  "raft_epoch": rec.raft_epoch, "source": SOURCE, "topic": self.topics.get(tid), "partition": pid,
+                  "topic_id": tid, **st, "record": "ClearElrRecord", "changed": ["elr", "last_known_elr"]}
+            (self._txn[1] if self._txn is not None else self.events).append(ev)
 
     # -- brokers, features, the quorum ----------------------------------------------------------
     def _broker(self, rec, broker_id: int, **change) -> None:

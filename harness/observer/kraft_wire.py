@@ -173,6 +173,7 @@ METADATA_RECORDS: dict[int, tuple[str, tuple | None, int]] = {
     25: ("AbortTransactionRecord", (F("reason", "string", tag=0),), 0),
     26: ("RemoveDelegationTokenRecord", None, 0),
     27: ("RegisterControllerRecord", None, 0),
+    28: ("ClearElrRecord", (F("topic_name", "string"),), 0),
 }
 
 _VOTER_V0 = [F("voter_id", "int32")]

@@ -143,6 +143,7 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
     "meta.leader_change": {**_META, "leader_id": INT, "voters": INTS, "granting_voters": INTS},
     "meta.voters": {**_META, "voters": LIST},
     "meta.kraft_version": {**_META, "level": INT},
+    "meta.clear_elr": {**_META, "topic": STR},
 }
 EVENT_TYPES = frozenset(EVENT_FIELDS)
 
