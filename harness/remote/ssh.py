@@ -179,6 +179,8 @@ class SshAccess:
         m = re.search(rb"state=\s*(\S)", out)
         if not m:
             return "exited"
+        if m.group(1) == b"Z":          # killed, not yet reaped by its parent: gone as far as Kafka is concerned
+            return "exited"
         return "paused" if m.group(1) == b"T" else "running"
 
     def _signal(self, sig: str) -> int:
@@ -213,10 +215,13 @@ class SshAccess:
         if sig in ("KILL", "TERM", "9", "15"):
             eid = self._record("stopped", self._start_unless_running(), signal=sig)
         try:
-            self._signal(sig)
+            pid = self._signal(sig)
         except _NoProcess:
             self._forget(eid)     # nothing was running: starting it later would be a change of ours
             raise
+        if sig in ("KILL", "9"):  # as `docker kill`: back once the process is gone (bounded: 50 x 0.1 s)
+            self._run(f'for i in $(seq 50); do s=$(ps -o stat= -p {pid}); case "$s" in ""|Z*) exit 0;; esac; '
+                      f'sleep 0.1; done; exit 0')
 
     def stop(self, timeout: int = 60) -> None:
         """The node's own clean stop command (bounded by ``timeout`` + the command timeout)."""

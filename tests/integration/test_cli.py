@@ -13,6 +13,7 @@ import time
 import pytest
 
 from harness.cluster.cleanup import list_clusters, reap_orphans
+from harness.errors import EXIT_ENV
 from tests.subproc import sigint_default
 
 pytestmark = pytest.mark.docker
@@ -102,22 +103,22 @@ def test_missing_image_is_one_line_exit_2():
     assert "noimg" not in list_clusters()
 
 
-def test_docker_unreachable_is_one_line_exit_2(tmp_path):
+def test_docker_unreachable_is_one_line_exit_5(tmp_path):
     env = {"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
     for args in (["images", "list"], ["cluster", "up", "--name", "nodock"], ["cluster", "status"]):
         res = kc(*args, env=env)
-        assert res.returncode == 2, (args, res.stderr)
+        assert res.returncode == EXIT_ENV, (args, res.stderr)     # not a usage error (docs/cli.md)
         assert "Docker engine unreachable" in _error_line(res)
 
 
-def test_port_conflict_is_one_line_exit_2_and_nothing_left(kc_image):
+def test_port_conflict_is_one_line_exit_5_and_nothing_left(kc_image):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         busy = s.getsockname()[1]
         res = kc("cluster", "up", "--name", "portc", "--broker-image", kc_image.tag,
                  "--port-base", str(busy - 1))  # broker 1 would get `busy`
-    assert res.returncode == 2
+    assert res.returncode == EXIT_ENV
     assert "port conflict" in _error_line(res)
     assert "portc" not in list_clusters()
 
