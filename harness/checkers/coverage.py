@@ -16,6 +16,8 @@ from __future__ import annotations
 from harness.checkers.measured import measure
 from harness.record.events import (CLIENT, CLIENT_CONFIG, CLIENT_LIFE, PHASE, PHASE_FAULTS_HEALED,
                                    PHASE_WORKLOAD_STOPPING, TXN)
+
+TXN_POLL = "txn.poll"                      # harness/workload/txn.py: a consumer's read
 from harness.record.verdicts import PASS, UNKNOWN
 from harness.record.windows import client_windows, fault_windows
 
@@ -139,7 +141,8 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
     for fw in paired:
         w = {"fault_id": fw.fault_id, "fault": fw.fault, "target": fw.start.get("target"),
              "start": fw.start.get("t"), "end": fw.ends[-1].get("t") if fw.ends else None,
-             "writes": {"invoke": 0, "ok": 0, "fail": 0, "info": 0}, "reads": 0}
+             "writes": {"invoke": 0, "ok": 0, "fail": 0, "info": 0}, "reads": 0,
+             "txns": {"begun": 0, "committed": 0, "aborted": 0, "unsure": 0}, "txn_reads": 0}
         windows[w["fault_id"]] = w
         opens[fw.start_at] = w
         if fw.end_at is not None:
@@ -170,13 +173,23 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
             elif f == "poll" and phase == "ok":
                 for w in open_w:
                     w["reads"] += 1
+        elif typ == TXN and e.get("phase") == "invoke":
+            for w in open_w:
+                w["txns"]["begun"] += 1
         elif typ == TXN and e.get("phase") in ("ok", "fail", "info"):
             ok, outcome = e.get("phase") == "ok", e.get("outcome")
             key = "committed" if ok and outcome == "commit" else "unsure" if e.get("phase") == "info" else "aborted"
             txns[key] += 1
+            n_reads = sum(1 for o in e.get("ops") or () if o.get("f") in ("poll", "read"))
+            for w in open_w:
+                w["txns"][key] += 1
+                w["txn_reads"] += n_reads
             if key == "committed":
                 n = len({(o.get("topic"), o.get("partition")) for o in e.get("ops") or () if o.get("f") == "send"})
                 txns["min_partitions"] = n if txns["min_partitions"] is None else min(txns["min_partitions"], n)
+        elif typ == TXN_POLL:            # a read_committed consumer's read of transactional data
+            for w in open_w:
+                w["txn_reads"] += 1
         elif typ == CLIENT_LIFE:
             c = client(e.get("process"), e.get("role") or "unknown")
             c.life.append((t, e.get("state"), e.get("error")))
@@ -258,6 +271,19 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
     want = int(need["committed_txns"] or 0)
     if want > 0 and txns["committed"] < want:
         shortfalls.append(f"{txns['committed']} transactions committed; the run needs at least {want}")
+
+    if any(txns[k] for k in ("committed", "aborted", "unsure")):
+        # a transactional run: every producer stalled through a fault window (no transaction begun
+        # or ended in it) says nothing about the broker under that fault -> UNKNOWN, as for a plain run
+        for w in windows.values():
+            end = w["end"] if w["end"] is not None else last_t
+            if w["fault_id"] in skipped or end - w["start"] <= float(need["send_gap_s"]):
+                continue
+            t = w["txns"]
+            if t["begun"] == 0 and t["committed"] + t["aborted"] + t["unsure"] == 0:
+                shortfalls.append(f"no transaction begun or ended during #{w['fault_id']} {w['fault']} "
+                                  f"{w['target']} ({_fmt(w['start'])}-{_fmt(end)}): every transactional "
+                                  f"producer stalled through the fault")
 
     acks.sort()
     gap = max((b - a for a, b in zip(acks, acks[1:])), default=0.0)

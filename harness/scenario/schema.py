@@ -228,12 +228,15 @@ def workload(d: dict, topic_list: list[dict]) -> dict | None:
     kind = string(w.get("kind", "plain"), (*p, "kind"), tuple(WORKLOAD_KINDS))
     cls = WORKLOAD_KINDS[kind]
     fields = {f.name: str(f.type) for f in dataclasses.fields(cls) if f.name not in ("kind", "duration_s")}
-    allowed = ("kind", *sorted(set(fields) | set(WORKLOAD_ALIASES)))
+    # an alias only where this kind has its target and not a field of the alias's own name (txn's
+    # `consumers` is its own field, not plain's `assign_consumers`)
+    aliases = {a: t for a, t in WORKLOAD_ALIASES.items() if t in fields and a not in fields}
+    allowed = ("kind", *sorted(set(fields) | set(aliases)))
     out: dict[str, Any] = {} if kind == "plain" else {"kind": kind}
     for k, v in w.items():
         if k == "kind":
             continue
-        name = WORKLOAD_ALIASES.get(k, k)
+        name = aliases.get(k, k)
         if name not in fields:
             raise SchemaError((*p, k), f"unknown key in [workload] (kind {kind}); allowed: {', '.join(allowed)}")
         if not _field_ok(v, fields[name]):

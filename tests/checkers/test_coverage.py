@@ -162,3 +162,60 @@ def test_fatal_error_table():
     assert fatal_points_at("_INCONSISTENT", acked_before=100) == "client"
     assert fatal_points_at("SOMETHING_NEW", acked_before=100) == "client"
     assert all(side in ("broker", "client") and why for side, why in FATAL_ERRORS.values())
+
+
+def _txn_run(*, stall: tuple[float, float] | None = None) -> History:
+    """p0 and p1 run one transaction each per second (a send on partition 0, a poll of partition 1 in
+    the same transaction); c0 reads read_committed; fault #1 (10-20 s). ``stall``: no transaction of
+    any producer begins or ends in that interval."""
+    h = History(partitions=PARTS, workload={"kind": "txn", "topic": "t", "partitions": PARTS})
+    for p in ("p0", "p1"):
+        h.emit("client.life", process=p, role="producer", state="started", error=None, instance=0)
+    op = 0
+    while h.t < 30.0:
+        if abs(h.t - 10.0) < 1e-6:
+            h.emit("fault.start", fault_id=1, fault="kill", target="broker:1", nodes=["kc-x-b1"],
+                   broker_ids=[1], params={})
+        if abs(h.t - 20.0) < 1e-6:
+            h.emit("fault.end", fault_id=1, fault="kill", nodes=["kc-x-b1"], ok=True, error=None)
+        if stall is None or not (stall[0] <= h.t < stall[1]):
+            for p in ("p0", "p1"):
+                op += 1
+                ops = [{"f": "send", "topic": "t", "partition": 0, "value": f"{p}-{op}"},
+                       {"f": "poll", "topic": "t", "partition": 1, "offset": op}]
+                base = {"process": p, "op_id": op, "f": "txn", "transactional_id": f"tx-{p}", "outcome": "commit"}
+                h.emit("txn", phase="invoke", ops=ops, error=None, **base)
+                h.emit("txn", phase="ok" if op % 5 else "info", ops=ops, error=None, **base)
+            h.emit("txn.poll", process="c0", topic="t", partition=0, offset=op, value=f"p0-{op}")
+        h.advance(1.0)
+    h.emit("phase", name="faults.healed", residue=[], errors=[])
+    h.emit("phase", name="workload.stopping", topic="t")
+    return h
+
+
+def test_txn_run_counts_transactions_and_transactional_reads_per_window():
+    h = _txn_run()
+    cov = check_coverage(h.events, h.metadata, {"acked_after_heal": 0})
+    assert cov["verdict"] == "PASS", cov["reason"]
+    (w,) = cov["windows"]
+    # 10 s of window (10.0..19.0 inclusive of the start instant): 2 producers x 10 transactions
+    assert w["txns"]["begun"] == 20
+    assert w["txns"]["committed"] + w["txns"]["unsure"] == 20 and w["txns"]["unsure"] > 0
+    assert w["txns"]["aborted"] == 0
+    assert w["txn_reads"] == 20 + 10          # one poll per transaction + one consumer read per second
+    assert w["writes"]["invoke"] == 0         # no plain sends in a transactional run
+
+
+def test_txn_run_whose_producers_all_stalled_through_a_window_is_unknown():
+    h = _txn_run(stall=(9.5, 20.5))
+    cov = check_coverage(h.events, h.metadata, {"acked_after_heal": 0})
+    assert cov["verdict"] == "UNKNOWN"
+    assert any("no transaction begun or ended during #1 kill broker:1" in s for s in cov["shortfalls"])
+    (w,) = cov["windows"]
+    assert w["txns"] == {"begun": 0, "committed": 0, "aborted": 0, "unsure": 0}
+
+
+def test_txn_run_stalled_outside_the_window_is_not_a_shortfall():
+    h = _txn_run(stall=(22.0, 25.0))
+    cov = check_coverage(h.events, h.metadata, {"acked_after_heal": 0})
+    assert cov["verdict"] == "PASS", cov["reason"]

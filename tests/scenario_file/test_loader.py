@@ -174,8 +174,15 @@ def test_workload_kinds(tmp_path):
     s = load(write(tmp_path, 'name = "transactions.x"\n[workload]\nkind = "txn"\nrate = 20.0\nabort_ratio = 0.2\n'
                              '[[expect]]\nthat = "transactions"\n'))
     assert s.workload["kind"] == "txn" and s.checks == ("transactions", "expectations")
-    e = error(tmp_path, 'name = "a.b"\n[workload]\nkind = "txn"\nconsumers = 2\n')
-    assert e.key == "workload.consumers"
+    # txn's own `consumers` (read_committed consumers), not plain's alias of assign_consumers (issue 42)
+    s = load(write(tmp_path, 'name = "a.b"\n[cluster]\ndistribution = "apache-kraft"\nkafka_version = "4.4.0"\n'
+                             '[workload]\nkind = "txn"\nconsumers = 2\n'))
+    assert s.workload["consumers"] == 2
+    # a refused key is not in the allowed list the message gives
+    e = error(tmp_path, 'name = "a.b"\n[workload]\nkind = "txn"\ngroup_consumers = 2\n')
+    assert e.key == "workload.group_consumers"
+    allowed = str(e).split("allowed:")[1]
+    assert "group_consumers" not in allowed and "consumers" in allowed
     assert load(write(tmp_path, 'name = "a.b"\nworkload = false\n')).workload is None
 
 
