@@ -409,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_nodes_arg(cu, "undo what runs left on")
     cu.set_defaults(func=cmd_cleanup)
 
-    rp = sub.add_parser("report", help="aggregate run records with Spark (see `kafka-chaos report -- --help`)",
+    rp = sub.add_parser("report", help="aggregate run records with Spark (options: `kafka-chaos report --help`)",
                         add_help=False)
     rp.add_argument("rest", nargs=argparse.REMAINDER)
     rp.set_defaults(func=cmd_report)

@@ -246,8 +246,10 @@ def outcome_counts(run_rows: list[dict], trust_stored: bool) -> dict:
 
 
 def gate_line(g: dict, tampered: list[dict]) -> str:
-    """``gate: PASSED`` or ``gate: FAILED (rule, ...)``; a failed ``fail_on_tampered`` is spelled out with
-    its value and the records (``tampered: 1 record(s) [PATH: what disagreed]``)."""
+    """``gate: PASSED`` or ``gate: FAILED (rule: total value (fails at threshold), ...)``, e.g. ``fail_on_lost:
+    lost_not_allowed 3 (fails at 1)`` or ``min_runs: 2 usable run(s), at least 5 needed``; a failed
+    ``fail_on_tampered`` is spelled out with its value and the records (``tampered: 1 record(s) [PATH: what
+    disagreed]``)."""
     if g["passed"]:
         return "gate: PASSED"
     parts = []
@@ -258,8 +260,10 @@ def gate_line(g: dict, tampered: list[dict]) -> str:
             shown = "; ".join(f"{t['path']}: {t['what']}" for t in tampered[:2])
             more = f"; and {len(tampered) - 2} more" if len(tampered) > 2 else ""
             parts.append(f"tampered: {r['value']} record(s) (threshold {r['threshold']}) [{shown}{more}]")
-        else:
-            parts.append(r["rule"])
+        elif r["rule"] == "min_runs":
+            parts.append(f"min_runs: {r['value']} usable run(s), at least {r['threshold']} needed")
+        else:       # the value beside the threshold: what to change, the gate file or the broker, is plain
+            parts.append(f"{r['rule']}: {r['total']} {r['value']} (fails at {r['threshold']})")
     return f"gate: FAILED ({', '.join(parts)})"
 
 

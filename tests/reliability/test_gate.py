@@ -73,7 +73,7 @@ def test_gate_fails_naming_the_scenarios_with_no_decided_run(tmp_path):
     assert line == ("gate: 2 undecided scenario(s), no PASS or FAIL run: acks.all_below_min_isr (2 UNKNOWN: "
                     "docker-error 1, workload 1); isr.pause_follower (1 UNKNOWN: workload 1)")
     assert "broker_failover.kill_leader" not in line
-    assert "gate: FAILED (fail_on_undecided)" in r.stdout.splitlines()
+    assert "gate: FAILED (fail_on_undecided: undecided_scenarios 2 (fails at 1))" in r.stdout.splitlines()
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["totals"]["undecided_scenarios"] == 2 and summary["totals"]["coverage_short"] == 2
     assert summary["totals"]["pass"] == 1 and summary["totals"]["unknown"] == 4
