@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import threading
 
 from harness.errors import DockerUnavailable
 
@@ -40,3 +42,22 @@ def engine_version() -> str | None:
         return client().version().get("Version")
     except DockerUnavailable:
         return None
+
+
+_RYUK_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def without_ryuk():
+    """testcontainers' Ryuk reaper off while the harness starts its own containers, and the user's setting
+    back after: Ryuk is an image no registry gives us here, and our clusters are reaped by owner labels
+    (harness/cluster/lifecycle.py). Scoped, not ``TESTCONTAINERS_RYUK_DISABLED`` in the environment, so a
+    user's other testcontainers tests in the same pytest session keep their Ryuk (issue 43)."""
+    from testcontainers.core.config import testcontainers_config as tc  # lazy: as DockerContainer
+    with _RYUK_LOCK:
+        before = tc._ryuk_disabled
+        tc.ryuk_disabled = True
+        try:
+            yield
+        finally:
+            tc._ryuk_disabled = before

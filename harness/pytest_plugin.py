@@ -32,8 +32,6 @@ import pytest
 
 from harness.pytest_run import CLUSTER_KEYS, RUN_KEYS, KcRun, RunFailed, RunSpec, scenario_name
 
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-
 MARKER = "kafka_chaos"
 LAYOUTS = {"zookeeper": "apache-zk", "combined": "apache-kraft", "dedicated": "apache-kraft-dedicated"}
 _CLUSTER_FIXTURES = ("kc_cluster", "kc_cluster_module", "kc_cluster_session", "kc_cluster_factory", "kc_run",

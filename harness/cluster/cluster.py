@@ -32,6 +32,7 @@ from typing import Iterable
 from harness import distributions, images
 from harness.distributions.base import Distribution
 from harness import docker_util
+from harness.docker_util import without_ryuk
 from harness.cluster import node_groups, remote_cluster
 from harness.cluster.listener_security import ListenerSecurity, check_kafka_version, from_env, public_config
 from harness.cluster.security import PLAINTEXT, Security
@@ -47,8 +48,6 @@ from harness.cluster.host_ports import _pick_ports, _port_taken
 from harness.cluster.owner import this_owner
 from harness.protocol import Endpoint, ProtocolError, first_answer
 from harness.protocol.endpoint import join as join_endpoints
-
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk is an image we cannot pull
 
 
 def _log(msg: str) -> None:
@@ -248,11 +247,13 @@ class Cluster(TopicAdmin):
                 for node in members:
                     plan = self.distribution.aux_plan(g, node, members, self.broker_config, self.kafka_nodes(),
                                                       self.cluster_id, self.spec.node_env)
-                    self._container(DockerContainer, net, node, plan, g.image).start()
+                    with without_ryuk():
+                        self._container(DockerContainer, net, node, plan, g.image).start()
             # a distribution file's services with a ready line serve before the brokers start
             node_groups.wait_services(self, groups, t0 + self.spec.startup_timeout_s)
             for node in self.broker_containers():
-                self._container(DockerContainer, net, node, self._node_plan(node)).start()
+                with without_ryuk():
+                    self._container(DockerContainer, net, node, self._node_plan(node)).start()
             if self._listener_security is not None:    # the SCRAM user, before any client connects
                 self._listener_security.create_users(self, t0 + self.spec.startup_timeout_s)
             self.started = True
