@@ -9,7 +9,7 @@ import gc
 from contextlib import contextmanager
 from typing import Iterator
 
-from harness.record.verdicts import ALLOWED, FAIL, PASS
+from harness.record.verdicts import ALLOWED, FAIL, PASS, UNKNOWN
 
 
 def merge_options(defaults: dict, options: dict | None, what: str) -> dict:
@@ -89,3 +89,14 @@ class PositionLog:
             self.dups[value] = [first, again]
         elif again not in lst:
             lst.append(again)
+
+
+def overall(checks: dict[str, dict], passed: str) -> tuple[str, str]:
+    """A checker's verdict and reason from its named checks: FAIL naming every failed check with its reason,
+    else UNKNOWN naming every undecided one, else PASS with ``passed``."""
+    for v in (FAIL, UNKNOWN):
+        named = [n for n, c in checks.items() if c["verdict"] == v]
+        if named:
+            return v, "; ".join(f"{n}: {checks[n]['reason']}" for n in named)
+    return PASS, passed
+

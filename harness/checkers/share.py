@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from harness.checkers.common import check_result, gc_paused, malformed, merge_options
+from harness.checkers.common import check_result, gc_paused, malformed, merge_options, overall
 from harness.record.events import CLIENT, CLIENT_LIFE
 from harness.record.verdicts import FAIL, PASS, UNKNOWN
 
@@ -363,14 +363,7 @@ class _Judge:
         if self.dlq_topic:
             checks["share-dlq"] = self.dead_letters()
         checks["share-deliveries"] = self.figures()
-        failed = [n for n, c in checks.items() if c["verdict"] == FAIL]
-        unknown = [n for n, c in checks.items() if c["verdict"] == UNKNOWN]
-        if failed:
-            verdict, reason = FAIL, "; ".join(f"{n}: {checks[n]['reason']}" for n in failed)
-        elif unknown:
-            verdict, reason = UNKNOWN, "; ".join(f"{n}: {checks[n]['reason']}" for n in unknown)
-        else:
-            verdict, reason = PASS, "no share-group anomaly"
+        verdict, reason = overall(checks, "no share-group anomaly")
         stats = self.h.stats()
         stats["archived"] = self.archived
         stats["lock_s"], stats["delivery_count_limit"] = self.lock_s, self.limit

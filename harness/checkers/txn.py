@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 from typing import Iterable
 
-from harness.checkers.common import check_result, gc_paused, merge_options
+from harness.checkers.common import check_result, gc_paused, merge_options, overall
 from harness.checkers.common import pos as _pos
 from harness.checkers.config import RunFacts
 from harness.record.facts import normalize_acks
@@ -376,14 +376,7 @@ class _Judge(GraphChecks):
         checks["zombie"] = self.zombies()
         checks["G1c"], checks["ww-cycles"] = self.cycles()
         checks = {name: checks[name] for name in CHECK_ORDER}
-        failed = [n for n, c in checks.items() if c["verdict"] == FAIL]
-        unknown = [n for n, c in checks.items() if c["verdict"] == UNKNOWN]
-        if failed:
-            verdict, reason = FAIL, "; ".join(f"{n}: {checks[n]['reason']}" for n in failed)
-        elif unknown:
-            verdict, reason = UNKNOWN, "; ".join(f"{n}: {checks[n]['reason']}" for n in unknown)
-        else:
-            verdict, reason = PASS, "no transactional anomaly the configuration forbids"
+        verdict, reason = overall(checks, "no transactional anomaly the configuration forbids")
         stats = self.h.stats()
         stats["edges"] = dict(self.graph.counts)
         stats["unfinished"] = self.h.unfinished
