@@ -379,12 +379,7 @@ class ShareWorkload(Workload):
 
     def stop(self, timeout: float | None = None) -> bool:
         """Stop the producers only: the members go on consuming until :meth:`drain`."""
-        timeout = self._stop_timeout() if timeout is None else timeout
-        end = time.monotonic() + timeout
-        self.emit("phase", name="workload.stopping", topic=self.config.topic)
-        self._stop_producers.set()
-        for p in self.producers:
-            p.thread.join(max(0.0, end - time.monotonic()))
+        self._stop_producing(timeout)
         alive = [p.thread.name for p in self.producers if p.thread.is_alive()]
         self.emit("phase", name="workload.stop", topic=self.config.topic, still_running=alive)
         return not alive

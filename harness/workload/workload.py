@@ -65,9 +65,9 @@ class ClientGroup:
         bounded by ``CATCH_UP_S``); a group without such a measure is caught up."""
         return True
 
-    def stop(self, timeout: float | None = None) -> bool:
-        """Stop producing (each producer finishing what it has outstanding), then stop the consumers.
-        Returns True if every thread ended within ``timeout`` (default: :meth:`_stop_timeout`)."""
+    def _stop_producing(self, timeout: float | None) -> float:
+        """Ask every producer to end and wait for them, bounded by ``timeout`` (default:
+        :meth:`_stop_timeout`); returns the stop's deadline, for what stops after the producers."""
         timeout = self._stop_timeout() if timeout is None else timeout
         end = time.monotonic() + timeout
         # from here on a client's end is asked for (coverage needs no client after this moment)
@@ -75,6 +75,12 @@ class ClientGroup:
         self._stop_producers.set()
         for p in self.producers:
             p.thread.join(max(0.0, end - time.monotonic()))
+        return end
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop producing (each producer finishing what it has outstanding), then stop the consumers.
+        Returns True if every thread ended within ``timeout`` (default: :meth:`_stop_timeout`)."""
+        end = self._stop_producing(timeout)
         # the consumers' last fetch may still wait at the broker (fetch.wait.max.ms, consumer_settings):
         # give them, bounded, the time to read what was acknowledged before they stop
         catch_up_end = min(end, time.monotonic() + CATCH_UP_S)
