@@ -30,23 +30,36 @@ confirmed accept or reject; archived after ``delivery_count_limit`` deliveries.
   4.4+): every record rejected (confirmed) or archived at the limit has a record in the dead-letter topic
   naming it (headers ``__dlq.errors.topic`` / ``partition`` / ``offset``), and no accepted record has
   one. FAIL; UNKNOWN when the record has no read of the dead-letter topic (``share.dlq_read``).
+- ``share-spso-backwards`` (when the record has the SPSO sampler's ``share.spso_sampler``): the
+  share-partition start offset (SPSO) sampled with DescribeShareGroupOffsets (``share.spso``: the
+  offset persisted in ``__share_group_state``) went down for a (group, topic, partition): a sample
+  below an earlier one, across partition leader changes and share-coordinator moves alike. FAIL with
+  the two samples. Kafka only moves it forward (the share coordinator keeps ``max(new, old)`` on every
+  state write: ``ShareCoordinatorShard.generateShareStateRecord``, kafka-share-coordinator-4.4.0.jar);
+  only an administrator's reset (AlterShareGroupOffsets / DeleteShareGroupOffsets, never in a run)
+  moves it back. UNKNOWN when the sampler got no answer at all.
+- ``share-spso-delivered-below``: a record delivered by a poll that began after a sample had put the
+  SPSO above its offset (every record below the SPSO is acknowledged or archived: it is never delivered
+  again). FAIL.
 - ``share-deliveries``: figures (deliveries, redeliveries, acknowledgements by type, archived records).
   Always PASS.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Iterable
 
 from harness.checkers.common import check_result, gc_paused, malformed, merge_options, overall
-from harness.record.events import CLIENT, CLIENT_LIFE
+from harness.record.events import CLIENT, CLIENT_LIFE, SHARE_SPSO, SHARE_SPSO_SAMPLER
 from harness.record.verdicts import FAIL, PASS, UNKNOWN
 
 __all__ = ["CHECK_ORDER", "DEFAULT_OPTIONS", "ShareHistory", "check_share", "maybe_applied"]
 
 DEFAULT_OPTIONS = {"max_examples": 20, "slack_s": 0.2}
 CHECK_ORDER = ("share-lost", "share-not-redelivered", "share-double-hold", "share-redelivered-after-final",
-               "share-delivery-count", "share-dlq", "share-deliveries")
+               "share-delivery-count", "share-dlq", "share-spso-backwards", "share-spso-delivered-below",
+               "share-deliveries")
 DEFAULT_LOCK_MS = 30_000      # group.share.record.lock.duration.ms (ShareGroupConfig, 4.4.0)
 DEFAULT_LIMIT = 5             # group.share.delivery.count.limit (ShareGroupConfig, 4.4.0)
 FINAL = ("accept", "reject")
@@ -64,10 +77,11 @@ def maybe_applied(error: str | None) -> bool:
 
 class _Delivery:
     __slots__ = ("process", "fetch_t", "t", "count", "ack", "ack_t", "result", "result_t", "result_error",
-                 "seq")
+                 "seq", "group")
 
-    def __init__(self, process, fetch_t, t, count, seq):
+    def __init__(self, process, fetch_t, t, count, seq, group=None):
         self.process, self.fetch_t, self.t, self.count, self.seq = process, fetch_t, t, count, seq
+        self.group = group
         self.ack = self.ack_t = self.result = self.result_t = self.result_error = None
 
     def to_dict(self) -> dict:
@@ -92,6 +106,9 @@ class ShareHistory:
         self.dlq_read: dict | None = None
         self.topics: set = set()
         self.orphan_results = 0
+        self.spso_sampler: dict | None = None   # the SPSO sampler's start (share.spso_sampler)
+        self.spso: dict = {}                    # (group, topic, partition) -> [share.spso events], record order
+        self.spso_failed = 0                    # rounds or partitions the sampler got no SPSO for
 
     def run(self, events: Iterable[dict]) -> "ShareHistory":
         for ev in events:
@@ -123,7 +140,7 @@ class ShareHistory:
             self.topics.add(ev["topic"])
             fetch_t = ev.get("fetch_t")
             d = _Delivery(proc, fetch_t if fetch_t is not None else self.fetch_t.get(proc, ev["t"]), ev["t"],
-                          ev.get("delivery_count"), ev["seq"])
+                          ev.get("delivery_count"), ev["seq"], ev.get("group"))
             prev = self.pending.get((proc, *pos))
             if prev is not None and prev.fetch_t is None:   # acknowledged before processed: that acknowledgement
                 d.ack, d.ack_t, d.result, d.result_t, d.result_error = (prev.ack, prev.ack_t, prev.result,
@@ -157,6 +174,13 @@ class ShareHistory:
             self.dlq.setdefault((ev.get("topic"), ev.get("partition"), ev.get("offset")), ev)
         elif typ == "share.dlq_read":
             self.dlq_read = ev
+        elif typ == SHARE_SPSO:
+            if ev.get("error") is not None or ev.get("partition") is None or ev.get("start_offset") is None:
+                self.spso_failed += 1
+            else:
+                self.spso.setdefault((ev.get("group"), ev["topic"], ev["partition"]), []).append(ev)
+        elif typ == SHARE_SPSO_SAMPLER:
+            self.spso_sampler = self.spso_sampler or ev
         elif typ == "share.drain":
             self.drain = {"idle": bool(ev.get("idle")), "t": ev["t"], "seconds": ev.get("seconds")}
 
@@ -187,6 +211,11 @@ def check_share(events: Iterable[dict], metadata: dict, options: dict | None = N
                     "reason": "no share-group events (share.*) in the record: nothing to check"}
         return _Judge(h, lock_s, limit, float(opts["slack_s"]), int(opts["max_examples"]),
                       wl.get("dlq_topic")).result()
+
+
+def _spso(ev: dict) -> dict:
+    """A ``share.spso`` sample as a FAIL example names it."""
+    return {k: ev.get(k) for k in ("seq", "t", "start_offset", "leader_epoch", "coordinator")}
 
 
 class _Judge:
@@ -346,6 +375,68 @@ class _Judge:
             res.update(verdict=UNKNOWN, reason="the record has no read of the dead-letter topic (share.dlq_read)")
         return res
 
+    def spso_backwards(self) -> dict:
+        """Per (group, topic, partition): no SPSO sample below the highest one before it. A sample of -1
+        (no state) after a real one is counted (``state_missing``), not judged: the group coordinator
+        also answers -1 for a topic its metadata image does not have yet."""
+        fail, seqs, missing = [], {}, 0
+        answered = 0
+        for key, evs in sorted(self.h.spso.items(), key=lambda kv: tuple(map(str, kv[0]))):
+            top, reported = None, False
+            runs: list = []
+            for ev in evs:
+                so = ev["start_offset"]
+                if so < 0:
+                    missing += top is not None
+                    continue
+                answered += 1
+                if not runs or runs[-1][0] != so or runs[-1][1] != ev.get("leader_epoch"):
+                    runs.append([so, ev.get("leader_epoch"), 1])
+                else:
+                    runs[-1][2] += 1
+                if top is not None and so < top["start_offset"]:
+                    if not reported:        # one example per partition: the first sample below the highest
+                        fail.append({"group": key[0], "topic": key[1], "partition": key[2],
+                                     "why": f"SPSO went from {top['start_offset']} down to {so}",
+                                     "earlier": _spso(top), "later": _spso(ev)})
+                        reported = True
+                    continue
+                top = ev
+            seqs[f"{key[1]}-{key[2]}"] = {"samples": len(evs), "sequence": runs[:60],
+                                          "truncated": len(runs) > 60}
+        res = check_result(fail, [], "share-partition start offsets went down (share-spso-backwards)", self.k,
+                           samples=answered, failed_samples=self.h.spso_failed, state_missing=missing,
+                           sequences=seqs)
+        if not answered:
+            res.update(verdict=UNKNOWN, reason=f"the SPSO sampler ran but got no start offset "
+                                               f"({self.h.spso_failed} rounds without one)")
+        return res
+
+    def spso_delivered_below(self) -> dict:
+        """A delivery by a poll that began after a sample put the SPSO above the record's offset."""
+        tops: dict = {}     # (group, topic, partition) -> ([t], [running-max sample])
+        for key, evs in self.h.spso.items():
+            ts, best, top = [], [], None
+            for ev in sorted((e for e in evs if e["start_offset"] >= 0), key=lambda e: e["t"]):
+                if top is None or ev["start_offset"] > top["start_offset"]:
+                    top = ev
+                ts.append(ev["t"])
+                best.append(top)
+            tops[key] = (ts, best)
+        fail = []
+        for pos, ds in sorted(self.h.deliveries.items()):
+            for d in ds:
+                got = tops.get((d.group, pos[0], pos[1]))
+                if got is None:
+                    continue
+                i = bisect_left(got[0], d.fetch_t - self.slack) - 1
+                if i >= 0 and got[1][i]["start_offset"] > pos[2]:
+                    fail.append({"topic": pos[0], "partition": pos[1], "offset": pos[2], "group": d.group,
+                                 "sample": _spso(got[1][i]), "delivery": d.to_dict()})
+                    break
+        return check_result(fail, [], "records delivered below a sampled share-partition start offset "
+                                      "(share-spso-delivered-below)", self.k)
+
     def figures(self) -> dict:
         st = self.h.stats()
         counts = [d.count for ds in self.h.deliveries.values() for d in ds if d.count is not None]
@@ -362,6 +453,9 @@ class _Judge:
         checks["share-delivery-count"] = self.counts()
         if self.dlq_topic:
             checks["share-dlq"] = self.dead_letters()
+        if self.h.spso_sampler is not None:
+            checks["share-spso-backwards"] = self.spso_backwards()
+            checks["share-spso-delivered-below"] = self.spso_delivered_below()
         checks["share-deliveries"] = self.figures()
         verdict, reason = overall(checks, "no share-group anomaly")
         stats = self.h.stats()

@@ -2,7 +2,8 @@
 
 It speaks only the requests in :mod:`harness.protocol.messages` (ApiVersions, Metadata v7+,
 DescribeQuorum, DescribeTopicPartitions, FindCoordinator) and :mod:`harness.protocol.admin_messages`
-(ListPartitionReassignments, AlterPartitionReassignments, DescribeLogDirs) and negotiates each version
+(ListPartitionReassignments, AlterPartitionReassignments, DescribeLogDirs) and
+:mod:`harness.protocol.share_messages` (DescribeShareGroupOffsets) and negotiates each version
 with ApiVersions. Every socket operation is bounded by ``timeout`` seconds; any failure (refused, reset, timed out, malformed answer) closes the connection
 and raises :class:`ProtocolError` naming the address and request, so a caller sampling a cluster
 under faults can record the error and try again later.
@@ -24,6 +25,7 @@ from harness.protocol import admin_messages as a
 from harness.protocol import header as h
 from harness.protocol import messages as m
 from harness.protocol import sasl
+from harness.protocol import share_messages as sm
 from harness.protocol.endpoint import LOOPBACK, Endpoint, require_permitted
 from harness.protocol.wire import DecodeError, Reader
 
@@ -315,6 +317,25 @@ class ProtocolClient:
                               f"FindCoordinator v{v}")
         return self._decode(lambda b, vv: m.decode_find_coordinator_response(b, vv, key, kt), body, v,
                             "FindCoordinator")
+
+    def describe_share_group_offsets(self, group: str, topics: dict[str, list[int]] | None = None
+                                     ) -> "sm.ShareGroupOffsets":
+        """DescribeShareGroupOffsets (key 90): the persisted share-partition start offset of each
+        share-partition of share group ``group`` ({topic: [partitions]}, None: all). Ask the group's
+        coordinator (:meth:`find_coordinator` key type "group"); another broker answers NOT_COORDINATOR.
+        Errors (group or partition level) are in the result, not raised."""
+        v = self._version(h.API_DESCRIBE_SHARE_GROUP_OFFSETS, sm.DESCRIBE_SHARE_GROUP_OFFSETS_VERSIONS,
+                          "DescribeShareGroupOffsets")
+        body = self.roundtrip(h.API_DESCRIBE_SHARE_GROUP_OFFSETS, v,
+                              lambda cid: sm.encode_describe_share_group_offsets_request(v, cid, self.client_id,
+                                                                                        group, topics),
+                              f"DescribeShareGroupOffsets v{v}")
+        groups = self._decode(sm.decode_describe_share_group_offsets_response, body, v, "DescribeShareGroupOffsets")
+        if len(groups) != 1:
+            self.close()
+            raise ProtocolError(f"{self.host}:{self.port}: DescribeShareGroupOffsets v{v}: {len(groups)} groups "
+                                f"in the answer to one")
+        return groups[0]
 
     def supports_describe_topic_partitions(self) -> bool:
         return self.api_versions().max_version(h.API_DESCRIBE_TOPIC_PARTITIONS,

@@ -32,6 +32,9 @@ ZK_PREFIX = "zk."
 ZK_PARTITION_STATE = "zk.partition_state"
 ZK_GAP = "zk.gap"
 ADMIN_METADATA = "admin.metadata"
+# a share group's share-partition start offsets (harness/observer/share_sampler.py, docs/share-groups.md)
+SHARE_SPSO = "share.spso"
+SHARE_SPSO_SAMPLER = "share.spso_sampler"
 
 # -- phase names (``{"type": "phase", "name": ...}``) ----------------------------------------------------
 PHASE_RUN_END = "run.end"

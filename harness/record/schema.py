@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.record.events import (ACTION, ADMIN_METADATA, CLIENT, CLIENT_ASSIGN, CLIENT_CONFIG, CLIENT_LIFE,
                                    DOCKER_EVENT, EXPECT, FAULT_END, FAULT_HEAL, FAULT_START, GROUP_ASSIGN, PHASE,
-                                   TXN, ZK_GAP, ZK_PARTITION_STATE)
+                                   SHARE_SPSO, SHARE_SPSO_SAMPLER, TXN, ZK_GAP, ZK_PARTITION_STATE)
 from harness.record.facts import CONTROLLER_MODELS
 from harness.record.verdicts import CHECK_NAMES
 
@@ -115,6 +115,9 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
     "share.dlq": {**_PROC, "group": STR, "dlq_topic": STR, "dlq_offset": INT, "topic": STR, "partition": INT,
                   "offset": INT, "delivery_count": INT, "message": STR},
     "share.dlq_read": {"group": STR, "dlq_topic": STR, "records": INT, "expected": INT},
+    SHARE_SPSO: {"group": STR, "topic": STR, "partition": INT, "start_offset": INT, "leader_epoch": INT, "lag": INT,
+                 "error": STR, "coordinator": INT},
+    SHARE_SPSO_SAMPLER: {"group": STR, "topic": STR, "partitions": INTS, "interval": NUM},
     ADMIN_METADATA: {"controller_id": INT, "brokers": INTS, "partitions": LIST, "answered_by": INT, "error": STR,
                      "source": STR},
     "admin.reassignments": {"partitions": LIST, "error": STR, "answered_by": INT, "source": STR},

@@ -370,6 +370,13 @@ class ShareWorkload(Workload):
         pre = cfg.process_prefix
         self.consumers = [ShareMemberProcess(f"{pre}m{i}", bootstrap, cfg, tracked, self._stop_consumers, i,
                                              self.tracker) for i in range(cfg.members)]
+        self.attached: list = []        # observers of the group stopped after the drain (attach)
+
+    def attach(self, observer) -> None:
+        """Keep ``observer`` (anything with ``stop()``, e.g. the SPSO sampler of
+        harness/observer/share_sampler.py, started by the scenario) running until the members have
+        stopped at the end of :meth:`drain`: what it samples covers the whole consumption."""
+        self.attached.append(observer)
 
     def start(self):
         if self.config.dlq_topic:
@@ -410,6 +417,11 @@ class ShareWorkload(Workload):
         self._stop_consumers.set()
         for c in self.consumers:
             c.thread.join(30)
+        for ob in self.attached:
+            try:
+                ob.stop()
+            except Exception as e:  # noqa: BLE001 - an observer's end never stops the drain; recorded
+                self.emit("phase", name="observer.error", error=f"{type(e).__name__}: {e}")
         if cfg.dlq_topic:
             got = read_dlq(self.bootstrap, cfg.dlq_topic, self.emit, cfg.group, self.tracker.dead())
             self.emit("share.dlq_read", group=cfg.group, dlq_topic=cfg.dlq_topic, records=got,

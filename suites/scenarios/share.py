@@ -37,9 +37,23 @@ AFTER_S = LOCK_S + 8.0           # a lock's worth for what a vanished holder lef
 
 
 def group_formed(ctx: RunContext) -> None:
-    """Until every member processed a record (each got partitions from the share-group assignor)."""
+    """Until every member processed a record (each got partitions from the share-group assignor); then
+    the share-partition start offsets are sampled until the workload's drain ends (:func:`sample_spso`)."""
     ctx.wait_until(f"share group {GROUP} formed: every member processed a record", ctx.nemesis.workload.formed,
                    60, interval_s=0.2)
+    sample_spso(ctx)
+
+
+def sample_spso(ctx: RunContext) -> None:
+    """Start the SPSO sampler (DescribeShareGroupOffsets every 0.5 s: harness/observer/share_sampler.py)
+    of the group's partitions; the workload stops it after its drain. Its ``share.spso`` events feed the
+    checker's ``share-spso-backwards`` and ``share-spso-delivered-below``."""
+    from harness.observer.share_sampler import SpsoSampler
+    wl = ctx.nemesis.workload
+    sampler = SpsoSampler.for_cluster(ctx.cluster, wl.config.group, TOPIC, list(range(PARTITIONS)),
+                                      emit=ctx.recorder.emit, interval=0.5,
+                                      duration=ctx.scenario.max_duration_s + 300).start()
+    wl.attach(sampler)
 
 
 def member_crash(ctx: RunContext) -> None:
