@@ -357,11 +357,14 @@ class _Judge:
     def dead_letters(self) -> dict:
         """Rejected / archived records against the dead-letter topic's records."""
         fail = []
-        dead, accepted = set(), set()
+        dead, accepted, rejected = set(), set(), set()
         for pos, ds in self.h.deliveries.items():
             if any(d.ack == "accept" and d.result == "ok" for d in ds):
                 accepted.add(pos)
-            elif any(d.ack == "reject" and d.result == "ok" for d in ds) or self.state(ds) == "archived":
+            elif any(d.ack == "reject" and d.result == "ok" for d in ds):
+                dead.add(pos)
+                rejected.add(pos)
+            elif self.state(ds) == "archived":
                 dead.add(pos)
         for pos in sorted(dead - set(self.h.dlq)):
             fail.append({"topic": pos[0], "partition": pos[1], "offset": pos[2], "why": "rejected or archived, "
@@ -369,8 +372,14 @@ class _Judge:
         for pos in sorted(accepted & set(self.h.dlq)):
             fail.append({"topic": pos[0], "partition": pos[1], "offset": pos[2], "why": "accepted, yet in the "
                          f"dead-letter topic {self.dlq_topic}", "dlq": self.h.dlq[pos]})
+        why: dict = {}      # the broker's reason per dead-letter record (header __dlq.errors.message)
+        for pos, ev in self.h.dlq.items():
+            kind = "rejected" if pos in rejected else ("archived" if pos in dead else "other")
+            key = f"{kind}: {ev.get('message')}"
+            why[key] = why.get(key, 0) + 1
         res = check_result(fail, [], "dead-letter records missing or wrong (share-dlq)", self.k,
-                           dead=len(dead), dlq_records=len(self.h.dlq))
+                           dead=len(dead), archived=len(dead - rejected), dlq_records=len(self.h.dlq),
+                           messages=why)
         if self.h.dlq_read is None:
             res.update(verdict=UNKNOWN, reason="the record has no read of the dead-letter topic (share.dlq_read)")
         return res

@@ -22,7 +22,10 @@ type 2, key ``group:topicId:0``: the leader of its ``__share_group_state`` parti
 KRaft only, Kafka 4.2+ (``share.version`` 1 is the default from metadata.version 4.2-IV0: ShareVersion in
 kafka-server-common 4.4.0). Tagged ``chaos``; ``share.member_crash`` and ``share.leader_kill`` also
 ``conformance``: the certificate's evidence for the ``share-groups`` capability. Variant ``dlq``
-(``--variant dlq``, Kafka 4.4+): the group has a dead-letter topic and the ``share-dlq`` check applies.
+(``--variant dlq``, Kafka 4.4+): the group has a dead-letter topic and the ``share-dlq`` check applies;
+variant ``dlq_limit`` fills it with records archived at the delivery limit (30 % releases, limit 2).
+Every scenario samples the share-partition start offsets once the group formed (``share.spso``:
+the ``share-spso-*`` checks).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ def sample_spso(ctx: RunContext) -> None:
                                       emit=ctx.recorder.emit, interval=0.5,
                                       duration=ctx.scenario.max_duration_s + 300).start()
     wl.attach(sampler)
+    ctx.sleep(2)                # samples from before the first fault: the SPSO's starting point
 
 
 def member_crash(ctx: RunContext) -> None:
@@ -124,13 +128,21 @@ _WORKLOAD = {"kind": "share", "topic": TOPIC, "partitions": PARTITIONS, "rate": 
 _CHECKS = ("conformance", "durability", "share", "expectations")
 # the dead-letter topic (share.version 2, Kafka 4.4+): `kafka-chaos run share --variant dlq`; rejects at 5 %
 DLQ = {"workload": {"dlq_topic": f"dlq.{TOPIC}", "reject_rate": 0.05}, "min_version": "4.4"}
+# archived at the delivery limit and routed to the dead-letter topic (SharePartition: a release or lock timeout
+# at share.delivery.count.limit -> ARCHIVING -> DLQ "Offset delivery count exceeded the threshold.", 4.4.0):
+# `--variant dlq_limit`: limit 2 (the broker's minimum), 30 % released, no rejects: ~9 % of the records archived
+DLQ_LIMIT = {"workload": {"dlq_topic": f"dlq.{TOPIC}", "release_rate": 0.3, "reject_rate": 0.0,
+                          "delivery_count_limit": 2}, "min_version": "4.4"}
 
 
 def _scenario(name: str, description: str, script, tags=("chaos",), workload=None, checks=_CHECKS, **kw) -> Scenario:
     return Scenario(name, description, script, tags=tags, topics=_TOPICS, workload=workload or _WORKLOAD,
                     checks=checks, kraft=True, needs_roles=("controller",), min_version="4.2",
                     max_duration_s=kw.pop("max_duration_s", 150),
-                    variants={"dlq": {**DLQ, "description": f"{description} (dead-letter topic dlq.{TOPIC})"}}, **kw)
+                    variants={"dlq": {**DLQ, "description": f"{description} (dead-letter topic dlq.{TOPIC})"},
+                              "dlq_limit": {**DLQ_LIMIT, "description": f"{description} (records released past "
+                                            f"the delivery limit 2 routed to the dead-letter topic dlq.{TOPIC})"}},
+                    **kw)
 
 
 SCENARIOS: list[Scenario] = [

@@ -296,3 +296,25 @@ def test_accepted_first_then_processed_is_not_lost():
     h.ack(7.0, "m3", 0, 12, "accept", result_t=7.1)
     h.deliver(7.3, "m3", 0, 12)
     assert checks(h)["verdict"] == "PASS", checks(h)["reason"]
+
+
+def _released_to_the_limit(h: H, off: int = 5) -> H:
+    """Offset ``off`` released at each of its 3 deliveries (the limit, META): the broker archives it."""
+    h.send(2.0, 0, off)
+    for n in range(3):
+        h.deliver(6.0 + n, f"m{n}", 0, off, count=n + 1).ack(6.1 + n, f"m{n}", 0, off, "release", result_t=6.2 + n)
+    return h
+
+
+def test_dlq_holds_the_record_archived_at_the_delivery_limit():
+    r = _with_dlq(_released_to_the_limit(clean()), [2, 5])
+    c = r["checks"]["share-dlq"]
+    assert r["verdict"] == "PASS", r["reason"]
+    assert (c["dead"], c["archived"]) == (2, 1)
+    assert r["checks"]["share-deliveries"]["archived"] == 1
+
+
+def test_dlq_missing_the_record_archived_at_the_delivery_limit():
+    c = _with_dlq(_released_to_the_limit(clean()), [2])["checks"]["share-dlq"]
+    assert c["verdict"] == "FAIL" and [e["offset"] for e in c["examples"]] == [5]
+    assert "rejected or archived" in c["examples"][0]["why"]
