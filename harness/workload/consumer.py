@@ -47,10 +47,19 @@ def consumer_settings(bootstrap: str | dict, group_id: str, client_id: str, extr
 
 
 class ClientThread:
-    """The thread body and crash switch that the group member (groups.py) and the transactional
-    consumer (txn.py) share: ``_run`` raising records ``died`` with the error; a ``crash`` (the
-    nemesis's ``client_crash``) ends it as ``died`` / ``client_crash``; else ``stopped``. The class
-    using it has ``_halt`` (an Event), ``error``, ``life`` and ``_run``."""
+    """The fields, thread body and crash switch that the group member (groups.py), the share-group
+    member (share.py) and the transactional consumer (txn.py) share: ``_run`` raising records ``died``
+    with the error; a ``crash`` (the nemesis's ``client_crash``) ends it as ``died`` / ``client_crash``;
+    else ``stopped``. A subclass calls :meth:`__init__` (or sets the same fields itself) and has
+    ``life`` and ``_run``."""
+
+    def __init__(self, name: str, cfg, emit: Emit, stop: threading.Event, thread_name: str):
+        self.name, self.cfg, self.emit, self.stop_event = name, cfg, emit, stop
+        self.records = 0
+        self.errors: dict[str, int] = {}
+        self.error: str | None = None
+        self._halt = threading.Event()
+        self.thread = threading.Thread(target=self._main, name=thread_name, daemon=True)
 
     def crash(self) -> None:
         self._halt.set()

@@ -87,7 +87,7 @@ class GroupMemberProcess(ClientThread):
     """One member of the group (process ``<prefix>m<i>``)."""
 
     def __init__(self, name: str, bootstrap: str, cfg: GroupWorkloadConfig, emit: Emit, stop: threading.Event):
-        self.name, self.cfg, self.emit, self.stop_event = name, cfg, emit, stop
+        super().__init__(name, cfg, emit, stop, f"group-member-{name}")
         extra = {"max.poll.interval.ms": cfg.max_poll_interval_ms, **cfg.consumer_config}
         if cfg.group_protocol == "consumer":
             extra["group.protocol"] = "consumer"
@@ -97,18 +97,13 @@ class GroupMemberProcess(ClientThread):
         if cfg.static:
             extra["group.instance.id"] = name
         self.settings = consumer_settings(bootstrap, cfg.group, f"kafka-chaos-{name}", extra)
-        self.records = 0
         self.commits = 0
-        self.errors: dict[str, int] = {}
-        self.error: str | None = None
-        self._halt = threading.Event()
         self._pause_until = 0.0
         self._op = 0
         self.generation: int | None = None
         self.assigned = False           # it got partitions of the topic at least once
         self.owned_now: frozenset = frozenset()   # the topic's partitions it owns now (set by its thread)
         self.commits_at_assign = 0      # its commits when it got its current partitions
-        self.thread = threading.Thread(target=self._main, name=f"group-member-{name}", daemon=True)
 
     # -- control
     def pause(self, seconds: float) -> None:

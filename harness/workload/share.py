@@ -182,22 +182,18 @@ class ShareMemberProcess(ClientThread):
 
     def __init__(self, name: str, bootstrap, cfg: ShareWorkloadConfig, emit: Emit, stop: threading.Event,
                  index: int, tracker: "_Tracker"):
-        self.name, self.cfg, self.emit, self.stop_event, self.tracker = name, cfg, emit, stop, tracker
+        super().__init__(name, cfg, emit, stop, f"share-member-{name}")
+        self.tracker = tracker
         self.settings = {**connection(bootstrap), "group.id": cfg.group, "client.id": f"kafka-chaos-{name}",
                          "share.acknowledgement.mode": "explicit", **cfg.consumer_config}
         self.slow_s = cfg.slow_ms / 1000 if index < cfg.slow_members else 0.0
         short = name[len(cfg.process_prefix):]
         self.ack_first = short in (cfg.ack_before_process or ())
         self.rng = random.Random(f"{cfg.seed}-{name}")
-        self.records = 0
         self.acks = 0
-        self.errors: dict[str, int] = {}
-        self.error: str | None = None
-        self._halt = threading.Event()
         self._pause_s = 0.0
         self._crash_at: float | None = None
         self.last_delivery = 0.0
-        self.thread = threading.Thread(target=self._main, name=f"share-member-{name}", daemon=True)
 
     def pause(self, seconds: float) -> None:
         self._pause_s = seconds
