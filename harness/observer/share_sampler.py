@@ -55,6 +55,10 @@ class SpsoSampler(PeriodicSampler):
                                    "interval": self.interval})
         return super().start()
 
+    def answered(self) -> bool:
+        """Some round gave a start offset (a partition's answer without error)."""
+        return any(e.get("partition") is not None and e.get("error") is None for e in list(self.samples))
+
     def _client(self, b: int) -> ProtocolClient:
         return ProtocolClient.at(self.brokers[b], timeout=self.request_timeout,
                                  client_id="kafka-chaos-share-sampler", security=self.security)
