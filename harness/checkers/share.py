@@ -411,8 +411,12 @@ class _Judge:
                         reported = True
                     continue
                 top = ev
-            seqs[f"{key[1]}-{key[2]}"] = {"samples": len(evs), "sequence": runs[:60],
-                                          "truncated": len(runs) > 60}
+            seqs[f"{key[1]}-{key[2]}"] = {
+                "samples": len(evs), "first": runs[0][:2] if runs else None, "last": runs[-1][:2] if runs else None,
+                "leader_epochs": sorted({r[1] for r in runs if r[1] is not None}),
+                "coordinators": sorted({e.get("coordinator") for e in evs if e.get("coordinator") is not None}),
+                # runs of [spso, leader_epoch, samples]; a long one keeps its first and last 30 runs
+                "sequence": runs if len(runs) <= 60 else runs[:30] + runs[-30:], "runs": len(runs)}
         res = check_result(fail, [], "share-partition start offsets went down (share-spso-backwards)", self.k,
                            samples=answered, failed_samples=self.h.spso_failed, state_missing=missing,
                            sequences=seqs)

@@ -40,7 +40,9 @@ def test_clean_with_monotonic_samples_passes_and_fits_the_schema():
     assert r["verdict"] == "PASS", r["reason"]
     b = r["checks"]["share-spso-backwards"]
     assert b["verdict"] == "PASS" and b["samples"] == 4 and b["failed_samples"] == 1
-    assert b["sequences"][f"{T}-0"]["sequence"] == [[0, 0, 1], [1, 0, 1], [1, 1, 1], [3, 1, 1]]
+    seq = b["sequences"][f"{T}-0"]
+    assert seq["sequence"] == [[0, 0, 1], [1, 0, 1], [1, 1, 1], [3, 1, 1]]
+    assert (seq["first"], seq["last"], seq["leader_epochs"], seq["coordinators"]) == ([0, 0], [3, 1], [0, 1], [1])
     assert r["checks"]["share-spso-delivered-below"]["verdict"] == "PASS"
 
 
