@@ -15,6 +15,12 @@ the anomaly, verdict.json showing the records.
 - ``share-dlq``: ``share.member_crash[dlq]`` with the dead-letter topic created without its topic config
   ``errors.deadletterqueue.group.enable``: the broker archives rejected records without writing them.
 
+- ``share-spso-backwards``: ``share.member_crash`` where, once the SPSO sampler has samples, every member
+  ends (the group is empty) and an administrator resets the group's offsets to the earliest
+  (``kafka-share-groups --reset-offsets --to-earliest --execute``: AlterShareGroupOffsets, which writes the
+  share-partition state afresh): the sampled SPSO goes back to 0 — the one way Kafka moves it backwards
+  (docs/share-groups.md), so the rule firing on it shows it reads real samples.
+
 Run: ``flock /tmp/kc/slotA.lock python3 -m pytest -p no:cacheprovider -n 0 -m chaos
 suites/test_share_negative_controls.py`` (about a minute each; markers ``docker`` and ``chaos``).
 """
@@ -104,3 +110,34 @@ def test_dead_letter_topic_without_its_switch_gets_nothing(tmp_path_factory):
     assert out.verdict == "FAIL" and "share-dlq" in out.reason, out.reason
     chk = verdict["checks"]["share"]["checks"]["share-dlq"]
     assert chk["verdict"] == "FAIL" and chk["dlq_records"] == 0 and chk["dead"] > 0, chk
+
+
+def _reset_after_members_end(ctx) -> None:
+    from harness.cluster.admin_tool import run_tool
+    share.group_formed(ctx)             # the SPSO sampler runs from here
+    ctx.sleep(6)
+    wl = ctx.nemesis.workload
+    for m in wl.consumers:
+        m.crash()
+    ctx.wait_until("every share member ended (the group is empty)",
+                   lambda: not any(m.thread.is_alive() for m in wl.consumers), 30)
+    args = ["--group", wl.config.group, "--reset-offsets", "--to-earliest", "--topic", share.TOPIC, "--execute"]
+    for _ in range(10):                 # the coordinator may still count a leaving member for a moment
+        res = ctx.action("reset_share_group_offsets", lambda: run_tool(ctx.cluster, "share-groups", args, check=False),
+                         group=wl.config.group, to="earliest")
+        if res.exit_code == 0 and "Error" not in res.output:
+            break
+        ctx.sleep(2)
+    ctx.sleep(5)                        # samples after the reset
+
+
+def test_spso_reset_by_an_administrator_goes_backwards(tmp_path_factory):
+    s = _misconfigured("share.member_crash", {}, script=_reset_after_members_end,
+                       description="members end, the group's offsets reset to earliest")
+    out, verdict = _run(s, tmp_path_factory.mktemp("runs"))
+    assert out.verdict == "FAIL" and "share-spso-backwards" in out.reason, out.reason
+    chk = verdict["checks"]["share"]["checks"]["share-spso-backwards"]
+    ex = chk["examples"]
+    assert chk["verdict"] == "FAIL" and ex, chk
+    assert all(e["later"]["start_offset"] < e["earlier"]["start_offset"] for e in ex), ex
+    assert min(e["later"]["start_offset"] for e in ex) == 0, ex

@@ -43,6 +43,9 @@ _TOOL_CLASSES = {
     "reassign": ("kafka.admin.ReassignPartitionsCommand",
                  "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"),
     "elect": ("kafka.admin.LeaderElectionCommand", "org.apache.kafka.tools.LeaderElectionCommand"),
+    # kafka-share-groups (share groups exist from 4.0 only): the SPSO reset of suites/test_share_negative_controls.py
+    "share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+                     "org.apache.kafka.tools.consumer.group.ShareGroupCommand"),
 }
 
 
