@@ -177,6 +177,14 @@ class LogChecker:
         for ev in events:          # looked ahead by L11: a new incarnation's cleanup precedes its registration
             if ev["type"] == "meta.broker" and ev.get("record") == "RegisterBrokerRecord":
                 self.registrations.setdefault(int(ev["broker_id"]), []).append((ev.get("offset", -1), ev.get("time_ms")))
+        clears: dict[tuple, list[tuple]] = {}   # (raft epoch, batch append time) -> [(offset, topic)] (L14)
+        self._bootstrap = set()                  # batches setting metadata.version: the bootstrap records (L14)
+        for ev in events:
+            if ev["type"] == "meta.feature" and ev.get("name") == "metadata.version":
+                self._bootstrap.add((ev.get("raft_epoch"), ev.get("time_ms")))
+            if ev["type"] == "meta.clear_elr":
+                clears.setdefault((ev.get("raft_epoch"), ev.get("time_ms")), []).append((ev.get("offset", -1),
+                                                                                        ev.get("topic") or ""))
         for ev in events:
             self.stats["records"] += 1
             t = ev["type"]
@@ -187,12 +195,41 @@ class LogChecker:
                 self.brokers[int(ev["broker_id"])] = ev
             elif t == "meta.config":
                 self.min_isr.config(ev)
+                self._clear_elr_follows(ev, clears)
             elif t == "meta.feature":
                 if ev.get("name") == "metadata.version":
                     self.mv = int(ev["level"])
                 elif ev.get("name") == ELR_FEATURE:
                     self.elr_feature = int(ev.get("level") or 0) >= 1
                     self.elr_on |= self.elr_feature
+
+    def _clear_elr_follows(self, ev: dict, clears: dict) -> None:
+        """L14 (4.1+, ELR enabled): a ConfigRecord of ``min.insync.replicas`` is followed in its own atomic
+        batch by a ClearElrRecord naming its topic (a topic resource) or ``""`` (a broker / cluster resource).
+        ConfigurationControlManager.createClearElrRecordsAsNeeded (4.4.0 bytecode) appends them to the records
+        of incrementalAlterConfig(s) / legacyAlterConfigs -- topic creation's configs included
+        (ReplicationControlManager.createTopics calls incrementalAlterConfig) -- when
+        FeatureControlManager.isElrFeatureEnabled (``eligible.leader.replicas.version`` >= 1). The records of one
+        batch share the raft epoch and the batch's append time (raft BatchBuilder.writeRecord writes timestamp
+        delta 0), so the ClearElrRecord must sit at a later offset with the same epoch and time. Not judged: the
+        bootstrap batch (the one setting ``metadata.version``; its cluster ``min.insync.replicas`` comes from
+        ``kafka-storage format`` through the activation records, not through ConfigurationControlManager)."""
+        if (ev.get("name") != MIN_ISR or not self.elr_feature or not self.p.determinism
+                or tuple(self.p.version) < (4, 1)):
+            return
+        if (ev.get("raft_epoch"), ev.get("time_ms")) in self._bootstrap:
+            return          # the bootstrap records (kafka-storage format, written on activation) hold no ClearElrRecord
+        self.stats["min_isr_configs_judged"] = self.stats.get("min_isr_configs_judged", 0) + 1
+        want = (ev.get("resource_name") or "") if ev.get("resource_type") == "topic" else ""
+        off = ev.get("offset", -1)
+        if any(o > off and name == want for o, name in clears.get((ev.get("raft_epoch"), ev.get("time_ms")), ())):
+            return
+        where = f"topic {want}" if want else "every topic"
+        self.report("L14", {**ev, "subject": f"config {ev.get('resource_type')} {ev.get('resource_name')!r}"},
+                    f"min.insync.replicas set to {ev.get('value')!r} for {ev.get('resource_type')} "
+                    f"{ev.get('resource_name')!r} at offset {off} with ELR enabled, but no ClearElrRecord for {where} "
+                    f"follows in its batch (ConfigurationControlManager.createClearElrRecordsAsNeeded)",
+                    allowed=[f"ClearElrRecord({want!r}) in the same batch"])
 
     def _old_mv(self) -> bool:
         if self.mv is not None:
