@@ -50,6 +50,13 @@ PartitionChangeBuilder.java`` (PCB), ``ReplicationControlManager.java`` (RCM),
   clears the ELR. Not judged: partitions under reassignment (the replication factor moves), topics with a
   per-broker ``min.insync.replicas`` override (the controller reads its own node's), last known ELR.
 
+Offset gaps (records missing from the log read: metadata ``observer.offset_gaps``; the replay then merges
+later delta records into the state from before the gap): every field of every known partition is stale
+until a record sets it again, every broker until it registers again. Single-state rules (L1-L4) keep judging
+the fields that are known; transition rules (L5-L7, L10, L11, L13) are not judged on a partition until it is
+fully known again (a PartitionRecord, or records re-setting every field), L6/L7 not on a stale broker, L11
+not after the first gap (a min ISR ConfigRecord may have been missed). Counted in the stats, never reported.
+
 L8 (fencing within the session timeout), L9 (protocol samples against the log) and L12 (no superseded state
 served past a bound while no fault is active): reference/kraft_log_cross.py.
 Not kept as rules, because the replay makes them hold by construction: leader epoch never decreasing and
@@ -71,6 +78,7 @@ ELR_FEATURE = "eligible.leader.replicas.version"
 META_TYPES = ("meta.partition", "meta.broker", "meta.feature", "meta.config", "meta.topic",
               "meta.topic_removed", "meta.leader_change", "meta.voters", "meta.kraft_version", "meta.clear_elr")
 MIN_ISR = "min.insync.replicas"
+_STATE_FIELDS = ("leader", "isr", "replicas", "adding", "removing", "elr", "last_known_elr")
 
 
 class _Unclean:
@@ -167,6 +175,12 @@ class LogChecker:
         self.elr_feature = False                 # eligible.leader.replicas.version >= 1 logged (L11)
         self.min_isr = _MinIsr(metadata)
         self.registrations: dict[int, list[tuple]] = {}   # broker -> (offset, time_ms) of RegisterBrokerRecords
+        obs = metadata.get("observer") if isinstance(metadata.get("observer"), dict) else {}
+        self.gaps = sorted((int(g[0]), int(g[1])) for g in obs.get("offset_gaps") or []
+                           if isinstance(g, (list, tuple)) and len(g) == 2)   # (last offset before, first after)
+        self.stale: dict[tuple, set] = {}        # partition -> its fields a gap may have changed unseen
+        self.stale_brokers: set[int] = set()     # brokers whose registration a gap may have changed unseen
+        self.after_gap = False
         self.stats = {"records": 0, "partition_records": 0, "leader_changes": 0, "elections_judged": 0,
                       "elections_unclean_permitted": 0, "elections_elr": 0, "elections_last_known_leader": 0,
                       "elections_reassignment": 0, "isr_additions": 0, "broker_records": 0, "elr_records_judged": 0}
@@ -177,22 +191,77 @@ class LogChecker:
         for ev in events:          # looked ahead by L11: a new incarnation's cleanup precedes its registration
             if ev["type"] == "meta.broker" and ev.get("record") == "RegisterBrokerRecord":
                 self.registrations.setdefault(int(ev["broker_id"]), []).append((ev.get("offset", -1), ev.get("time_ms")))
+        clears: dict[tuple, list[tuple]] = {}   # (raft epoch, batch append time) -> [(offset, topic)] (L14)
+        self._bootstrap = set()                  # batches setting metadata.version: the bootstrap records (L14)
+        for ev in events:
+            if ev["type"] == "meta.feature" and ev.get("name") == "metadata.version":
+                self._bootstrap.add((ev.get("raft_epoch"), ev.get("time_ms")))
+            if ev["type"] == "meta.clear_elr":
+                clears.setdefault((ev.get("raft_epoch"), ev.get("time_ms")), []).append((ev.get("offset", -1),
+                                                                                        ev.get("topic") or ""))
+        gaps = list(self.gaps)
         for ev in events:
             self.stats["records"] += 1
+            while gaps and isinstance(ev.get("offset"), int) and ev["offset"] >= gaps[0][1]:
+                self._offset_gap(gaps.pop(0))
             t = ev["type"]
             if t == "meta.partition":
                 self._partition(ev)
             elif t == "meta.broker":
                 self.stats["broker_records"] += 1
                 self.brokers[int(ev["broker_id"])] = ev
+                if ev.get("record") == "RegisterBrokerRecord":
+                    self.stale_brokers.discard(int(ev["broker_id"]))   # a full registration: known again
             elif t == "meta.config":
                 self.min_isr.config(ev)
+                self._clear_elr_follows(ev, clears)
             elif t == "meta.feature":
                 if ev.get("name") == "metadata.version":
                     self.mv = int(ev["level"])
                 elif ev.get("name") == ELR_FEATURE:
                     self.elr_feature = int(ev.get("level") or 0) >= 1
                     self.elr_on |= self.elr_feature
+
+    def _offset_gap(self, gap: tuple) -> None:
+        """Records ``gap[0] + 1 .. gap[1] - 1`` are missing from the log read (the observer's
+        ``offset_gaps``): any partition or broker record may be among them. The replay merged every later
+        delta record into the state from before the gap, so each field of every known partition is stale
+        until a record sets it again, and every broker until it registers again. Rules whose inputs are all
+        known keep being judged (single-state rules on re-set fields; transition rules once a partition is
+        fully known again); the rest are counted as not judged, never reported."""
+        self.stats["offset_gaps"] = self.stats.get("offset_gaps", 0) + 1
+        self.after_gap = True
+        for key in self.parts:
+            self.stale[key] = set(_STATE_FIELDS)
+        self.stale_brokers |= set(self.brokers)
+
+    def _clear_elr_follows(self, ev: dict, clears: dict) -> None:
+        """L14 (4.1+, ELR enabled): a ConfigRecord of ``min.insync.replicas`` is followed in its own atomic
+        batch by a ClearElrRecord naming its topic (a topic resource) or ``""`` (a broker / cluster resource).
+        ConfigurationControlManager.createClearElrRecordsAsNeeded (4.4.0 bytecode) appends them to the records
+        of incrementalAlterConfig(s) / legacyAlterConfigs -- topic creation's configs included
+        (ReplicationControlManager.createTopics calls incrementalAlterConfig) -- when
+        FeatureControlManager.isElrFeatureEnabled (``eligible.leader.replicas.version`` >= 1). The records of one
+        batch share the raft epoch and the batch's append time (raft BatchBuilder.writeRecord writes timestamp
+        delta 0), so the ClearElrRecord must sit at a later offset with the same epoch and time. Not judged: the
+        bootstrap batch (the one setting ``metadata.version``; its cluster ``min.insync.replicas`` comes from
+        ``kafka-storage format`` through the activation records, not through ConfigurationControlManager)."""
+        if (ev.get("name") != MIN_ISR or not self.elr_feature or not self.p.determinism
+                or tuple(self.p.version) < (4, 1)):
+            return
+        if (ev.get("raft_epoch"), ev.get("time_ms")) in self._bootstrap:
+            return          # the bootstrap records (kafka-storage format, written on activation) hold no ClearElrRecord
+        self.stats["min_isr_configs_judged"] = self.stats.get("min_isr_configs_judged", 0) + 1
+        want = (ev.get("resource_name") or "") if ev.get("resource_type") == "topic" else ""
+        off = ev.get("offset", -1)
+        if any(o > off and name == want for o, name in clears.get((ev.get("raft_epoch"), ev.get("time_ms")), ())):
+            return
+        where = f"topic {want}" if want else "every topic"
+        self.report("L14", {**ev, "subject": f"config {ev.get('resource_type')} {ev.get('resource_name')!r}"},
+                    f"min.insync.replicas set to {ev.get('value')!r} for {ev.get('resource_type')} "
+                    f"{ev.get('resource_name')!r} at offset {off} with ELR enabled, but no ClearElrRecord for {where} "
+                    f"follows in its batch (ConfigurationControlManager.createClearElrRecordsAsNeeded)",
+                    allowed=[f"ClearElrRecord({want!r}) in the same batch"])
 
     def _old_mv(self) -> bool:
         if self.mv is not None:
@@ -204,6 +273,10 @@ class LogChecker:
         key = (ev.get("topic_id"), ev.get("partition"))
         prev = self.parts.get(key) if ev.get("record") in ("PartitionChangeRecord", "ClearElrRecord") else None
         self.parts[key] = ev
+        stale = self.stale.get(key)
+        if stale is not None:                      # after an offset gap: judge only what is known
+            self._partition_after_gap(ev, key, stale, prev)
+            return
         if ev.get("record") == "ClearElrRecord":      # the replay of a ClearElrRecord: ELR / last known ELR emptied
             self.stats["elr_cleared"] = self.stats.get("elr_cleared", 0) + 1
             return
@@ -232,6 +305,34 @@ class LogChecker:
             self._epoch_bump(ev, prev, leader, isr, rs, s)
             if self.elr_feature:
                 self._elr(ev, prev, topic, isr, elr, how, s)
+
+    def _partition_after_gap(self, ev: dict, key: tuple, stale: set, prev: dict | None) -> None:
+        """A partition record while some of its fields are stale (see :meth:`_offset_gap`): the single-state
+        rules whose fields are all known are judged; the transition rules (L5-L7, L10, L11, L13) are not,
+        since the previous state is not known. The record's own fields are known from here on."""
+        if ev.get("record") == "PartitionRecord":
+            stale.clear()
+        else:
+            stale.difference_update(ev.get("changed") or ())
+        leader, isr, rs = ev["leader"], list(ev.get("isr") or []), list(ev.get("replicas") or [])
+        ar, rr, elr = list(ev.get("adding") or []), list(ev.get("removing") or []), list(ev.get("elr") or [])
+        s = f"state after offset {ev.get('offset')} ({ev.get('record')}): leader {leader}, ISR {isr}, replicas {rs}"
+        known = lambda *f: not stale.intersection(f)       # noqa: E731
+        if known("leader", "isr") and leader >= 0 and leader not in isr:
+            self.report("L1", ev, f"leader {leader} is not in the ISR {isr}; {s}", None)
+        if known("leader", "replicas") and leader >= 0 and leader not in rs:
+            self.report("L1", ev, f"leader {leader} is not a replica {rs}; {s}", None)
+        if known("isr", "replicas") and not set(isr) <= set(rs):
+            self.report("L2", ev, f"ISR members {sorted(set(isr) - set(rs))} are not replicas; {s}", None)
+        if known("adding", "removing", "replicas") and (not set(ar) <= set(rs) or not set(rr) <= set(rs)
+                                                        or set(ar) & set(rr)):
+            self.report("L3", ev, f"invalid reassignment state adding {ar}, removing {rr}; {s}", None)
+        if known("elr", "isr") and set(elr) & set(isr):
+            self.report("L4", ev, f"ELR {elr} overlaps the ISR {isr}; {s}", None)
+        self.stats["records_after_gap_transition_not_judged"] = \
+            self.stats.get("records_after_gap_transition_not_judged", 0) + 1
+        if not stale:
+            del self.stale[key]                    # fully known again: the next record is judged in full
 
     def _election(self, ev, prev, topic, part, x, isr, s) -> str | None:
         """L5 and L6 on a leader newly set to ``x`` (or the leader of a new partition)."""
@@ -270,7 +371,9 @@ class LogChecker:
                             f"leader election is not permitted; {s}", prev,
                             [f"leader ∈ {sorted(pisr)} or -1"])
         b = self.brokers.get(x)
-        if not _active(b):
+        if x in self.stale_brokers:
+            self.stats["broker_state_not_judged_after_gap"] = self.stats.get("broker_state_not_judged_after_gap", 0) + 1
+        elif not _active(b):
             self.report("L6", ev, f"broker {x} became leader at offset {ev.get('offset')} while {_bstate(b)} in the "
                         f"log (a leader must be registered, unfenced and not shutting down: RCM LeaderAcceptor); {s}",
                         prev, key=(x, ev.get("leader_epoch")))
@@ -289,6 +392,8 @@ class LogChecker:
         self.stats["isr_additions"] += len(added)
         for r in added:
             b = self.brokers.get(r)
+            if r in self.stale_brokers:
+                continue                             # its registration may have changed in an offset gap
             if not _active(b):
                 self.report("L7", ev, f"broker {r} added to the ISR at offset {ev.get('offset')} while {_bstate(b)} "
                             f"in the log (RCM rejects ineligible ISR members, KIP-841/903); {s}", prev,
@@ -304,7 +409,7 @@ class LogChecker:
                             f"it); {s}", prev, ["elr=[]"])
             return
         m = self.min_isr.effective(topic, len(prev.get("replicas") or []))
-        if m is None:
+        if m is None or self.after_gap:              # a ConfigRecord may have been missed in an offset gap
             return
         self.stats["elr_records_judged"] += 1
         if len(isr) >= m:

@@ -78,6 +78,9 @@ KRAFT_RULES: dict[str, tuple[str, str, str]] = {
     "L13": ("§9.5", "invariant", "metadata log: a leader taken from the ELR (not in the previous ISR) is elected "
             "only when the target ISR is empty: the record's ISR is exactly [leader] and the leader leaves the ELR "
             "(PartitionChangeBuilder.isValidNewLeader / tryElection, KIP-966; 4.4.0)"),
+    "L14": ("§9.5", "invariant", "metadata log, ELR enabled, 4.1+: a ConfigRecord of min.insync.replicas is "
+            "followed in its batch by a ClearElrRecord for its topic (\"\" for a broker / cluster value) "
+            "(ConfigurationControlManager.createClearElrRecordsAsNeeded; 4.4.0)"),
 }
 
 

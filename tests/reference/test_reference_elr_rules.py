@@ -2,6 +2,8 @@
 empty) and the replay of ClearElrRecord (a min.insync.replicas change clears every ELR of the topic).
 Facts from the 4.4.0 jars (docs/kraft.md "ELR rules")."""
 
+import pytest
+
 from harness.observer.kraft_events import KraftEventBuilder
 from harness.observer.kraft_wire import MetaRecord, decode_metadata_value
 from tests.reference.test_reference_kraft_log import MetaLog, assert_pass, assert_rules
@@ -66,3 +68,64 @@ def test_cleared_elr_is_the_state_later_records_are_judged_against():
            changed=["elr", "last_known_elr"])
     r = assert_pass(log.change(isr=[1, 2]))
     assert r.stats["metadata_log"]["elr_cleared"] == 1
+
+
+# -- L14: a min.insync.replicas ConfigRecord is followed in its batch by a ClearElrRecord (4.1+, ELR on) --
+
+META_44 = {"distribution": "apache-kraft", "kafka_version": "4.4.0", "cluster": {"brokers": 3, "zookeepers": 0},
+           "broker_config": {}, "topics": [{"name": "t", "partitions": 1, "replication_factor": 3, "config": {}}]}
+
+
+def _min_isr_batch(log, value, topic=None, clear=True, clear_topic=None):
+    """A ConfigRecord of min.insync.replicas and (``clear``) its ClearElrRecord in the same batch: the same
+    raft epoch and append time (dt=0), as ConfigurationControlManager writes them."""
+    log.min_isr(value, topic=topic)
+    if clear:
+        log._m("meta.clear_elr", dt=0, topic=(topic or "") if clear_topic is None else clear_topic)
+    return log
+
+
+@pytest.mark.parametrize("topic", ["t", None])
+def test_min_isr_change_followed_by_its_clear_elr_passes(topic):
+    log = MetaLog(elr=True).create()
+    r = assert_pass(_min_isr_batch(log, 2, topic=topic), "kraft-4.4", META_44)
+    assert r.stats["metadata_log"]["min_isr_configs_judged"] == 1
+
+
+@pytest.mark.parametrize("topic", ["t", None])
+def test_min_isr_change_without_clear_elr_is_l14(topic):
+    log = _min_isr_batch(MetaLog(elr=True).create(), 2, topic=topic, clear=False)
+    r = assert_rules(log, {"L14"}, "kraft-4.4", META_44)
+    v = r.invariant_violations[0]
+    assert "min.insync.replicas" in v.explanation and ("topic t" if topic else "every topic") in v.explanation
+
+
+def test_clear_elr_in_a_later_batch_or_for_another_topic_is_l14():
+    log = MetaLog(elr=True).create()
+    log.min_isr(2, topic="t")
+    log._m("meta.clear_elr", dt=0.5, topic="t")                        # a later batch
+    assert_rules(log, {"L14"}, "kraft-4.4", META_44)
+    log = _min_isr_batch(MetaLog(elr=True).create(), 2, topic="t", clear_topic="u")
+    assert_rules(log, {"L14"}, "kraft-4.4", META_44)
+    log = _min_isr_batch(MetaLog(elr=True).create(), 2, topic=None, clear_topic="t")   # cluster value: "" needed
+    assert_rules(log, {"L14"}, "kraft-4.4", META_44)
+
+
+def test_min_isr_change_is_not_judged_without_elr_or_before_4_1():
+    log = _min_isr_batch(MetaLog(elr=False).create(), 2, topic="t", clear=False)
+    r = assert_pass(log, "kraft-4.4", META_44)
+    assert "min_isr_configs_judged" not in r.stats["metadata_log"]
+    log = _min_isr_batch(MetaLog(elr=True).create(), 2, topic="t", clear=False)
+    assert_pass(log, "kraft-4.0", {**META_44, "kafka_version": "4.0.0"})    # no ClearElrRecord before 4.1
+
+
+def test_the_bootstrap_batchs_min_isr_needs_no_clear_elr():
+    # a real 4.4.0 log: metadata.version, eligible.leader.replicas.version and the cluster min ISR are bootstrap
+    # records of one batch (same epoch and time), without a ClearElrRecord
+    log = MetaLog(elr=True)
+    log._m("meta.feature", dt=0, name="metadata.version", level=21)
+    log.min_isr(1)
+    log.time -= 0.1
+    log.meta[-1]["time_ms"] = log.meta[-2]["time_ms"]
+    r = assert_pass(log.create(), "kraft-4.4", META_44)
+    assert "min_isr_configs_judged" not in r.stats["metadata_log"]

@@ -505,3 +505,53 @@ def test_elr_cleanup_logged_before_the_registration_in_its_batch_passes():
     assert_pass(log)
     late = shrink([3]).change(elr=[])
     assert_rules(late.broker(3, fenced=True, record="RegisterBrokerRecord", dt=0.5), {"L11"})   # a later batch
+
+
+# -- an offset gap in the metadata log read (issue 42, item 5) -----------------------------------------------
+def _gapped(missed):
+    """t-0 led by 1 with ISR [1]; ``missed`` records happen but are missing from the log read (an offset gap
+    in the observer's summary); returns the log and the metadata naming the gap."""
+    log = MetaLog().create(isr=(1,)).change(isr=[1])
+    before = log.offset
+    for f in missed:
+        log.parts[("t", 0)].update({k: list(v) if isinstance(v, tuple) else v for k, v in f.items()})
+        log.offset += 1                                     # the record is not in log.meta
+    md = {**META, "observer": {"complete": False, "offset_gaps": [[before, log.offset + 1]]}}
+    return log, md
+
+
+def test_a_missed_isr_expansion_does_not_make_the_next_election_l5():
+    log, md = _gapped([{"isr": [1, 2]}])                   # 2 joined the ISR in a record the read lost
+    log.change(leader=2, isr=[2])                          # the replay still holds ISR [1] for t-0
+    assert check(log, metadata={**META, "observer": {"complete": False, "offset_gaps": []}}).rules() == {"L5"}
+    r = assert_pass(log, metadata=md)                      # with the gap known: not judged, not reported
+    assert r.stats["metadata_log"]["offset_gaps"] == 1
+    assert r.stats["metadata_log"]["records_after_gap_transition_not_judged"] == 1
+
+
+def test_single_state_rules_stay_on_after_an_offset_gap():
+    log, md = _gapped([{"isr": [1, 2]}])
+    log.change(leader=3, isr=[2])                          # leader and ISR both set here: 3 is not in [2]
+    assert assert_rules(log, {"L1"}, metadata=md)
+
+
+def test_stale_fields_are_not_judged_by_single_state_rules():
+    log, md = _gapped([{"replicas": [1, 2, 4], "isr": [1, 4]}])   # a reassignment finished unseen
+    log.parts[("t", 0)]["replicas"] = [1, 2, 3]                     # the replay's stale replicas
+    log.change(isr=[1, 4])                                          # ISR set here; replicas still stale
+    assert_pass(log, metadata=md)
+
+
+def test_a_partition_created_after_the_gap_is_judged_in_full():
+    log, md = _gapped([{"isr": [1, 2]}])
+    log.create(topic="u", isr=(1, 2, 3)).change(topic="u", leader=2, isr=[2]).change(topic="u", leader=3, isr=[3])
+    assert assert_rules(log, {"L5"}, metadata=md)          # 3 was not in u-0's ISR [2]
+
+
+def test_a_broker_fenced_in_an_offset_gap_is_not_judged_until_it_registers_again():
+    log, md = _gapped([{"isr": [1, 2]}])
+    log.broker(2, fenced=True)                             # seen: 2 fenced after the gap
+    log.broker(2, fenced=False, record="RegisterBrokerRecord")
+    log.broker(2, fenced=False)
+    log.create(topic="u", isr=(1, 2, 3))                   # 2 added to a new ISR while active: fine
+    assert_pass(log, metadata=md)
