@@ -230,7 +230,8 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         if scenario.workload:
             rec.phase("groups.ready", **group_coordinator.settle(cluster))    # before any fault (its docstring)
             workload = make_workload(cluster.client_config(),
-                                     {"duration_s": scenario.max_duration_s, **scenario.workload}, rec.emit)
+                                     {"duration_s": scenario.max_duration_s, **scenario.workload}, rec.emit,
+                                     cluster=cluster)
             rec.update_metadata(workload=workload.config.to_metadata())
             workload.start()
             nemesis.workload = workload          # the client_crash fault's handle

@@ -102,6 +102,16 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
     "group.revoke": {**_PROC, "group": STR, "generation": INT, "partitions": LIST, "lost": BOOL},
     "group.member_added": dict(_PROC),
     "group.member_paused": dict(_PROC),
+    # the Java transactional workload and the log read back (harness/workload/java_txn.py, batch_log.py,
+    # harness/checkers/txn_epochs.py, docs/transactions.md "Transactions v2")
+    "jtxn.input": {**_PROC, "topic": STR, "partition": INT, "generation": INT, "values": STRS, "unsure": STRS},
+    "jtxn.client": {**_PROC, "transactional_id": STR, "partition": INT, "instance": INT, "container": STR,
+                    "state": STR, "exit_code": INT, "final": BOOL, "committed_records": INT, "error": STR},
+    "txn.batch": {"topic": STR, "partition": INT, "base_offset": INT, "last_offset": INT, "producer_id": INT,
+                  "producer_epoch": INT, "transactional": BOOL, "control": BOOL, "marker": STR,
+                  "coordinator_epoch": INT, "leader_epoch": INT, "values": LIST},
+    "txn.read": {"topic": STR, "partition": INT, "high_watermark": INT, "last_stable_offset": INT,
+                 "log_start_offset": INT, "batches": INT, "waited_s": NUM, "lso_below_high": BOOL, "error": STR},
     # share groups (KIP-932; harness/workload/share.py, harness/checkers/share.py, docs/share-groups.md)
     "share.fetch": {**_PROC, "group": STR},
     "share.poll": {**_PROC, "group": STR, "topic": STR, "partition": INT, "offset": INT, "delivery_count": INT,

@@ -22,6 +22,7 @@ from harness.nemesis.targets import TargetError, parse_target
 from harness.scenario.schedule import ScheduleError, parse_mix
 from harness.workload.config import WorkloadConfig
 from harness.workload.groups import GroupWorkloadConfig
+from harness.workload.java_txn import JavaTxnWorkloadConfig
 from harness.workload.share import ShareWorkloadConfig
 from harness.workload.txn import TxnWorkloadConfig
 
@@ -54,7 +55,7 @@ CHECKS = CHECK_NAMES
 MODES = ("zookeeper", "kraft")
 SUITE_TAGS = ("smoke", "conformance", "chaos", "nightly")
 WORKLOAD_KINDS = {"plain": WorkloadConfig, "txn": TxnWorkloadConfig, "group": GroupWorkloadConfig,
-                  "share": ShareWorkloadConfig}
+                  "share": ShareWorkloadConfig, "java-txn": JavaTxnWorkloadConfig}
 WORKLOAD_ALIASES = {"count": "max_sends", "consumers": "assign_consumers", "group_consumers": "subscribe_consumers",
                     "idempotence": "enable_idempotence"}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
