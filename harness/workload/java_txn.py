@@ -32,6 +32,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
+from harness.clientlog import with_logger
 from harness.workload.batch_log import read_log
 from harness.workload.config import connection, partition_ids
 
@@ -233,9 +234,9 @@ class JavaTxnWorkload:
         cfg = self.config
         with self._input_lock:
             if self._input is None:
-                self._input = Producer({**self.conf, "client.id": f"{cfg.process_prefix}jin",
-                                        "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-                                        "message.timeout.ms": 30000})
+                self._input = Producer(with_logger({**self.conf, "client.id": f"{cfg.process_prefix}jin",
+                                                    "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+                                                    "message.timeout.ms": 30000}))
         acked, unsure = [], []
 
         def report(err, msg, v):
