@@ -198,6 +198,9 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
         "host": host_facts(), "replay_of": replay_of, "description": scenario.description,
         "variant": scenario.variant,
+        # the feature levels the storage was formatted with (the finalized ones, ``features``, are read from
+        # the metadata log when the run ends: harness/observer/source.py)
+        **({"features_requested": dict(scenario.features)} if scenario.features else {}),
         # the client-facing listener, without secrets (the cluster's own description replaces it at start)
         "security": (security or Security()).describe(),
         "tags": list(scenario.tags), "checks": list(scenario.checks), "record": {"end_marker": True}})
@@ -212,7 +215,7 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
     try:
         cluster = Cluster(ClusterSpec(brokers=scenario.brokers, zookeepers=scenario.zookeepers, image=info.tag,
                                       broker_config=cfg, name=cluster_name or run_cluster_name(rec.run_id[-6:]), distribution=dist,
-                                      persistent=keep_cluster, security=security))
+                                      persistent=keep_cluster, security=security, features=dict(scenario.features)))
         cluster.start()
         rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name,
                             security=cluster.security.describe())

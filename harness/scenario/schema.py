@@ -15,6 +15,8 @@ import math
 import re
 from typing import Any
 
+from reference.feature_versions import NAMES as FEATURE_NAMES
+
 from harness.errors import HarnessError, ScenarioError
 from harness.record.verdicts import CHECK_NAMES
 from harness.nemesis.catalog import CATALOG, FaultSpecError, validate_params
@@ -40,7 +42,7 @@ class SchemaError(ScenarioError):
 TOP_KEYS = ("name", "description", "tags", "max_duration_s", "cluster", "topics", "workload", "steps",
             "random", "expect", "checks", "coverage")
 CLUSTER_KEYS = ("brokers", "zookeepers", "distribution", "kafka_version", "min_version", "modes", "config",
-                "security")
+                "security", "features")
 TOPIC_KEYS = ("name", "partitions", "replication_factor", "config", "assignment")
 STEP_KEYS = ("id", "at", "after", "fault", "target", "duration", "params", "action", "topic", "partition",
              "replicas", "throttle", "mb", "brokers")
@@ -139,6 +141,23 @@ def config_table(v, path: Path_) -> dict[str, str]:
     return out
 
 
+def features(v, path: Path_) -> dict[str, int]:
+    """Feature levels (``{"transaction.version" = 1}``): names some Kafka release knows
+    (reference/feature_versions.py), integer levels; whether the run's release knows the level is decided
+    with the broker (Scenario.not_applicable)."""
+    if not isinstance(v, dict):
+        raise SchemaError(path, f"expected a table of feature levels ({{ \"transaction.version\" = 1 }}), "
+                          f"got {_kind(v)}")
+    out = {}
+    for k, x in v.items():
+        if isinstance(x, dict):   # a dotted key written bare is a nested table
+            raise SchemaError((*path, k), "feature names contain dots: quote them (\"transaction.version\" = 1)")
+        if k not in FEATURE_NAMES:
+            raise SchemaError((*path, k), f"unknown feature; allowed: {', '.join(FEATURE_NAMES)}")
+        out[k] = integer(x, (*path, k), 0, 32767)
+    return out
+
+
 # ------------------------------------------------------------------------------------- tables
 def cluster(d: dict) -> dict:
     c = keys(d.get("cluster", {}), ("cluster",), CLUSTER_KEYS, "[cluster]")
@@ -154,6 +173,8 @@ def cluster(d: dict) -> dict:
             out["security"] = Security.parse(text, "security").spec()
         except HarnessError as e:
             raise SchemaError((*p, "security"), str(e).removeprefix("security: ")) from None
+    if "features" in c:
+        out["features"] = features(c["features"], (*p, "features"))
     if "distribution" in c:
         from harness.distributions import NAMES     # lazy: only the names
         out["distribution"] = string(c["distribution"], (*p, "distribution"), tuple(NAMES))
