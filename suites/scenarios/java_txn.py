@@ -12,7 +12,8 @@ first copier's container is killed and replaced.
 
 KRaft only, Kafka 4.0+ (the Java client speaks TV2 when the brokers finalize ``transaction.version`` 2,
 the default of a 4.x cluster formatted at the newest metadata version). Tagged ``chaos``: run on demand,
-e.g. ``kafka-chaos run java_txn --distribution apache-kraft --kafka-version 4.4.0`` (docs/transactions.md).
+e.g. ``kafka-chaos run java_txn --distribution apache-kraft --kafka-version 4.4.0`` (docs/transactions.md);
+variant ``tv1`` (``--variant tv1``): the cluster formatted with ``transaction.version=1``.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ _WORKLOAD = {"kind": "java-txn", "topic": TOPIC, "partitions": PARTITIONS, "chun
              "random_aborts": True, "min_committed_txns": 60}
 _CHECKS = ("conformance", "txn-epochs", "expectations")
 _COVERAGE = {"acked_after_heal": 0, "producers_alive": False}
+# the same script on a cluster formatted with transaction.version 1 (h3's format-time feature levels): the Java
+# client then speaks the v1 protocol and the epoch stays from one InitProducerId to the next
+_VARIANTS = {"tv1": {"features": {"transaction.version": 1},
+                     "description": "as the default run, on a cluster formatted with transaction.version=1"}}
 
 SCENARIOS: list[Scenario] = [
     Scenario("java_txn.coordinator_kill",
@@ -87,10 +92,10 @@ SCENARIOS: list[Scenario] = [
              "transactions aborted); the transaction coordinator killed until another broker coordinates, "
              "then a copier's container killed and replaced (fenced); epochs per transaction read from the log",
              coordinator_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
-             coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True),
+             coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True, variants=_VARIANTS),
     Scenario("java_txn.leader_kill",
              "Kafka's Java read-process-write client; the leader of jtx-0 killed and restarted, then a copier's "
              "container killed and replaced (fenced); epochs per transaction read from the log",
              leader_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
-             coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True),
+             coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True, variants=_VARIANTS),
 ]
