@@ -92,10 +92,10 @@ SCENARIOS: list[Scenario] = [
              "transactions aborted); the transaction coordinator killed until another broker coordinates, "
              "then a copier's container killed and replaced (fenced); epochs per transaction read from the log",
              coordinator_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
-             coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True, variants=_VARIANTS),
+             coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True, needs_roles=("controller",), variants=_VARIANTS),
     Scenario("java_txn.leader_kill",
              "Kafka's Java read-process-write client; the leader of jtx-0 killed and restarted, then a copier's "
              "container killed and replaced (fenced); epochs per transaction read from the log",
              leader_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
-             coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True, variants=_VARIANTS),
+             coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True, needs_roles=("controller",), variants=_VARIANTS),
 ]
