@@ -203,3 +203,44 @@ def test_replay_reads_the_requested_levels():
     assert _features({"transaction.version": 1, "group.version": 0}) == {"transaction.version": 1, "group.version": 0}
     assert _features(None) is None and _features({}) is None          # a record from before, or none asked
     assert _features({"transaction.version": True, "x": "1"}) is None  # not levels
+
+
+# ---------------------------------------------------------------- the run's finalized levels (metadata.json)
+def _meta_events():
+    return [
+        {"type": "meta.feature", "offset": 2, "name": "metadata.version", "level": 33},
+        {"type": "meta.feature", "offset": 3, "name": "eligible.leader.replicas.version", "level": 1},
+        {"type": "meta.feature", "offset": 6, "name": "transaction.version", "level": 1},
+        {"type": "meta.leader_change", "offset": 7, "raft_epoch": 1, "leader_id": 1, "voters": [1, 2, 3]},
+        {"type": "meta.feature", "offset": 90, "name": "transaction.version", "level": 2},     # upgraded later
+        {"type": "client.send", "offset": 5},                                                    # not a meta event
+    ]
+
+
+def test_finalized_levels_come_from_the_metadata_log_through_the_one_definition():
+    from harness.runner import finalized_features
+    assert finalized_features(_meta_events()) == {"metadata.version": 33, "eligible.leader.replicas.version": 1,
+                                                  "transaction.version": 2}
+    assert finalized_features([{"type": "zk.partition_state", "zxid": 3}]) is None   # ZooKeeper mode: none
+    dyn = [*_meta_events(), {"type": "meta.kraft_version", "offset": 1, "level": 1}]
+    assert finalized_features(dyn)["kraft.version"] == 1                              # a dynamic quorum
+
+
+def test_record_schema_accepts_features_and_older_records_still_read():
+    from harness.record.schema import metadata_errors
+    assert metadata_errors("m", {"features": {"transaction.version": 1}, "features_requested": {"group.version": 0}}) == []
+    assert metadata_errors("m", {}) == []                                                    # an older record
+    assert metadata_errors("m", {"features": {"transaction.version": "1"}}) == [
+        "m: field 'features' level of 'transaction.version' is a string, expected an integer"]
+    assert metadata_errors("m", {"features": [1]}) == ["m: field 'features' is a list, expected an object"]
+
+
+def test_facts_and_the_label_reports_show():
+    from harness.record import facts
+    meta = {"features": {"metadata.version": 33, "transaction.version": 1},
+            "features_requested": {"transaction.version": 1, "group.version": 0}}
+    assert facts.features(meta) == {"metadata.version": 33, "transaction.version": 1}
+    assert facts.features({}) is None and facts.features_requested({}) == {}
+    assert facts.features_label(facts.features(meta), facts.features_requested(meta)) == \
+        "group.version=0*, metadata.version=33, transaction.version=1*"
+    assert facts.features_label(None) is None and facts.features_label({}) == "none"
