@@ -244,3 +244,41 @@ def test_facts_and_the_label_reports_show():
     assert facts.features_label(facts.features(meta), facts.features_requested(meta)) == \
         "group.version=0*, metadata.version=33, transaction.version=1*"
     assert facts.features_label(None) is None and facts.features_label({}) == "none"
+
+
+# ---------------------------------------------------------------- reports
+def _report_meta(**kw) -> bytes:
+    import json
+    m = {"schema_version": 1, "run_id": "r1", "suite": "feature-matrix", "scenario": "broker_failover.kill_leader",
+         "kafka_version": "4.4.0", "broker_image": "kafka-chaos/kafka:4.4.0", "started_at": "2026-11-28T20:00:00Z",
+         "seed": 0}
+    m.update(kw)
+    return json.dumps(m).encode()
+
+
+def test_report_rows_show_the_runs_feature_levels():
+    pytest.importorskip("pyspark")
+    import json
+    from reports.parse import FIELDS, parse_run
+    v = json.dumps({"schema_version": 1, "verdict": "PASS", "reason": "r", "checks": {}}).encode()
+    row = dict(zip(FIELDS, parse_run("r1", {"metadata.json": _report_meta(
+        features={"metadata.version": 33, "transaction.version": 1},
+        features_requested={"transaction.version": 1}), "verdict.json": v})))
+    assert row["skip_reason"] is None and row["features"] == "metadata.version=33, transaction.version=1*"
+    old = dict(zip(FIELDS, parse_run("r1", {"metadata.json": _report_meta(), "verdict.json": v})))
+    assert old["skip_reason"] is None and old["features"] is None          # an older record still reads
+    bad = dict(zip(FIELDS, parse_run("r1", {"metadata.json": _report_meta(features={"x": "1"}), "verdict.json": v})))
+    assert "field 'features' level of 'x' is a string" in bad["skip_reason"]
+
+
+def test_feature_levels_table_counts_verdicts_per_levels():
+    from reports import tables
+    base = {"scenario": "s", "broker": "4.4.0"}
+    runs = [{**base, "features": "transaction.version=1*", "verdict": "PASS"},
+            {**base, "features": "transaction.version=1*", "verdict": "FAIL"},
+            {**base, "features": "transaction.version=2*", "verdict": "PASS"},
+            {**base, "features": None, "verdict": "PASS"}]                     # ZooKeeper mode: left out
+    rows = tables.feature_levels(runs)
+    assert [(r["features"], r["runs"], r["pass"], r["fail"]) for r in rows] == [
+        ("transaction.version=1*", 2, 1, 1), ("transaction.version=2*", 1, 1, 0)]
+    assert list(rows[0]) == [p.split()[0] for p in tables.SCHEMAS["feature_levels"].split(",")]
