@@ -282,3 +282,40 @@ def test_feature_levels_table_counts_verdicts_per_levels():
     assert [(r["features"], r["runs"], r["pass"], r["fail"]) for r in rows] == [
         ("transaction.version=1*", 2, 1, 1), ("transaction.version=2*", 1, 1, 0)]
     assert list(rows[0]) == [p.split()[0] for p in tables.SCHEMAS["feature_levels"].split(",")]
+
+
+# ---------------------------------------------------------------- certificates
+def _caps(*runs_per_scenario):
+    return [{"name": "broker-failover", "scenarios": [
+        {"name": f"s{i}", "runs": runs} for i, runs in enumerate(runs_per_scenario)]}]
+
+
+def test_certificate_says_at_which_levels_its_evidence_ran():
+    from harness.certify.certificate_data import feature_levels, feature_levels_text
+    tv1 = {"features": {"metadata.version": 33, "transaction.version": 1}, "features_requested": {"transaction.version": 1}}
+    tv2 = {"features": {"metadata.version": 33, "transaction.version": 2}, "features_requested": {}}
+    one = feature_levels(_caps([tv2], [tv2], [tv1, tv2]))       # each scenario's last run is its evidence
+    assert feature_levels_text(one) == "every evidence run: metadata.version=33, transaction.version=2 (3 runs)"
+    two = feature_levels(_caps([tv1], [tv2], [tv2], [{"features": None}], []))
+    assert [(g["label"], g["runs"], g["scenarios"]) for g in two] == [
+        ("metadata.version=33, transaction.version=2", 2, ["s1", "s2"]),
+        ("metadata.version=33, transaction.version=1*", 1, ["s0"]), (None, 1, ["s3"])]
+    assert feature_levels_text(two) == (
+        "3 sets of levels: metadata.version=33, transaction.version=2 (2 runs); metadata.version=33, "
+        "transaction.version=1* (1 run); not recorded (no KRaft metadata log read) (1 run)")
+    assert feature_levels_text([]) == "no run"
+
+
+def test_certificate_html_shows_the_levels(tmp_path):
+    from reports.certificate import render_html
+    from tests.test_certify_unit import _fixture_certificate
+    cert = _fixture_certificate(tmp_path, with_failure=False)           # ZooKeeper-mode fixture runs: none kept
+    assert cert["feature_levels_text"] == "every evidence run: not recorded (no KRaft metadata log read) (2 runs)"
+    run = cert["capabilities"][0]["scenarios"][0]["runs"][-1]
+    assert run["features"] is None and run["features_requested"] == {}
+    run["features"], run["features_requested"] = {"transaction.version": 1}, {"transaction.version": 1}
+    html = render_html(cert)
+    assert '<span id="feature-levels">every evidence run: not recorded' in html
+    assert '<div class="muted features">features: transaction.version=1*</div>' in html
+    del cert["feature_levels_text"]                                     # a certificate from before
+    assert 'id="feature-levels"' not in render_html(cert)
