@@ -26,6 +26,7 @@ from harness.checkers.verdict import decide
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.cluster.listener_security import check_client_access
 from harness.cluster.security import Security
+from harness.distributions.control_history import feature_levels, from_metadata_events
 from harness.errors import HarnessError
 from harness.cluster.lifecycle import Shield
 from harness.nemesis import Nemesis
@@ -301,6 +302,14 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         shield.stop()           # raises KeyboardInterrupt for a signal deferred meanwhile
 
 
+def finalized_features(events: list[dict]) -> dict[str, int] | None:
+    """The run's finalized feature levels (metadata.json ``features``) from the metadata log events in
+    its record, through the one definition (control_history.feature_levels); None without a metadata
+    log (ZooKeeper mode, a log that could not be read)."""
+    meta = [e for e in events if str(e.get("type", "")).startswith("meta.")]
+    return feature_levels(from_metadata_events(meta)) if meta else None
+
+
 def _watch_docker(cluster: Cluster, rec: RunRecorder):
     """Docker's own events for the cluster's containers, into the record (None when the engine does not
     stream them: the verdict then cannot tell outside stops from faults, and the record says so)."""
@@ -343,6 +352,13 @@ def _conclude(rec: RunRecorder, scenario: Scenario, ctx, env_error, env_cause, i
                  cause=env_cause or "environment")
     rec.phase("run.end")                  # the record is complete up to here (verdict.record_complete)
     events = rec.read_events()
+    try:
+        levels = finalized_features(events)
+    except (KeyError, TypeError, ValueError) as e:     # a malformed meta event: the record says so, no levels
+        levels = None
+        rec.update_metadata(features_error=f"{type(e).__name__}: {e}"[:300])
+    if levels is not None:                # before judging: a checker may read the run's levels
+        rec.update_metadata(features=levels)
     try:
         v = decide(events, rec.metadata)
         verdict, reason, cause, checks = v.verdict, v.reason, v.cause, v.checks

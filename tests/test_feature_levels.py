@@ -203,3 +203,119 @@ def test_replay_reads_the_requested_levels():
     assert _features({"transaction.version": 1, "group.version": 0}) == {"transaction.version": 1, "group.version": 0}
     assert _features(None) is None and _features({}) is None          # a record from before, or none asked
     assert _features({"transaction.version": True, "x": "1"}) is None  # not levels
+
+
+# ---------------------------------------------------------------- the run's finalized levels (metadata.json)
+def _meta_events():
+    return [
+        {"type": "meta.feature", "offset": 2, "name": "metadata.version", "level": 33},
+        {"type": "meta.feature", "offset": 3, "name": "eligible.leader.replicas.version", "level": 1},
+        {"type": "meta.feature", "offset": 6, "name": "transaction.version", "level": 1},
+        {"type": "meta.leader_change", "offset": 7, "raft_epoch": 1, "leader_id": 1, "voters": [1, 2, 3]},
+        {"type": "meta.feature", "offset": 90, "name": "transaction.version", "level": 2},     # upgraded later
+        {"type": "client.send", "offset": 5},                                                    # not a meta event
+    ]
+
+
+def test_finalized_levels_come_from_the_metadata_log_through_the_one_definition():
+    from harness.runner import finalized_features
+    assert finalized_features(_meta_events()) == {"metadata.version": 33, "eligible.leader.replicas.version": 1,
+                                                  "transaction.version": 2}
+    assert finalized_features([{"type": "zk.partition_state", "zxid": 3}]) is None   # ZooKeeper mode: none
+    dyn = [*_meta_events(), {"type": "meta.kraft_version", "offset": 1, "level": 1}]
+    assert finalized_features(dyn)["kraft.version"] == 1                              # a dynamic quorum
+
+
+def test_record_schema_accepts_features_and_older_records_still_read():
+    from harness.record.schema import metadata_errors
+    assert metadata_errors("m", {"features": {"transaction.version": 1}, "features_requested": {"group.version": 0}}) == []
+    assert metadata_errors("m", {}) == []                                                    # an older record
+    assert metadata_errors("m", {"features": {"transaction.version": "1"}}) == [
+        "m: field 'features' level of 'transaction.version' is a string, expected an integer"]
+    assert metadata_errors("m", {"features": [1]}) == ["m: field 'features' is a list, expected an object"]
+
+
+def test_facts_and_the_label_reports_show():
+    from harness.record import facts
+    meta = {"features": {"metadata.version": 33, "transaction.version": 1},
+            "features_requested": {"transaction.version": 1, "group.version": 0}}
+    assert facts.features(meta) == {"metadata.version": 33, "transaction.version": 1}
+    assert facts.features({}) is None and facts.features_requested({}) == {}
+    assert facts.features_label(facts.features(meta), facts.features_requested(meta)) == \
+        "group.version=0*, metadata.version=33, transaction.version=1*"
+    assert facts.features_label(None) is None and facts.features_label({}) == "none"
+
+
+# ---------------------------------------------------------------- reports
+def _report_meta(**kw) -> bytes:
+    import json
+    m = {"schema_version": 1, "run_id": "r1", "suite": "feature-matrix", "scenario": "broker_failover.kill_leader",
+         "kafka_version": "4.4.0", "broker_image": "kafka-chaos/kafka:4.4.0", "started_at": "2026-11-28T20:00:00Z",
+         "seed": 0}
+    m.update(kw)
+    return json.dumps(m).encode()
+
+
+def test_report_rows_show_the_runs_feature_levels():
+    pytest.importorskip("pyspark")
+    import json
+    from reports.parse import FIELDS, parse_run
+    v = json.dumps({"schema_version": 1, "verdict": "PASS", "reason": "r", "checks": {}}).encode()
+    row = dict(zip(FIELDS, parse_run("r1", {"metadata.json": _report_meta(
+        features={"metadata.version": 33, "transaction.version": 1},
+        features_requested={"transaction.version": 1}), "verdict.json": v})))
+    assert row["skip_reason"] is None and row["features"] == "metadata.version=33, transaction.version=1*"
+    old = dict(zip(FIELDS, parse_run("r1", {"metadata.json": _report_meta(), "verdict.json": v})))
+    assert old["skip_reason"] is None and old["features"] is None          # an older record still reads
+    bad = dict(zip(FIELDS, parse_run("r1", {"metadata.json": _report_meta(features={"x": "1"}), "verdict.json": v})))
+    assert "field 'features' level of 'x' is a string" in bad["skip_reason"]
+
+
+def test_feature_levels_table_counts_verdicts_per_levels():
+    from reports import tables
+    base = {"scenario": "s", "broker": "4.4.0"}
+    runs = [{**base, "features": "transaction.version=1*", "verdict": "PASS"},
+            {**base, "features": "transaction.version=1*", "verdict": "FAIL"},
+            {**base, "features": "transaction.version=2*", "verdict": "PASS"},
+            {**base, "features": None, "verdict": "PASS"}]                     # ZooKeeper mode: left out
+    rows = tables.feature_levels(runs)
+    assert [(r["features"], r["runs"], r["pass"], r["fail"]) for r in rows] == [
+        ("transaction.version=1*", 2, 1, 1), ("transaction.version=2*", 1, 1, 0)]
+    assert list(rows[0]) == [p.split()[0] for p in tables.SCHEMAS["feature_levels"].split(",")]
+
+
+# ---------------------------------------------------------------- certificates
+def _caps(*runs_per_scenario):
+    return [{"name": "broker-failover", "scenarios": [
+        {"name": f"s{i}", "runs": runs} for i, runs in enumerate(runs_per_scenario)]}]
+
+
+def test_certificate_says_at_which_levels_its_evidence_ran():
+    from harness.certify.certificate_data import feature_levels, feature_levels_text
+    tv1 = {"features": {"metadata.version": 33, "transaction.version": 1}, "features_requested": {"transaction.version": 1}}
+    tv2 = {"features": {"metadata.version": 33, "transaction.version": 2}, "features_requested": {}}
+    one = feature_levels(_caps([tv2], [tv2], [tv1, tv2]))       # each scenario's last run is its evidence
+    assert feature_levels_text(one) == "every evidence run: metadata.version=33, transaction.version=2 (3 runs)"
+    two = feature_levels(_caps([tv1], [tv2], [tv2], [{"features": None}], []))
+    assert [(g["label"], g["runs"], g["scenarios"]) for g in two] == [
+        ("metadata.version=33, transaction.version=2", 2, ["s1", "s2"]),
+        ("metadata.version=33, transaction.version=1*", 1, ["s0"]), (None, 1, ["s3"])]
+    assert feature_levels_text(two) == (
+        "3 sets of levels: metadata.version=33, transaction.version=2 (2 runs); metadata.version=33, "
+        "transaction.version=1* (1 run); not recorded (no KRaft metadata log read) (1 run)")
+    assert feature_levels_text([]) == "no run"
+
+
+def test_certificate_html_shows_the_levels(tmp_path):
+    from reports.certificate import render_html
+    from tests.test_certify_unit import _fixture_certificate
+    cert = _fixture_certificate(tmp_path, with_failure=False)           # ZooKeeper-mode fixture runs: none kept
+    assert cert["feature_levels_text"] == "every evidence run: not recorded (no KRaft metadata log read) (2 runs)"
+    run = cert["capabilities"][0]["scenarios"][0]["runs"][-1]
+    assert run["features"] is None and run["features_requested"] == {}
+    run["features"], run["features_requested"] = {"transaction.version": 1}, {"transaction.version": 1}
+    html = render_html(cert)
+    assert '<span id="feature-levels">every evidence run: not recorded' in html
+    assert '<div class="muted features">features: transaction.version=1*</div>' in html
+    del cert["feature_levels_text"]                                     # a certificate from before
+    assert 'id="feature-levels"' not in render_html(cert)

@@ -203,6 +203,7 @@ METADATA_FIELDS: dict[str, str] = {
     "ended_at": SCALAR, "replay_of": SCALAR, "controller_model": STR, "checks": STRS, "seed": INT_STR,
     "topics": LIST, "schedule": LIST, "workload": DICT, "broker_config": DICT, "cluster": DICT, "record": DICT,
     "observer": DICT, "coverage_needs": DICT, "host": DICT, "tags": LIST, "fault_mix": DICT,
+    "features": DICT, "features_requested": DICT,
 }
 
 
@@ -220,6 +221,11 @@ def metadata_errors(name: str, meta: dict) -> list[str]:
         if unknown:
             out.append(f"{name}: field 'checks' names {', '.join(map(repr, unknown))}, not one of "
                        f"{', '.join(CHECK_NAMES)}")
+    for key in ("features", "features_requested"):      # feature name -> level (docs/run-record.md)
+        levels = meta.get(key)
+        bad = [k for k, v in levels.items() if type(v) is not int] if isinstance(levels, dict) else []
+        if bad:
+            out.append(f"{name}: field {key!r} level of {bad[0]!r} is {json_type(levels[bad[0]])}, expected an integer")
     model = meta.get("controller_model")
     if isinstance(model, str) and model not in CONTROLLER_MODELS:
         out.append(f"{name}: field 'controller_model' {model!r} is not one of {', '.join(CONTROLLER_MODELS)}")
