@@ -29,6 +29,7 @@ metadata, ``epoch-reuse`` and ``marker-epoch`` are UNKNOWN. Sources: docs/transa
 from __future__ import annotations
 
 from harness.checkers.common import overall
+from harness.record.facts import features
 from harness.record.verdicts import FAIL, PASS, UNKNOWN
 
 TXN_BATCH, TXN_READ, JTXN_INPUT, JTXN_CLIENT = "txn.batch", "txn.read", "jtxn.input", "jtxn.client"
@@ -40,8 +41,8 @@ CHECKS = ("zombie-write", "epoch-regress", "epoch-reuse", "marker-epoch", "open-
 def transaction_version(metadata: dict) -> int | None:
     """The run's finalized ``transaction.version`` (metadata ``features``; a feature never finalized is
     level 0), or None when the record does not say."""
-    feats = (metadata or {}).get("features")
-    if not isinstance(feats, dict):
+    feats = features(metadata or {})
+    if feats is None:
         return None
     return int(feats.get("transaction.version") or 0)
 
