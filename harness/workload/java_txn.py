@@ -91,6 +91,8 @@ class _Copier:
         self.instance = 0
         self.container = None
         self.killed = False
+        self.detached = None          # the paused container handed to a zombie watcher (JavaTxnWorkload.zombie)
+        self._stream = None
         self.committed = 0            # records committed by finished instances
         self.current = 0              # ... by the running one (its last totalProcessed)
         self.thread = threading.Thread(target=self._run, name=f"jtxn-{self.name}", daemon=True)
@@ -122,7 +124,8 @@ class _Copier:
         tail: list[str] = []
         buf = b""
         try:
-            for chunk in c.logs(stream=True, follow=True):
+            self._stream = stream = c.logs(stream=True, follow=True)
+            for chunk in stream:
                 buf += chunk
                 *lines, buf = buf.split(b"\n")
                 for ln in lines:
@@ -131,6 +134,8 @@ class _Copier:
             tail.append(f"log stream ended: {type(e).__name__}: {e}")
         if buf:
             self._line(buf.decode(errors="replace"), tail)
+        if self.detached is c:                  # paused and handed to its zombie watcher: it lives on
+            return None, tail[-6:]
         try:
             code = c.wait(timeout=30).get("StatusCode")
         except Exception:  # noqa: BLE001
@@ -161,6 +166,13 @@ class _Copier:
             timer.cancel()
         self.committed += self.current
         self.current = 0
+        if self.detached is c:
+            self.detached = None
+            self.container = None
+            self.wl.emit(JTXN_CLIENT, process=self.name, transactional_id=self.wl.config.tx_id(self.p),
+                         partition=self.p, instance=self.instance, container=c.name, state="detached",
+                         final=final, committed_records=self.committed, output=tail)
+            return None                         # a replacement starts at once, as after a crash
         state = "killed" if self.killed else "exited"
         self.wl.emit(JTXN_CLIENT, process=self.name, transactional_id=self.wl.config.tx_id(self.p),
                      partition=self.p, instance=self.instance, container=c.name, state=state, exit_code=code,
@@ -225,6 +237,7 @@ class JavaTxnWorkload:
         self._stop = threading.Event()
         self._input = None
         self._input_lock = threading.Lock()
+        self._zombies: list[threading.Thread] = []
 
     # -- input ----------------------------------------------------------------------------------------
     def write_input(self, p: int, gen: int) -> None:
@@ -301,6 +314,51 @@ class JavaTxnWorkload:
             time.sleep(0.2)
         return c.name
 
+    def zombie(self, target: str, pause_s: float = 15.0, timeout_s: float = 90.0) -> str:
+        """Make a zombie of copier ``target``: freeze its container (``docker pause``), let its thread start a
+        replacement with the same ``transactional.id`` at once (whose InitProducerId fences the frozen
+        one's epoch and aborts its open transaction), and thaw the frozen one ``pause_s`` later: whatever it
+        still sends carries the fenced epoch and must be refused (the log check ``zombie-write``; a commit
+        of it would also be an ``eos-duplicate``). Its end is a ``jtxn.client`` ``zombie-exited`` (killed
+        after ``timeout_s``). Returns the zombie's container name."""
+        c = next((x for x in self.copiers if target in (x.name, self.config.process_prefix + str(target))), None)
+        if c is None or c.container is None:
+            raise LookupError(f"zombie: no running copier {target!r}")
+        cont = c.container
+        cont.pause()
+        base = {"process": c.name, "transactional_id": self.config.tx_id(c.p), "partition": c.p,
+                "instance": c.instance, "container": cont.name}
+        self.emit(JTXN_CLIENT, **base, state="paused", final=False)
+        c.detached = cont
+        if c._stream is not None:
+            c._stream.close()                   # its thread stops following it and starts the replacement
+
+        def watch() -> None:
+            time.sleep(pause_s)
+            tail: list[str] = []
+            try:
+                cont.unpause()
+                self.emit(JTXN_CLIENT, **base, state="resumed", final=False)
+                code = cont.wait(timeout=timeout_s).get("StatusCode")
+            except Exception:  # noqa: BLE001 - still running after timeout_s (or gone): killed
+                code = None
+                try:
+                    cont.kill()
+                except Exception:  # noqa: BLE001
+                    pass
+            try:
+                out = cont.logs().decode(errors="replace").splitlines()
+                tail = [ln.strip()[:300] for ln in out if ln.strip() and not ln.startswith(("{", "\tat "))][-6:]
+                cont.remove(force=True)
+            except Exception:  # noqa: BLE001
+                pass
+            self.emit(JTXN_CLIENT, **base, state="zombie-exited", exit_code=code, final=False, output=tail)
+
+        t = threading.Thread(target=watch, name=f"jtxn-zombie-{cont.name}", daemon=True)
+        self._zombies.append(t)
+        t.start()
+        return cont.name
+
     def stop(self, timeout: float | None = None) -> bool:
         """No new generation after the running one; each thread then runs its final copier (in :meth:`drain`)."""
         self.emit("phase", name="workload.stopping", topic=self.config.topic)
@@ -312,8 +370,8 @@ class JavaTxnWorkload:
         cfg = self.config
         self.emit("phase", name="drain.start", topic=cfg.topic, partitions=cfg.partition_ids)
         deadline = time.monotonic() + 2 * cfg.final_timeout_s + 30
-        for c in self.copiers:
-            c.thread.join(max(0.0, deadline - time.monotonic()))
+        for t in [c.thread for c in self.copiers] + self._zombies:
+            t.join(max(0.0, deadline - time.monotonic()))
         alive = [c.name for c in self.copiers if c.thread.is_alive()]
         for c in self.copiers:
             if c.thread.is_alive():

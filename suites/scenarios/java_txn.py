@@ -9,6 +9,8 @@ killed until another broker coordinates it, then restarted; then the second copi
 (``client_crash``) and a new instance with the same ``transactional.id`` fences it.
 ``java_txn.leader_kill`` — the leader of the output partition ``jtx-0`` is killed and restarted; then the
 first copier's container is killed and replaced.
+``java_txn.zombie_pause`` — the first copier's container is frozen, a replacement with the same
+``transactional.id`` fences it, and the frozen one is thawed: a live zombie with the old epoch.
 
 KRaft only, Kafka 4.0+ (the Java client speaks TV2 when the brokers finalize ``transaction.version`` 2,
 the default of a 4.x cluster formatted at the newest metadata version). Tagged ``chaos``: run on demand,
@@ -75,6 +77,13 @@ def leader_kill(ctx: RunContext) -> None:
     _crash_and_replace(ctx, "j0")
 
 
+def zombie_pause(ctx: RunContext) -> None:
+    committed_at_least(ctx, BEFORE, 5, 60)
+    wl = ctx.nemesis.workload
+    ctx.action("zombie", lambda: wl.zombie("j0", 15.0), copier="j0", pause_s=15.0)
+    committed_at_least(ctx, AFTER, 25, 90)     # the replacement copies on; the zombie thawed meanwhile
+
+
 _TOPICS = [TopicSpec(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"}),
            TopicSpec(f"{TOPIC}-in", PARTITIONS, 3, config={"min.insync.replicas": "2"})]
 _WORKLOAD = {"kind": "java-txn", "topic": TOPIC, "partitions": PARTITIONS, "chunk": 1500, "transaction_size": 20,
@@ -98,4 +107,11 @@ SCENARIOS: list[Scenario] = [
              "container killed and replaced (fenced); epochs per transaction read from the log",
              leader_kill, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
              coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True, needs_roles=("controller",), variants=_VARIANTS),
+    Scenario("java_txn.zombie_pause",
+             "Kafka's Java read-process-write client; a copier's container frozen mid-run, a replacement with the "
+             "same transactional.id started (fencing it), the frozen one thawed 15 s later: a zombie whose "
+             "writes carry the fenced epoch and must be refused",
+             zombie_pause, tags=("chaos",), topics=_TOPICS, workload=_WORKLOAD, checks=_CHECKS,
+             coverage=_COVERAGE, min_version="4.0", max_duration_s=300, kraft=True, needs_roles=("controller",),
+             variants=_VARIANTS, faults_one_node=False),
 ]
