@@ -87,6 +87,18 @@ def epoch_sequences(txns: dict[tuple, list[dict]], limit: int = 12) -> dict[str,
     return out
 
 
+def per_producer(txns: dict[tuple, list[dict]]) -> dict[str, dict]:
+    """Per ``topic-partition/pid``: transactions (with a marker), distinct data epochs, first and last epoch:
+    under TV2 about one data epoch per transaction, under TV1 one per InitProducerId."""
+    out = {}
+    for (topic, p, pid), ts in sorted(txns.items()):
+        epochs = [b["producer_epoch"] for t in ts for b in t["data"] + ([t["marker"]] if t["marker"] else [])]
+        out[f"{topic}-{p}/{pid}"] = {"transactions": sum(1 for t in ts if t["marker"] is not None),
+                                     "data_epochs": len({b["producer_epoch"] for t in ts for b in t["data"]}),
+                                     "first_epoch": min(epochs, default=None), "last_epoch": max(epochs, default=None)}
+    return out
+
+
 def check_txn_epochs(events, metadata: dict, options: dict | None = None) -> dict:
     opts = {"max_examples": 20, **(options or {})}
     unknown_opts = set(opts) - {"max_examples"}
@@ -235,4 +247,4 @@ def check_txn_epochs(events, metadata: dict, options: dict | None = None) -> dic
                       "committed_records": sum(len(a) for a in committed.values()),
                       "distinct_data_epochs": len(epochs),
                       "client_instances": sum(1 for c in clients if c.get("state") == "started"),
-                      "epoch_sequences": epoch_sequences(txns)}}
+                      "epoch_sequences": epoch_sequences(txns), "per_producer": per_producer(txns)}}

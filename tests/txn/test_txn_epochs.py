@@ -86,6 +86,8 @@ def test_tv1_history_with_a_constant_epoch_passes_under_tv1():
     res = check_txn_epochs(history(tv1_log(), ["a", "b", "c", "d"]), meta(1))
     assert res["verdict"] == "PASS", res["reason"]
     assert res["stats"]["distinct_data_epochs"] == 1
+    assert res["stats"]["per_producer"][f"{TOPIC}-0/{PID}"] == {"transactions": 3, "data_epochs": 1, "first_epoch": 0,
+                                                                "last_epoch": 0}
 
 
 def test_epoch_repeated_across_two_transactions_under_tv2_is_caught():
