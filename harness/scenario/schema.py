@@ -50,9 +50,10 @@ ACTIONS = ("reassign", "preload", "clear_throttle", "elect_preferred", "delete_t
 EXPECT_KEYS = ("that", "after", "within", "topic", "partition", "broker", "brokers")
 # what an expectation can say (docs/scenario-files.md "Expectations"); checker-backed ones add a check
 EXPECTATIONS = ("leader_elected", "leader_is", "controller_elected", "isr_full", "isr_shrinks", "isr_is",
-                "reassignment_completes", "topic_deleted", "no_acked_write_lost", "conformance", "transactions", "groups")
+                "reassignment_completes", "topic_deleted", "no_acked_write_lost", "conformance", "transactions", "groups",
+                "txn-epochs")
 CHECKER_EXPECTATIONS = {"no_acked_write_lost": "durability", "conformance": "conformance",
-                        "transactions": "transactions", "groups": "groups"}
+                        "transactions": "transactions", "groups": "groups", "txn-epochs": "txn-epochs"}
 CHECKS = CHECK_NAMES
 MODES = ("zookeeper", "kraft")
 SUITE_TAGS = ("smoke", "conformance", "chaos", "nightly")
