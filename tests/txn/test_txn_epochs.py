@@ -256,3 +256,18 @@ def test_parse_batches_reads_headers_markers_and_values():
     assert (d.base_offset, d.last_offset, d.producer_id, d.producer_epoch) == (0, 1, 42, 3)
     assert d.transactional and not d.control and d.values == ["v0", "v1"] and d.keys == ["k0", None]
     assert m.control and m.marker == "commit" and m.coordinator_epoch == 7 and m.producer_epoch == 4
+
+
+def test_a_client_containers_exit_is_no_environment_failure():
+    """The copier containers (role client) start and end as the workload decides; a broker's stop outside
+    every fault window still is an environment failure."""
+    evs = history(tv2_log(), ["a", "b", "c", "d"])
+    ev = {"type": "docker.event", "container": "kc-x-jtx0-1", "role": "client", "node_id": 0, "action": "die",
+          "wall_docker": 1e9 + 5, "exit_code": 0}
+    evs += [{**ev, "seq": len(evs), "t": 5.0, "wall": 1e9 + 5},
+            {"type": "phase", "name": "run.end", "seq": len(evs) + 1, "t": 99.0, "wall": 1e9 + 99}]
+    m = {**meta(2), "checks": ["txn-epochs"], "record": {"end_marker": True}}
+    assert decide(evs, m).verdict == "PASS"
+    evs[-2] = {**evs[-2], "role": "broker", "container": "kc-x-b1", "node_id": 1}
+    v = decide(evs, m)
+    assert v.verdict == "UNKNOWN" and v.cause == "container-stopped"
