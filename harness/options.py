@@ -55,6 +55,23 @@ def config_pairs(pairs: list[str] | None, option: str = "--config") -> dict[str,
     return out
 
 
+def feature_pairs(pairs: list[str] | None) -> dict[str, int]:
+    """``--feature NAME=LEVEL`` values (``["transaction.version=1"]``) -> ``{"transaction.version": 1}``; an
+    unknown name or a level that is not an integer is a usage error naming it (whether the broker knows
+    the level is decided with the broker: Distribution.features_problem)."""
+    from reference.feature_versions import NAMES
+    out: dict[str, int] = {}
+    for p in pairs or []:
+        k, sep, v = p.partition("=")
+        k = k.strip()
+        if not sep or not k or not v.strip().isdigit():
+            raise HarnessError(f"--feature expects NAME=LEVEL (e.g. transaction.version=1), got {p!r}")
+        if k not in NAMES:
+            raise HarnessError(f"--feature {p}: unknown feature {k!r}; known: {', '.join(NAMES)}")
+        out[k] = int(v)
+    return out
+
+
 def config_args(overrides: dict[str, str]) -> list[str]:
     """The ``--config KEY=VALUE`` arguments that give a child process the same overrides."""
     return [a for k, v in overrides.items() for a in ("--config", f"{k}={v}")]

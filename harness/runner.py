@@ -26,6 +26,7 @@ from harness.checkers.verdict import decide
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.cluster.listener_security import check_client_access
 from harness.cluster.security import Security
+from harness.distributions.control_history import feature_levels, from_metadata_events
 from harness.errors import HarnessError
 from harness.cluster.lifecycle import Shield
 from harness.nemesis import Nemesis
@@ -198,6 +199,9 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         "schedule": schedule.to_json() if schedule is not None else [], "fault_mix": scenario.fault_mix,
         "host": host_facts(), "replay_of": replay_of, "description": scenario.description,
         "variant": scenario.variant,
+        # the feature levels the storage was formatted with (the finalized ones, ``features``, are read from
+        # the metadata log when the run ends: harness/observer/source.py)
+        **({"features_requested": dict(scenario.features)} if scenario.features else {}),
         # the client-facing listener, without secrets (the cluster's own description replaces it at start)
         "security": (security or Security()).describe(),
         "tags": list(scenario.tags), "checks": list(scenario.checks), "record": {"end_marker": True}})
@@ -212,7 +216,7 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
     try:
         cluster = Cluster(ClusterSpec(brokers=scenario.brokers, zookeepers=scenario.zookeepers, image=info.tag,
                                       broker_config=cfg, name=cluster_name or run_cluster_name(rec.run_id[-6:]), distribution=dist,
-                                      persistent=keep_cluster, security=security))
+                                      persistent=keep_cluster, security=security, features=dict(scenario.features)))
         cluster.start()
         rec.update_metadata(broker_config=cluster.broker_config, cluster_name=cluster.name,
                             security=cluster.security.describe())
@@ -230,7 +234,8 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         if scenario.workload:
             rec.phase("groups.ready", **group_coordinator.settle(cluster))    # before any fault (its docstring)
             workload = make_workload(cluster.client_config(),
-                                     {"duration_s": scenario.max_duration_s, **scenario.workload}, rec.emit)
+                                     {"duration_s": scenario.max_duration_s, **scenario.workload}, rec.emit,
+                                     cluster=cluster)
             rec.update_metadata(workload=workload.config.to_metadata())
             workload.start()
             nemesis.workload = workload          # the client_crash fault's handle
@@ -297,6 +302,14 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         shield.stop()           # raises KeyboardInterrupt for a signal deferred meanwhile
 
 
+def finalized_features(events: list[dict]) -> dict[str, int] | None:
+    """The run's finalized feature levels (metadata.json ``features``) from the metadata log events in
+    its record, through the one definition (control_history.feature_levels); None without a metadata
+    log (ZooKeeper mode, a log that could not be read)."""
+    meta = [e for e in events if str(e.get("type", "")).startswith("meta.")]
+    return feature_levels(from_metadata_events(meta)) if meta else None
+
+
 def _watch_docker(cluster: Cluster, rec: RunRecorder):
     """Docker's own events for the cluster's containers, into the record (None when the engine does not
     stream them: the verdict then cannot tell outside stops from faults, and the record says so)."""
@@ -339,6 +352,13 @@ def _conclude(rec: RunRecorder, scenario: Scenario, ctx, env_error, env_cause, i
                  cause=env_cause or "environment")
     rec.phase("run.end")                  # the record is complete up to here (verdict.record_complete)
     events = rec.read_events()
+    try:
+        levels = finalized_features(events)
+    except (KeyError, TypeError, ValueError) as e:     # a malformed meta event: the record says so, no levels
+        levels = None
+        rec.update_metadata(features_error=f"{type(e).__name__}: {e}"[:300])
+    if levels is not None:                # before judging: a checker may read the run's levels
+        rec.update_metadata(features=levels)
     try:
         v = decide(events, rec.metadata)
         verdict, reason, cause, checks = v.verdict, v.reason, v.cause, v.checks

@@ -16,6 +16,8 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
+from harness.record.facts import features_label
+
 COLOURS = {  # status -> (background, text)
     "PASS": ("#1a7f37", "#ffffff"), "CERTIFIED": ("#1a7f37", "#ffffff"),
     "FAIL": ("#cf222e", "#ffffff"), "NOT CERTIFIED": ("#cf222e", "#ffffff"),
@@ -88,6 +90,14 @@ def _run_links(run: dict) -> str:
             + ']</span>')
 
 
+def _run_block(run: dict) -> str:
+    """One evidence run: its links, reason, feature levels (when recorded) and failing rules."""
+    levels = (f'<div class="muted features">features: {_e(features_label(run["features"], run.get("features_requested")))}'
+              '</div>') if run.get("features") is not None else ""
+    rules = _rules(run.get("failing_rules") or []) if run["verdict"] != "PASS" else ""
+    return f'<div>{_run_links(run)}<div class="muted">{_e(run["reason"])}</div>{levels}{rules}</div>'
+
+
 def _log_label(path: str) -> str:
     """``logs/kc-r1a2b3c-b2.log.gz`` -> ``b2 log`` (the node's part of the container name)."""
     name = Path(path).name.removesuffix(".log.gz")
@@ -149,6 +159,10 @@ def render_html(cert: dict) -> str:
          if overrides else "none"),
         ("Scope", f'<span id="scope"{scope_cls}>{_e(cert.get("scope_text") or _old_scope_text(scope))}</span>'),
     ]
+    if cert.get("feature_levels_text"):      # certificates from before feature levels were kept have none
+        facts.append(("Feature levels", f'<span id="feature-levels">{_e(cert["feature_levels_text"])}</span> '
+                      '<span class="muted">(finalized, from each run\'s metadata log; * asked for; a feature not '
+                      'listed is level 0)</span>'))
     rows = []
     for c in cert["capabilities"]:
         ev = []
@@ -157,9 +171,7 @@ def render_html(cert: dict) -> str:
                 ev.append(f'<div><code>{_e(sc["name"])}</code> {_badge("NOT-APPLICABLE")} '
                           f'<span class="muted">{_e(sc["note"])}</span></div>')
                 continue
-            runs = "".join(f"<div>{_run_links(r)}<div class=\"muted\">{_e(r['reason'])}</div>"
-                           f"{_rules(r.get('failing_rules') or []) if r['verdict'] != 'PASS' else ''}</div>"
-                           for r in sc["runs"]) or f'<div class="muted">{_e(sc.get("note") or "not run")}</div>'
+            runs = "".join(_run_block(r) for r in sc["runs"]) or f'<div class="muted">{_e(sc.get("note") or "not run")}</div>'
             ev.append(f'<div style="margin-bottom:6px"><code title="{_e(sc.get("description"))}">'
                       f'{_e(sc["name"])}</code>: {runs}</div>')
         rows.append(

@@ -273,6 +273,16 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
                 key=["scenario", "dimension"], left=("scenario", "dimension", "first_fail", "last_pass_before"),
                 empty="No scenario failed."),
           '</section>',
+          '<section id="s-feature-levels"><h2>Verdicts per feature levels</h2>'
+          '<p class="muted">The finalized feature levels of each KRaft run, read from its metadata log '
+          '(metadata.json <code>features</code>; a feature not listed is level 0); * marks a level the run asked '
+          'for (<code>[cluster] features</code>, <code>run --feature</code>). docs/kraft.md "Feature levels".</p>',
+          table("feature-levels", t.get("feature_levels", []),
+                [("scenario", "scenario"), ("broker", "broker"), ("features", "feature levels"), ("runs", "runs"),
+                 ("pass", "PASS"), ("fail", "FAIL"), ("unknown", "UNKNOWN")],
+                key=["scenario", "broker", "features"], left=("scenario", "broker", "features"),
+                empty="No run recorded its feature levels (ZooKeeper-mode runs and older records have none)."),
+          '</section>',
           '<section id="s-scenario-flakiness"><h2>Fail rate per scenario and broker (Wilson 95 %)</h2>',
           table("scenario-flakiness", t.get("scenario_flakiness", []),
                 [("scenario", "scenario"), ("broker", "broker"), ("decided", "decided"), ("pass", "PASS"),
@@ -293,6 +303,7 @@ def render(summary: dict, t: dict[str, list[dict]], timelines: list[tuple[dict, 
                  f'{_e(run["scenario"])} · broker {_e(run["broker"])} · seed {_e(fmt(run.get("seed")))} · '
                  f'acked {_e(fmt(run.get("acknowledged_writes")))} · lost {_e(fmt(run.get("lost")))} · '
                  + (f'cause <b>{_e(run["cause"])}</b> · ' if run.get("cause") else "")
+                 + (f'features {_e(run["features"])} · ' if run.get("features") else "")
                  + f'{_e(run.get("reason"))}{log_links(run.get("run_dir"), out)}</div>{svg.timeline(tl)}</div>')
     h.append('</section>')
     dups = summary.get("duplicate_records") or []

@@ -146,7 +146,7 @@ def _frame(spark, rows: list[dict], schema):
 
 
 TIMELINE_COLUMNS = ("run_dir", "run_id", "suite", "scenario", "broker", "verdict", "reason", "cause", "seed",
-                    "acknowledged_writes", "lost", "last_t")
+                    "acknowledged_writes", "lost", "last_t", "features")
 _PRIO = {"FAIL": 0, "UNKNOWN": 1}
 
 
@@ -332,6 +332,7 @@ def run_report(spark, opts: Options) -> dict:
         "unknown_causes": tables.unknown_causes(run_rows),
         "version_trends": tables.version_trends(run_rows),
         "scenario_flakiness": tables.scenario_flakiness(run_rows),
+        "feature_levels": tables.feature_levels(run_rows),
         "regressions": [r for dim, b, c in pairs for r in tables.regressions(run_rows, dim, b, c)],
     }
     collected["first_failures"] = tables.first_failures(collected["version_trends"])

@@ -13,7 +13,7 @@ from typing import Any
 
 from pyspark.sql import types as T
 
-from harness.record.facts import acks_label, as_text, run_config
+from harness.record.facts import acks_label, as_text, features, features_label, features_requested, run_config
 from harness.record.read import load_object, validate
 from harness.record.verdicts import UNKNOWN, as_int, check_count, failed_checks, find_check
 
@@ -50,6 +50,9 @@ PARSED_SCHEMA = T.StructType([
     T.StructField("inconsistent_offsets", T.LongType()),
     T.StructField("conformance_checked", T.BooleanType()),
     T.StructField("divergence_rules", T.ArrayType(T.StringType())),
+    # the run's finalized feature levels, those asked for starred (harness.record.facts.features_label);
+    # null: none recorded (ZooKeeper mode, an older record)
+    T.StructField("features", T.StringType()),
 ])
 FIELDS = [f.name for f in PARSED_SCHEMA.fields]
 LONG_MIN, LONG_MAX = -(2 ** 63), 2 ** 63 - 1   # Spark's LongType
@@ -131,6 +134,7 @@ def _fill(row: dict, run_dir: str, meta: dict, verdict: dict) -> None:
     row["date"] = _date(row["started_at"], row["run_id"])
     kinds = sorted({str(s["fault"]) for s in meta.get("schedule") or [] if isinstance(s, dict) and s.get("fault")})
     row["schedule_fault_kinds"] = kinds
+    row["features"] = features_label(features(meta), features_requested(meta))
 
     fill_verdict(row, verdict)
 

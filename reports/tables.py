@@ -30,7 +30,7 @@ from reports.stats import wilson
 COLUMNS = ("run_dir", "run_id", "suite", "scenario", "fault_kinds", "broker", "kafka_version", "broker_image",
            "profile", "seed", "acks", "min_isr", "unclean", "date", "harness_version", "verdict", "cause",
            "coverage_short", "acknowledged_writes", "lost", "lost_allowed", "duplicates", "inconsistent_offsets",
-           "conformance_checked", "divergence_rules", "n_events")
+           "conformance_checked", "divergence_rules", "n_events", "features")
 
 
 class Asc:
@@ -311,6 +311,16 @@ def scenario_flakiness(runs: list[dict]) -> list[dict]:
     return _order(out, "flaky", "fail_rate", "scenario", "broker", desc=("flaky", "fail_rate"))
 
 
+@_table("feature_levels")
+def feature_levels(runs: list[dict]) -> list[dict]:
+    """Verdicts per scenario, broker and finalized feature levels (the feature-level matrix, docs/kraft.md
+    "Feature levels"): runs without recorded levels (ZooKeeper mode, older records) are left out."""
+    g = _group((r for r in runs if r.get("features") is not None),
+               lambda r: (r["scenario"], r["broker"], r["features"]))
+    out = [_with_rates({"scenario": k[0], "broker": k[1], "features": k[2], **_counts(rs)}) for k, rs in g.items()]
+    return _order(out, "scenario", "broker", "features")
+
+
 REGRESSION_SIDE = ("runs", "pass", "fail", "unknown", "fail_rate", "lost")
 
 
@@ -489,6 +499,9 @@ SCHEMAS = {
         "fault_kind string, base_runs long, base_pass long, base_fail long, base_unknown long, "
         "base_fail_rate double, base_lost long, cand_runs long, cand_pass long, cand_fail long, "
         "cand_unknown long, cand_fail_rate double, cand_lost long, regressed boolean!"),
+    "feature_levels": ("scenario string, broker string, features string, runs long!, pass long, fail long, "
+        "unknown long, pass_rate double, fail_rate double, fail_ci_low double, fail_ci_high double, "
+        "unknown_rate double"),
     "first_failures": ("scenario string, dimension string, first_fail string, last_pass_before string, "
         "values_seen long, fail_runs_since long, decided_runs_since long, regressed boolean"),
 }

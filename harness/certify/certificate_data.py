@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import EXIT_FAIL, EXIT_INCOMPATIBLE, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE  # noqa: F401 - re-exported
+from harness.record.facts import features_label
 from harness.record.verdicts import FAIL, INCOMPATIBLE, NOT_APPLICABLE, PASS, UNKNOWN
 from harness.certify.capabilities import CapabilityPlan, Subject, capability_names
 
@@ -125,6 +126,7 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
                      "families": list(cp.capability.families), "status": status, "reason": reason,
                      "scenarios": scen_rows, "undecided": undecided, "causes": causes,
                      "measured": measured_medians(decided_runs)})
+    levels = feature_levels(caps)
     result, why, code = overall([c["status"] for c in caps])
     if interrupted and result == CERTIFIED:
         result, why, code = INCONCLUSIVE, "interrupted before every scenario ran", EXIT_UNKNOWN
@@ -160,9 +162,39 @@ def build_certificate(plans: list[CapabilityPlan], results: dict[str, list[dict]
         "scope_text": scope_text(scope, decided, undecided_caps, not_applicable),
         "decided": decided, "undecided": undecided_caps, "not_applicable": not_applicable,
         "capabilities": caps,
+        # at which feature levels the evidence ran (each scenario's last run; docs/kraft.md "Feature levels")
+        "feature_levels": levels, "feature_levels_text": feature_levels_text(levels),
         "unmapped_scenarios": list(unmapped),
         "interrupted": interrupted,
     }
+
+
+def feature_levels(caps: list[dict]) -> list[dict]:
+    """The feature levels the evidence ran at: each scenario's last run grouped by its finalized levels
+    (metadata.json ``features``, via judge_run), ``[{"label", "features", "scenarios", "runs"}]``, the most
+    runs first; runs without recorded levels (ZooKeeper mode, older records) under ``features`` None."""
+    groups: dict[str | None, dict] = {}
+    for c in caps:
+        for sc in c["scenarios"]:
+            if not sc.get("runs"):
+                continue
+            last = sc["runs"][-1]
+            label = features_label(last.get("features"), last.get("features_requested"))
+            g = groups.setdefault(label, {"label": label, "features": last.get("features"), "scenarios": [], "runs": 0})
+            g["runs"] += 1
+            g["scenarios"].append(sc["name"])
+    return sorted(groups.values(), key=lambda g: (-g["runs"], g["label"] is None, g["label"] or ""))
+
+
+def feature_levels_text(levels: list[dict]) -> str:
+    """The certificate's line on feature levels: the one set every run had, or each set with its run count."""
+    if not levels:
+        return "no run"
+    said = [f"{g['label'] or 'not recorded (no KRaft metadata log read)'} ({g['runs']} run{'s' if g['runs'] != 1 else ''})"
+            for g in levels]
+    if len(said) == 1:
+        return "every evidence run: " + said[0]
+    return f"{len(said)} sets of levels: " + "; ".join(said)
 
 
 def scope_text(scope: dict, decided: list[str], undecided: list[dict], not_applicable: list[dict]) -> str:

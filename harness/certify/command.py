@@ -47,7 +47,7 @@ from harness.options import (add_distribution_args, add_nodes_arg, add_security_
 from harness.parallel import Job, run_children
 from harness.shard import parse_shard
 from harness.certify.fleet import merged_results, shard_todo
-from harness.record import read_run
+from harness.record import facts, read_run
 from harness.record.read import evidence_problems, file_digests
 from harness.record.storage import Publisher
 from harness.record.writer import file_sha256
@@ -129,6 +129,8 @@ def judge_run(run_dir: Path, scenario, overrides: dict, defaults: dict | None = 
            "judged_against": "applied configuration",
            "container_logs": [e["path"] for e in rec.metadata.get("container_logs") or [] if e.get("path")],
            "measured": measured_facts(rec.verdict),
+           # the levels the run finalized (its metadata log) and asked for: what the evidence ran at
+           "features": facts.features(rec.metadata), "features_requested": facts.features_requested(rec.metadata),
            "record": {"sha256": digests, "evidence": "verified" if not problems else "; ".join(problems)}}
     if problems and not overrides:
         return _rederived(out, rec, problems)

@@ -25,6 +25,7 @@ from harness.checkers.durability import check_durability
 from harness.checkers.groups import check_groups
 from harness.checkers.share import check_share
 from harness.checkers.txn import check_transactions
+from harness.checkers.txn_epochs import check_txn_epochs
 
 from harness.record import truth
 from harness.record.events import (CLIENT, DOCKER_EVENT, EXPECT, PHASE, PHASE_ABORTED, PHASE_DRAIN_END,
@@ -127,6 +128,8 @@ def environment_failures(events: list[dict]) -> list[tuple[str, str]]:
             continue
         if e.get("by_harness"):
             continue
+        if e.get("role") == "client":   # a workload's client container (java-txn): its instances are its events
+            continue
         cause = _STOPPING_ACTIONS[action]
         if (name, cause) in seen:
             continue
@@ -225,6 +228,9 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
     # the share-group workload (kind "share", docs/share-groups.md): a lost or doubly held record is the broker's
     if "share" in wanted and workload_kind(metadata) == "share":
         data_check("share", check_share)
+    # the Java transactional workload (kind "java-txn"): epochs per transaction read from the log (transactions v2)
+    if "txn-epochs" in wanted and workload_kind(metadata) == "java-txn":
+        data_check("txn-epochs", check_txn_epochs)
     # what the run exercised, judged against the scenario's needs (metadata coverage_needs; coverage.py)
     coverage = check_coverage(events, metadata) if metadata.get("workload") else None
     if "expectations" in wanted:
@@ -265,7 +271,7 @@ def decide(events, metadata: dict, *, checks=None, expectations: list[dict] | No
     return verdict(PASS, "all checks passed")
 
 
-DATA_CHECKS = ("durability", "transactions", "groups", "share")    # checks of the data the clients wrote and read
+DATA_CHECKS = ("durability", "transactions", "groups", "share", "txn-epochs")    # checks of the data the clients wrote and read
 
 
 def checks_applied(wanted, out: dict, events: list[dict], metadata: dict) -> tuple[list[str], dict, str]:
@@ -276,7 +282,8 @@ def checks_applied(wanted, out: dict, events: list[dict], metadata: dict) -> tup
     why = {"durability": "metadata.json has no workload",
            "transactions": f"the workload's kind is {kind}, not txn",
            "groups": f"the workload's kind is {kind}, not group",
-           "share": f"the workload's kind is {kind}, not share"}
+           "share": f"the workload's kind is {kind}, not share",
+           "txn-epochs": f"the workload's kind is {kind}, not java-txn"}
     skipped = {c: why.get(c, "not applied") for c in wanted if c not in out}
     if any(c in out for c in DATA_CHECKS):
         return applied, skipped, ""

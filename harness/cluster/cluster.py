@@ -73,6 +73,9 @@ class ClusterSpec:
     controllers: int = 3                # apache-kraft-dedicated: controller-only nodes besides the brokers
     # the client-facing listener's security (harness/cluster/security.py, docs/security.md); None: PLAINTEXT
     security: Security | None = None
+    # feature levels the storage is formatted with (``kafka-storage format --feature NAME=LEVEL``; the Apache
+    # KRaft adapters only: Distribution.features_problem); empty: the release's defaults (docs/kraft.md)
+    features: dict[str, int] = field(default_factory=dict)
 
     def validate(self) -> None:
         if not 1 <= self.brokers <= 9:
@@ -91,6 +94,17 @@ class ClusterSpec:
             raise HarnessError(f"--security {self.security.spec()}: distribution {self.distribution.name} runs a broker "
                                "the harness does not configure; TLS and SASL listeners need apache-zk, apache-kraft "
                                "or apache-kraft-dedicated (docs/security.md)")
+        if self.features:
+            why = self.distribution.features_problem(self.features, self._version(), self.broker_config)
+            if why:
+                raise HarnessError(why)
+
+    def _version(self) -> str | None:
+        """The Kafka version the spec names (``kafka_version``, else a kafka-chaos image tag's)."""
+        if self.kafka_version:
+            return self.kafka_version
+        tag = self.image or ""
+        return tag.split(":", 1)[1] if tag.startswith(images.KAFKA_REPO + ":") else None
 
 
 # -- the cluster --------------------------------------------------------------------------------
@@ -246,7 +260,7 @@ class Cluster(TopicAdmin):
                 members = self.aux_nodes[g.key]
                 for node in members:
                     plan = self.distribution.aux_plan(g, node, members, self.broker_config, self.kafka_nodes(),
-                                                      self.cluster_id, self.spec.node_env)
+                                                      self.cluster_id, self.spec.node_env, **self._features_kw())
                     with without_ryuk():
                         self._container(DockerContainer, net, node, plan, g.image).start()
             # a distribution file's services with a ready line serve before the brokers start
@@ -264,6 +278,11 @@ class Cluster(TopicAdmin):
             raise
         _log(f"{self.name}: ready in {time.monotonic() - t0:.1f} s")
         return self
+
+    def _features_kw(self) -> dict:
+        """The feature levels for a node plan, passed only when asked for (an adapter that cannot set them
+        was refused by ClusterSpec.validate and takes no such argument)."""
+        return {"features": dict(self.spec.features)} if self.spec.features else {}
 
     def _progress(self, msg: str) -> None:
         _log(msg)
@@ -329,7 +348,8 @@ class Cluster(TopicAdmin):
 
     def _node_plan(self, node: Node) -> distributions.NodePlan:
         plan = self.distribution.plan(self.broker_config, node, self.kafka_nodes(),
-                                      self.internal_zookeeper_connect, self.cluster_id, self.spec.node_env)
+                                      self.internal_zookeeper_connect, self.cluster_id, self.spec.node_env,
+                                      **self._features_kw())
         return self._listener_security.apply(plan, node) if self._listener_security is not None else plan
 
     # ---- the control plane (harness/distributions/control_plane.py: ZooKeeper or the Kafka protocol)

@@ -33,6 +33,7 @@ class ReplayPlan:
     distribution: str | None = None
     variant: str | None = None            # the scenario's variant the run was (Scenario.with_variant)
     security: str | None = None           # the listener it ran with, PROTOCOL[:MECHANISM] (None: PLAINTEXT)
+    features: dict[str, int] | None = None    # the feature levels it asked for (metadata.json features_requested)
 
 
 def plan_replay(run_dir: str | Path) -> ReplayPlan:
@@ -63,7 +64,14 @@ def plan_replay(run_dir: str | Path) -> ReplayPlan:
                       profile=meta.get("profile"), broker_config={str(k): str(v) for k, v in cfg.items()},
                       suite=str(meta.get("suite") or "adhoc"), distribution=meta.get("distribution"),
                       variant=meta.get("variant") if isinstance(meta.get("variant"), str) else None,
-                      security=_security(meta.get("security")))
+                      security=_security(meta.get("security")), features=_features(meta.get("features_requested")))
+
+
+def _features(recorded) -> dict[str, int] | None:
+    """metadata.json ``features_requested`` (None: the run asked for none, or a record from before it)."""
+    if not isinstance(recorded, dict):
+        return None
+    return {str(k): v for k, v in recorded.items() if isinstance(v, int) and not isinstance(v, bool)} or None
 
 
 def _security(recorded) -> str | None:

@@ -15,7 +15,7 @@ from suites.catalog import SCENARIOS, SUITES, scenarios_for
 from harness import distributions, images
 from harness.errors import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, HarnessError
 from harness.options import (add_distribution_args, add_nodes_arg, add_security_arg, check_runs_dir, check_security,
-                             config_args, config_pairs, did_you_mean)
+                             config_args, config_pairs, did_you_mean, feature_pairs)
 from harness.parallel import GATE_ENV, Job, run_parallel
 from harness.commands import plan as planning
 from harness.commands.replay import plan_replay
@@ -73,6 +73,10 @@ def add_parser(sub) -> None:
     r.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="broker config override on top of each scenario's own (repeatable); the run is judged "
                         "against the configuration it ran with")
+    r.add_argument("--feature", action="append", metavar="NAME=LEVEL",
+                   help="format the cluster's storage with this feature level (repeatable; e.g. "
+                        "transaction.version=1), over each scenario's own [cluster] features; Apache KRaft "
+                        "distributions only (docs/kraft.md \"Feature levels\")")
     r.add_argument("--summary-md", metavar="FILE",
                    help="append a Markdown table of the verdicts to FILE (e.g. \"$GITHUB_STEP_SUMMARY\")")
     planning.add_args(r)
@@ -102,6 +106,9 @@ def precheck(args) -> None:
         check_runs_dir(args.runs_dir, endpoint=args.s3_endpoint)
     check_profile(None, args.profile, args.kafka_version)
     check_security(args)
+    args.features = feature_pairs(getattr(args, "feature", None))
+    if args.features and args.replay:
+        raise HarnessError("--feature cannot be combined with --replay: the recorded feature levels are used")
     if args.target and args.target.endswith(".toml"):
         from harness.scenario.file import load_file     # a scenario file: its errors name file, line and key
         args.scenario_file = load_file(args.target)
@@ -176,7 +183,8 @@ def _replay_jobs(args) -> list[tuple[RunRequest, dict]]:
                            "`run FILE.toml --replay RUN_DIR`)")
     if args.variant and args.variant != plan.variant:
         raise HarnessError(f"--variant cannot change a replay: {plan.run_id} ran variant {plan.variant!r}")
-    found = [found[0].with_variant(plan.variant).with_security(args.security or plan.security)]
+    found = [found[0].with_variant(plan.variant).with_security(args.security or plan.security)
+             .with_features(plan.features)]
     if args.kafka_version or args.broker_image:   # replay the same schedule against another broker
         info = images.image_for(args.kafka_version, args.broker_image, build_missing=False)
         profile = args.profile
@@ -261,6 +269,12 @@ def _cmd_run(args, done: list) -> int:
     if args.length is not None:
         chosen = [s.with_length(args.length) for s in chosen]
     chosen = [s.with_security(args.security) for s in chosen]     # --security over a file's [cluster] security
+    features = getattr(args, "features", None) or {}
+    if features:                # asked on the command line: refused at once where the broker cannot take them
+        why = dist.features_problem(features, info.kafka_version, overrides)
+        if why:
+            raise HarnessError(f"--feature: {why}")
+        chosen = [s.with_features(features) for s in chosen]     # over a scenario's own [cluster] features
     requests = broker.applicable(chosen, _say)       # each scenario's applicability, decided once
     if not requests:
         raise HarnessError(f"no scenario of {args.target!r} applies to {info.tag}"
@@ -285,7 +299,8 @@ def _cmd_run(args, done: list) -> int:
         extra = (["--profile", args.profile] if args.profile else []) + dist.cli_args() + (
             ["--length", str(args.length)] if args.length is not None else []) + config_args(overrides) + (
             ["--variant", args.variant] if args.variant else []) + (
-            ["--security", args.security] if args.security else [])
+            ["--security", args.security] if args.security else []) + [
+            a for k, v in features.items() for a in ("--feature", f"{k}={v}")]
         pub = Publisher(args.runs_dir, args.s3_endpoint)   # children record locally; this process publishes
         before = set(os.listdir(pub.local)) if os.path.isdir(pub.local) else set()
         target = args.target if sf else None     # a file's scenario is the file

@@ -4,11 +4,20 @@ combined ``broker,controller`` nodes and form the static quorum (``controller.qu
 others are brokers only. The CONTROLLER listener (port 9094) exists on the Docker network only. The
 entrypoint's ``kraft`` mode formats the storage with ``$KC_CLUSTER_ID`` (idempotent) and runs
 ``kafka.Kafka``. The dedicated-quorum layout is :mod:`harness.distributions.dedicated`.
+
+Feature levels (``ClusterSpec.features``, a scenario's ``[cluster] features``, ``run --feature``): a node
+then starts with :data:`FORMAT_THEN_START`, which formats its empty log dir with Kafka's storage tool
+and ``--feature NAME=LEVEL`` for each (the image's storage template has the release's default levels),
+then hands over to the image's ``kraft`` mode, which finds the storage formatted (docs/kraft.md
+"Feature levels"). A static quorum is ``kraft.version`` 0: the tool refuses 1 with
+``controller.quorum.voters`` set, so it is refused here first.
 """
 
 from __future__ import annotations
 
-from reference import versions
+import shlex
+
+from reference import feature_versions, versions
 
 from harness.distributions.base import (CONTROLLER_PORT, COMBINED, Distribution, NodeLike, NodePlan,
                                         controller_listeners, listeners, properties_text, version_key)
@@ -23,6 +32,26 @@ KRAFT_DEFAULTS: dict[str, str] = {
     "broker.heartbeat.interval.ms": "2000",
     "broker.session.timeout.ms": "9000",
 }
+ENTRYPOINT = "/opt/kafka-chaos/entrypoint.sh"
+# A node whose storage is formatted with feature levels: the storage tool on an empty log dir (the first
+# of log.dirs, as the entrypoint checks), with $KC_FORMAT_ARGS; a restarted container is formatted already
+FORMAT_THEN_START = (
+    "set -e\n"
+    "mkdir -p /etc/kafka-chaos\n"
+    "printf '%s\\n' \"$KC_CONFIG\" > /etc/kafka-chaos/server.properties\n"
+    "dirs=$(printf '%s\\n' \"$KC_CONFIG\" | sed -n 's/^log\\.dirs=//p' | tail -1)\n"
+    "logdir=$(printf '%s' \"$dirs\" | cut -d, -f1)\n"
+    "if [ ! -f \"${logdir:-/var/lib/kafka/data}/meta.properties\" ]; then\n"
+    "  java -Xmx256m -XX:TieredStopAtLevel=1 -Dlog4j.configuration=file:/opt/kafka/config/tools-log4j.properties "
+    "-cp '/opt/kafka/libs/*' kafka.tools.StorageTool format -t \"$KC_CLUSTER_ID\" "
+    "-c /etc/kafka-chaos/server.properties $KC_FORMAT_ARGS\n"
+    "fi\n"
+    f"exec {ENTRYPOINT} kraft\n")
+
+
+def feature_args(features: dict[str, int] | None) -> list[str]:
+    """``kafka-storage format`` arguments setting ``features``: ``--feature NAME=LEVEL`` each, in order."""
+    return [a for name, level in (features or {}).items() for a in ("--feature", f"{name}={int(level)}")]
 
 
 class ApacheKraft(Distribution):
@@ -32,6 +61,8 @@ class ApacheKraft(Distribution):
     metadata_log = True
     layout = COMBINED
     min_version = (3, 3)
+    sets_features = True
+    kraft_version = 0            # a static quorum (controller.quorum.voters): kraft.version 0
 
     def check_image(self, image) -> None:
         if image.distribution not in ("apache-zk", "apache-kraft") or not image.kafka_version:
@@ -44,6 +75,18 @@ class ApacheKraft(Distribution):
         key = version_key(kafka_version)
         if key is not None and key < self.min_version:
             raise HarnessError(f"Kafka {kafka_version.strip()} has no production KRaft mode; use 3.3 or newer")
+
+    def features_problem(self, features, kafka_version, config=None):
+        if not features or not self.sets_features:      # a subclass that starts a foreign image (generic)
+            return super().features_problem(features, kafka_version, config)
+        kv = features.get(feature_versions.KRAFT_VERSION)
+        if kv is not None and kv != self.kraft_version:
+            quorum = "a dynamic quorum (apache-kraft-dynamic)" if self.kraft_version else "a static quorum"
+            return (f"features.{feature_versions.KRAFT_VERSION}={kv}: distribution {self.name} runs {quorum}, "
+                    f"kraft.version {self.kraft_version}" + ("" if self.kraft_version else
+                                                            "; a dynamic quorum is --distribution apache-kraft-dynamic"))
+        unstable = str((config or {}).get("unstable.feature.versions.enable", "")).lower() == "true"
+        return feature_versions.problem(kafka_version, features, unstable)
 
     @staticmethod
     def voter_ids(nodes: list[NodeLike]) -> list[int]:
@@ -77,12 +120,17 @@ class ApacheKraft(Distribution):
         })
         return cfg
 
-    def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None):
+    def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None, features=None):
+        """``features``: feature levels to format the storage with (None or empty: the image's template,
+        the release's default levels)."""
         if not cluster_id:
             raise HarnessError("a KRaft node needs a cluster id")
         cfg = self.node_config(common, node, nodes)
         env = {"KC_CONFIG": properties_text(cfg), "KC_CLUSTER_ID": cluster_id, **(extra_env or {})}
-        return NodePlan("kraft", env, cfg)
+        if not features:
+            return NodePlan("kraft", env, cfg)
+        env["KC_FORMAT_ARGS"] = " ".join(shlex.quote(a) for a in feature_args(features))
+        return NodePlan(["sh", "-c", FORMAT_THEN_START], env, cfg)
 
     def started_line(self, node_id: int) -> str:
         return f"[KafkaRaftServer nodeId={node_id}] Kafka Server started"

@@ -125,6 +125,10 @@ class Distribution:
     # confirmation (--i-own-this-cluster, or the file's ``owner_confirmed``: :attr:`owner_confirmed`)
     foreign_hosts = False
     owner_confirmed = False
+    # the adapter formats the nodes' storage and sets feature levels there (``kafka-storage format --feature
+    # NAME=LEVEL``: the Apache KRaft adapters); False: a cluster that asks for features is refused
+    # (:meth:`features_problem`; docs/kraft.md "Feature levels")
+    sets_features = False
 
     def cli_args(self) -> list[str]:
         """The arguments that give a child ``kafka-chaos run`` this same distribution."""
@@ -134,6 +138,17 @@ class Distribution:
         """Raise :class:`HarnessError` when this distribution cannot run Apache Kafka ``kafka_version``
         (4.x in ZooKeeper mode, KRaft before 3.3); said before an image is built, in the same words as
         :meth:`check_image` (which covers any image). Unknown or malformed versions pass."""
+
+    def features_problem(self, features: dict[str, int], kafka_version: str | None,
+                         config: dict[str, str] | None = None) -> str | None:
+        """Why a cluster of this distribution running ``kafka_version`` cannot be formatted with the feature
+        levels ``features`` (None: it can, or none are asked), one line naming the key; ``config``: the
+        nodes' configuration overrides (``unstable.feature.versions.enable`` allows testing levels)."""
+        if not features:
+            return None
+        first = next(iter(features))
+        return (f"features.{first}: distribution {self.name} cannot set feature levels (only the Apache KRaft "
+                "adapters format the storage: apache-kraft, apache-kraft-dedicated, apache-kraft-dynamic)")
 
     def voter_ids(self, nodes: list[NodeLike]) -> list[int]:
         """The node ids of the KRaft quorum's voters among ``nodes`` (none known: not a quorum the harness set up)."""

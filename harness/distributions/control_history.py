@@ -31,7 +31,8 @@ gives them to scenarios in this form (docs/scenarios.md "The controller's writes
     which also names the new quorum leader: ``leader_id``, None in ZooKeeper mode);
 ``{"kind": "feature", "name", "level", "seq"}``
     KRaft only: a finalized feature level (FeatureLevelRecord, e.g. ``metadata.version`` or
-    ``eligible.leader.replicas.version``); :func:`feature_levels` folds them. ZooKeeper mode has none.
+    ``eligible.leader.replicas.version``; a KRaftVersionRecord as ``kraft.version``, which a static quorum
+    never writes); :func:`feature_levels` folds them. ZooKeeper mode has none.
 
 ``seq`` orders the writes of one history (the zxid; the metadata log offset) and is the marker
 :meth:`~harness.distributions.control_plane.ControlPlane.history_marker` returns.
@@ -106,6 +107,8 @@ def from_metadata_events(events: list[dict], since: int = -1) -> list[dict]:
                         "registered": bool(e.get("registered")), "seq": o})
         elif t == "meta.feature":
             out.append({"kind": "feature", "name": e.get("name"), "level": e.get("level"), "seq": o})
+        elif t == "meta.kraft_version":       # the quorum's own feature: a KRaftVersionRecord, not a FeatureLevelRecord
+            out.append({"kind": "feature", "name": "kraft.version", "level": e.get("level"), "seq": o})
         elif t == "meta.leader_change":
             out.append({"kind": "controller_epoch", "epoch": e.get("raft_epoch"), "leader_id": e.get("leader_id"),
                         "seq": o})

@@ -47,10 +47,10 @@ class ApacheKraftDedicated(ApacheKraft):
     def process_roles(self, node, voters: list[int]) -> str:
         return "controller" if role_of(node) == "controller" else "broker"
 
-    def aux_plan(self, group, node, members, common, kafka_nodes, cluster_id=None, extra_env=None):
+    def aux_plan(self, group, node, members, common, kafka_nodes, cluster_id=None, extra_env=None, features=None):
         """A controller node: the same ``kraft`` start as a broker (format, then run), its own config."""
         return self.plan(common, node, kafka_nodes, cluster_id=cluster_id,
-                         extra_env={"KC_HEAP_OPTS": CONTROLLER_HEAP, **(extra_env or {})})
+                         extra_env={"KC_HEAP_OPTS": CONTROLLER_HEAP, **(extra_env or {})}, features=features)
 
 
 ADAPTER = ApacheKraftDedicated

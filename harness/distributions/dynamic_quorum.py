@@ -26,6 +26,7 @@ import base64
 import hashlib
 import shlex
 
+from harness.distributions.apache_kraft import feature_args
 from harness.distributions.base import CONTROLLER_PORT, NodeGroup, NodePlan, properties_text, role_of
 from harness.distributions.dedicated import CONTROLLER_HEAP, ApacheKraftDedicated
 from harness.errors import HarnessError
@@ -77,6 +78,7 @@ class ApacheKraftDynamic(ApacheKraftDedicated):
     name = "apache-kraft-dynamic"
     min_version = (4, 0)         # KIP-853 voter changes are usable from 3.9; the harness runs them on 4.x
     roles = ("broker", "controller", "dynamic-quorum")
+    kraft_version = 1            # --initial-controllers finalizes kraft.version 1
 
     def fits(self, kafka_version):
         from harness.distributions.base import version_key
@@ -123,18 +125,21 @@ class ApacheKraftDynamic(ApacheKraftDedicated):
         return ["--initial-controllers", ",".join(f"{v}@{by_id[v].alias}:{CONTROLLER_PORT}:"
                                                   f"{directory_id(cluster_id, v)}" for v in voters)]
 
-    def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None):
+    def plan(self, common, node, nodes, zookeeper_connect="", cluster_id=None, extra_env=None, features=None):
+        """``features``: feature levels the first format sets (``--feature NAME=LEVEL``; kraft.version is
+        left out: ``--initial-controllers`` sets it, and :meth:`features_problem` allows only 1)."""
         if not cluster_id:
             raise HarnessError("a KRaft node needs a cluster id")
         cfg = self.node_config(common, node, nodes)
+        rest = {k: v for k, v in (features or {}).items() if k != "kraft.version"}
+        args = self.format_args(node, nodes, cluster_id) + feature_args(rest)
         env = {"KC_CONFIG": properties_text(cfg), "KC_CLUSTER_ID": cluster_id,
-               "KC_FORMAT_ARGS": " ".join(shlex.quote(a) for a in self.format_args(node, nodes, cluster_id)),
-               **(extra_env or {})}
+               "KC_FORMAT_ARGS": " ".join(shlex.quote(a) for a in args), **(extra_env or {})}
         return NodePlan(["sh", "-c", _START], env, cfg)
 
-    def aux_plan(self, group, node, members, common, kafka_nodes, cluster_id=None, extra_env=None):
+    def aux_plan(self, group, node, members, common, kafka_nodes, cluster_id=None, extra_env=None, features=None):
         return self.plan(common, node, kafka_nodes, cluster_id=cluster_id,
-                         extra_env={"KC_HEAP_OPTS": CONTROLLER_HEAP, **(extra_env or {})})
+                         extra_env={"KC_HEAP_OPTS": CONTROLLER_HEAP, **(extra_env or {})}, features=features)
 
 
 ADAPTER = ApacheKraftDynamic

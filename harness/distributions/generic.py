@@ -25,6 +25,7 @@ class Generic(ApacheKraft):
     # broker may keep none, and scenarios that read the controller's writes then say so (NotSupported)
     metadata_log = True
     metadata_log_required = False
+    sets_features = False          # the image's own entrypoint formats the storage
 
     def __init__(self, env_prefix: str = "KAFKA_", cluster_id_env: str = "CLUSTER_ID"):
         if not re.fullmatch(r"[A-Z][A-Z0-9_]*", env_prefix):

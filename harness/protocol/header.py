@@ -69,7 +69,8 @@ def response_header_flexible(api_key: int, api_version: int) -> bool:
 
 
 def request_flexible(api_key: int, api_version: int) -> bool:
-    return {API_METADATA: api_version >= 9, API_API_VERSIONS: api_version >= 3, 17: False, 36: api_version >= 2,
+    return {1: api_version >= 12,   # Fetch (harness/protocol/fetch.py)
+            API_METADATA: api_version >= 9, API_API_VERSIONS: api_version >= 3, 17: False, 36: api_version >= 2,
             API_DESCRIBE_QUORUM: True, API_LIST_PARTITION_REASSIGNMENTS: True,
             API_ALTER_PARTITION_REASSIGNMENTS: True, API_DESCRIBE_LOG_DIRS: api_version >= 2,
             API_DESCRIBE_TOPIC_PARTITIONS: True, API_FIND_COORDINATOR: api_version >= 3,

@@ -77,3 +77,29 @@ def controller_model(metadata: dict | None) -> str:
         return KRAFT
     cl = md.get("cluster")
     return KRAFT if isinstance(cl, dict) and cl.get("zookeepers") == 0 else ZK
+
+
+def features(metadata: dict) -> dict[str, int] | None:
+    """The run's finalized feature levels (metadata ``features``, read from its metadata log's
+    FeatureLevelRecords when the run ended; a feature absent is level 0); None when the record has none:
+    a ZooKeeper-mode run, a metadata log that could not be read, or a record from before they were kept."""
+    v = metadata.get("features")
+    return dict(v) if isinstance(v, dict) else None
+
+
+def features_requested(metadata: dict) -> dict[str, int]:
+    """The feature levels the run's storage was formatted with (metadata ``features_requested``); {}: the
+    release's defaults (none asked, or a record from before)."""
+    return dict(_dict(metadata.get("features_requested")))
+
+
+def features_label(levels: dict[str, int] | None, requested: dict[str, int] | None = None) -> str | None:
+    """``"group.version=0*, metadata.version=33, transaction.version=1*"``: the finalized levels by name,
+    with each level that was asked for (and every asked feature, 0 when absent from the log) starred;
+    None when the run has no finalized levels recorded."""
+    if levels is None:
+        return None
+    asked = requested or {}
+    shown = {**{k: 0 for k in asked}, **levels}
+    return ", ".join(f"{k}={v}{'*' if k in asked else ''}" for k, v in sorted(shown.items())) or "none"
+

@@ -102,6 +102,16 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
     "group.revoke": {**_PROC, "group": STR, "generation": INT, "partitions": LIST, "lost": BOOL},
     "group.member_added": dict(_PROC),
     "group.member_paused": dict(_PROC),
+    # the Java transactional workload and the log read back (harness/workload/java_txn.py, batch_log.py,
+    # harness/checkers/txn_epochs.py, docs/transactions.md "Transactions v2")
+    "jtxn.input": {**_PROC, "topic": STR, "partition": INT, "generation": INT, "values": STRS, "unsure": STRS},
+    "jtxn.client": {**_PROC, "transactional_id": STR, "partition": INT, "instance": INT, "container": STR,
+                    "state": STR, "exit_code": INT, "final": BOOL, "committed_records": INT, "error": STR},
+    "txn.batch": {"topic": STR, "partition": INT, "base_offset": INT, "last_offset": INT, "producer_id": INT,
+                  "producer_epoch": INT, "transactional": BOOL, "control": BOOL, "marker": STR,
+                  "coordinator_epoch": INT, "leader_epoch": INT, "values": LIST},
+    "txn.read": {"topic": STR, "partition": INT, "high_watermark": INT, "last_stable_offset": INT,
+                 "log_start_offset": INT, "batches": INT, "waited_s": NUM, "lso_below_high": BOOL, "error": STR},
     # share groups (KIP-932; harness/workload/share.py, harness/checkers/share.py, docs/share-groups.md)
     "share.fetch": {**_PROC, "group": STR},
     "share.poll": {**_PROC, "group": STR, "topic": STR, "partition": INT, "offset": INT, "delivery_count": INT,
@@ -196,6 +206,7 @@ METADATA_FIELDS: dict[str, str] = {
     "ended_at": SCALAR, "replay_of": SCALAR, "controller_model": STR, "checks": STRS, "seed": INT_STR,
     "topics": LIST, "schedule": LIST, "workload": DICT, "broker_config": DICT, "cluster": DICT, "record": DICT,
     "observer": DICT, "coverage_needs": DICT, "host": DICT, "tags": LIST, "fault_mix": DICT,
+    "features": DICT, "features_requested": DICT,
 }
 
 
@@ -213,6 +224,11 @@ def metadata_errors(name: str, meta: dict) -> list[str]:
         if unknown:
             out.append(f"{name}: field 'checks' names {', '.join(map(repr, unknown))}, not one of "
                        f"{', '.join(CHECK_NAMES)}")
+    for key in ("features", "features_requested"):      # feature name -> level (docs/run-record.md)
+        levels = meta.get(key)
+        bad = [k for k, v in levels.items() if type(v) is not int] if isinstance(levels, dict) else []
+        if bad:
+            out.append(f"{name}: field {key!r} level of {bad[0]!r} is {json_type(levels[bad[0]])}, expected an integer")
     model = meta.get("controller_model")
     if isinstance(model, str) and model not in CONTROLLER_MODELS:
         out.append(f"{name}: field 'controller_model' {model!r} is not one of {', '.join(CONTROLLER_MODELS)}")

@@ -42,7 +42,7 @@ CAUSES: dict[str, str] = {
 RECORD_INVALID = "record-invalid"
 
 # The checks a scenario may name (metadata.json ``checks``; harness/scenario/schema.py).
-CHECK_NAMES = ("conformance", "durability", "transactions", "groups", "share", "expectations")
+CHECK_NAMES = ("conformance", "durability", "transactions", "groups", "share", "expectations", "txn-epochs")
 
 # -- reading the checks of a stored verdict (verdict.json ``checks``) --------------------------------------
 # Names the durability checker may use for each count readers aggregate (first match wins).

@@ -83,6 +83,7 @@ def build(doc: dict, stem: str) -> tuple[Scenario, str | None, str | None]:
     schema.string(description, ("description",))
     tags = tuple(schema.strings(doc.get("tags", ["conformance"]), ("tags",), schema.SUITE_TAGS))
     cl = schema.cluster(doc)
+    _check_features(cl)
     topics = schema.topics(doc, cl["brokers"])
     workload = schema.workload(doc, topics)
     steps = schema.steps(doc, [t["name"] for t in topics])
@@ -108,7 +109,7 @@ def build(doc: dict, stem: str) -> tuple[Scenario, str | None, str | None]:
         topics=[TopicSpec(t["name"], t["partitions"], t["replication_factor"], t["config"], t["assignment"])
                 for t in topics],
         workload=workload, checks=checks, min_version=cl.get("min_version"), kraft=kraft, max_duration_s=bound,
-        fault_mix=mix, coverage=coverage, security=cl.get("security"),
+        fault_mix=mix, coverage=coverage, security=cl.get("security"), features=cl.get("features", {}),
         needs_roles=("zookeeper",) if not kraft else ("controller",) if cl["modes"] == ["kraft"] else ())
     return scenario, cl.get("distribution"), cl.get("kafka_version")
 
@@ -140,6 +141,26 @@ def _check_roles(modes: list[str], steps: list[dict], mix: dict | None) -> None:
         if need and any(have[m] != need for m in modes):
             raise schema.SchemaError((*p, "target"), f"{s['target']!r} names {need} nodes: set [cluster] modes = "
                                      f"[\"{'zookeeper' if need == 'zookeeper' else 'kraft'}\"]")
+
+
+def _check_features(cl: dict) -> None:
+    """``[cluster] features`` against the file's own ``distribution`` and ``kafka_version`` when it names
+    them (Distribution.features_problem); otherwise they are judged with the broker of the run."""
+    if not cl.get("features") or not (cl.get("distribution") or cl.get("kafka_version")):
+        return
+    from harness import distributions      # lazy: the adapters
+    dist = distributions.resolve(cl.get("distribution") or "apache-kraft")
+    version = cl.get("kafka_version")
+    if version is None:
+        if dist.sets_features:
+            return                          # the run's version decides the levels
+        version = "0.0"
+    why = dist.features_problem(cl["features"], version, cl["config"])
+    if why:
+        key = re.match(r"features\.([A-Za-z0-9_.]+?)(=|:| )", why)
+        name = key.group(1) if key else None
+        path = ("cluster", "features", name) if name in cl["features"] else ("cluster", "features")
+        raise schema.SchemaError(path, re.sub(r"^features\.[^ :]+:? ?", "", why))
 
 
 def _check_topics(topics: list[dict], steps: list[dict], expect: list[dict]) -> None:

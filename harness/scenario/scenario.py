@@ -38,7 +38,7 @@ ROLE_REASONS = {
 }
 
 
-VARIANT_KEYS = {"workload", "broker_config", "min_version", "description"}
+VARIANT_KEYS = {"workload", "broker_config", "min_version", "description", "features"}
 
 
 @dataclass
@@ -102,6 +102,10 @@ class Scenario:
     # the client-facing listener's security, ``PROTOCOL[:MECHANISM]`` (harness/cluster/security.py,
     # docs/security.md; a scenario file's ``[cluster] security``, ``run --security``); None: PLAINTEXT
     security: str | None = None
+    # feature levels the cluster's storage is formatted with (a scenario file's ``[cluster] features``,
+    # ``run --feature NAME=LEVEL``): {"transaction.version": 1}; empty: the release's defaults. Only the
+    # Apache KRaft adapters set them (Distribution.features_problem; docs/kraft.md "Feature levels")
+    features: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.needs_roles is None:
@@ -135,7 +139,12 @@ class Scenario:
         min_version = max(newer, key=versions.parse) if newer else None
         return replace(self, workload=workload, broker_config={**self.broker_config, **change.get("broker_config", {})},
                        min_version=min_version, description=change.get("description", self.description),
-                       variant=variant, variants={})
+                       features={**self.features, **change.get("features", {})}, variant=variant, variants={})
+
+    def with_features(self, features: dict[str, int] | None) -> "Scenario":
+        """This scenario with the feature levels ``features`` over its own (``run --feature``; None or
+        empty: itself)."""
+        return replace(self, features={**self.features, **features}) if features else self
 
     @property
     def family(self) -> str:
@@ -150,7 +159,8 @@ class Scenario:
         if self.broker_config and getattr(distribution, "fixed_config", False):
             return (f"sets broker configuration ({', '.join(f'{k}={v}' for k, v in self.broker_config.items())}); "
                     "the cluster runs its own (--nodes)")
-        why = self.layout_not_applicable(distribution.layout)
+        why = self.layout_not_applicable(distribution.layout) or distribution.features_problem(
+            self.features, kafka_version, self.broker_config)
         if why:
             return why
         for r in self.needs_roles:

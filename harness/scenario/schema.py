@@ -15,6 +15,8 @@ import math
 import re
 from typing import Any
 
+from reference.feature_versions import NAMES as FEATURE_NAMES
+
 from harness.errors import HarnessError, ScenarioError
 from harness.record.verdicts import CHECK_NAMES
 from harness.nemesis.catalog import CATALOG, FaultSpecError, validate_params
@@ -22,6 +24,7 @@ from harness.nemesis.targets import TargetError, parse_target
 from harness.scenario.schedule import ScheduleError, parse_mix
 from harness.workload.config import WorkloadConfig
 from harness.workload.groups import GroupWorkloadConfig
+from harness.workload.java_txn import JavaTxnWorkloadConfig
 from harness.workload.share import ShareWorkloadConfig
 from harness.workload.txn import TxnWorkloadConfig
 
@@ -39,7 +42,7 @@ class SchemaError(ScenarioError):
 TOP_KEYS = ("name", "description", "tags", "max_duration_s", "cluster", "topics", "workload", "steps",
             "random", "expect", "checks", "coverage")
 CLUSTER_KEYS = ("brokers", "zookeepers", "distribution", "kafka_version", "min_version", "modes", "config",
-                "security")
+                "security", "features")
 TOPIC_KEYS = ("name", "partitions", "replication_factor", "config", "assignment")
 STEP_KEYS = ("id", "at", "after", "fault", "target", "duration", "params", "action", "topic", "partition",
              "replicas", "throttle", "mb", "brokers")
@@ -47,14 +50,15 @@ ACTIONS = ("reassign", "preload", "clear_throttle", "elect_preferred", "delete_t
 EXPECT_KEYS = ("that", "after", "within", "topic", "partition", "broker", "brokers")
 # what an expectation can say (docs/scenario-files.md "Expectations"); checker-backed ones add a check
 EXPECTATIONS = ("leader_elected", "leader_is", "controller_elected", "isr_full", "isr_shrinks", "isr_is",
-                "reassignment_completes", "topic_deleted", "no_acked_write_lost", "conformance", "transactions", "groups")
+                "reassignment_completes", "topic_deleted", "no_acked_write_lost", "conformance", "transactions", "groups",
+                "txn-epochs")
 CHECKER_EXPECTATIONS = {"no_acked_write_lost": "durability", "conformance": "conformance",
-                        "transactions": "transactions", "groups": "groups"}
+                        "transactions": "transactions", "groups": "groups", "txn-epochs": "txn-epochs"}
 CHECKS = CHECK_NAMES
 MODES = ("zookeeper", "kraft")
 SUITE_TAGS = ("smoke", "conformance", "chaos", "nightly")
 WORKLOAD_KINDS = {"plain": WorkloadConfig, "txn": TxnWorkloadConfig, "group": GroupWorkloadConfig,
-                  "share": ShareWorkloadConfig}
+                  "share": ShareWorkloadConfig, "java-txn": JavaTxnWorkloadConfig}
 WORKLOAD_ALIASES = {"count": "max_sends", "consumers": "assign_consumers", "group_consumers": "subscribe_consumers",
                     "idempotence": "enable_idempotence"}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -138,6 +142,23 @@ def config_table(v, path: Path_) -> dict[str, str]:
     return out
 
 
+def features(v, path: Path_) -> dict[str, int]:
+    """Feature levels (``{"transaction.version" = 1}``): names some Kafka release knows
+    (reference/feature_versions.py), integer levels; whether the run's release knows the level is decided
+    with the broker (Scenario.not_applicable)."""
+    if not isinstance(v, dict):
+        raise SchemaError(path, f"expected a table of feature levels ({{ \"transaction.version\" = 1 }}), "
+                          f"got {_kind(v)}")
+    out = {}
+    for k, x in v.items():
+        if isinstance(x, dict):   # a dotted key written bare is a nested table
+            raise SchemaError((*path, k), "feature names contain dots: quote them (\"transaction.version\" = 1)")
+        if k not in FEATURE_NAMES:
+            raise SchemaError((*path, k), f"unknown feature; allowed: {', '.join(FEATURE_NAMES)}")
+        out[k] = integer(x, (*path, k), 0, 32767)
+    return out
+
+
 # ------------------------------------------------------------------------------------- tables
 def cluster(d: dict) -> dict:
     c = keys(d.get("cluster", {}), ("cluster",), CLUSTER_KEYS, "[cluster]")
@@ -153,6 +174,8 @@ def cluster(d: dict) -> dict:
             out["security"] = Security.parse(text, "security").spec()
         except HarnessError as e:
             raise SchemaError((*p, "security"), str(e).removeprefix("security: ")) from None
+    if "features" in c:
+        out["features"] = features(c["features"], (*p, "features"))
     if "distribution" in c:
         from harness.distributions import NAMES     # lazy: only the names
         out["distribution"] = string(c["distribution"], (*p, "distribution"), tuple(NAMES))

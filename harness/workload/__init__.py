@@ -18,7 +18,7 @@ __all__ = ["Workload", "WorkloadConfig", "TxnWorkload", "TxnWorkloadConfig", "Gr
            "classify_delivery_error", "single_attempt"]
 
 
-def make_workload(bootstrap: str, spec: dict, emit):
+def make_workload(bootstrap: str, spec: dict, emit, cluster=None):
     """The workload a scenario's ``workload`` dict asks for: ``kind: "txn"`` the transactional one
     (:class:`TxnWorkload`, docs/transactions.md), ``kind: "group"`` the consumer-group one
     (:class:`GroupWorkload`), else the producer/consumer :class:`Workload`."""
@@ -26,6 +26,9 @@ def make_workload(bootstrap: str, spec: dict, emit):
         return TxnWorkload(bootstrap, TxnWorkloadConfig(**spec), emit)
     if spec.get("kind") == "group":
         return GroupWorkload(bootstrap, GroupWorkloadConfig(**spec), emit)
+    if spec.get("kind") == "java-txn":  # Kafka's Java client in a container (transactions v2): docs/transactions.md
+        from harness.workload.java_txn import JavaTxnWorkload, JavaTxnWorkloadConfig
+        return JavaTxnWorkload(bootstrap, JavaTxnWorkloadConfig(**spec), emit, cluster=cluster)
     if spec.get("kind") == "share":     # a share group (KIP-932): docs/share-groups.md
         return ShareWorkload(bootstrap, ShareWorkloadConfig(**spec), emit)
     return Workload(bootstrap, WorkloadConfig(**{k: v for k, v in spec.items() if k != "kind"}), emit)
