@@ -42,7 +42,7 @@ KAFKA_REPO = "kafka-chaos/kafka"
 DEBIAN_MIRROR = os.environ.get("KAFKA_CHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 DEBIAN_SECURITY = os.environ.get("KAFKA_CHAOS_DEBIAN_SECURITY", "http://deb.debian.org/debian-security")
 MAVEN_METADATA = "https://repo.maven.apache.org/maven2/org/apache/kafka/kafka_2.13/maven-metadata.xml"
-# The default Kafka version of each mode, kept here and nowhere else (docs/versions.md): with no version asked
+# The default Kafka version of each mode, kept here and nowhere else (README "Versions"): with no version asked
 # for, a run takes the newest release of the mode's series that Maven Central serves ("4": the newest 4.x);
 # ``offline`` is used when Maven Central cannot be asked and nothing is cached. KRaft is the default mode
 # (``harness.distributions.DEFAULT`` is apache-kraft); ZooKeeper mode (``--distribution apache-zk``) ended
