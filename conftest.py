@@ -14,7 +14,7 @@ What is left here is this repository's own:
 - the older option names ``--kafka-version``, ``--broker-image``, ``--brokers``, ``--zookeepers``,
   ``--runs-dir`` still work (they set the ``--kc-*`` ones);
 - this repository's integration tests were written for ZooKeeper mode (the default until issue 40): with no
-  ``--kc-distribution``, ``--kc-kafka-version``, ``--kc-broker-image`` or ``--kc-nodes`` given, the plugin's
+  ``--kc-distribution``, ``--kc-broker-image``, ``--kc-nodes`` or a 4.x ``--kc-kafka-version`` given, the plugin's
   clusters and ``kc_image`` are ``apache-zk`` on the newest 3.9.x (:data:`ZK_TESTS`), named here once; tests that
   start clusters another way name their distribution themselves. The product's default (KRaft on the newest
   4.x) is what ``kafka-chaos run``, ``cluster up`` and the demo get, and what the tests that run them without
@@ -54,6 +54,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     import harness
+    import harness.images
     here = Path(__file__).resolve().parent
     if Path(harness.__file__).resolve().parent.parent != here:
         raise pytest.UsageError(f"`harness` was imported from {Path(harness.__file__).parent}, not from this checkout "
@@ -62,7 +63,9 @@ def pytest_configure(config):
         value = config.getoption(old)
         if value is not None:
             setattr(config.option, new, value)
-    if not any(config.getoption(k, None) for k in ("kc_distribution", "kc_kafka_version", "kc_broker_image", "kc_nodes")):
+    version = config.getoption("kc_kafka_version", None)
+    if not any(config.getoption(k, None) for k in ("kc_distribution", "kc_broker_image", "kc_nodes")) and \
+            not (version and harness.images.is_kraft_only(version)):     # a 4.x version: KRaft, the default
         config.option.kc_distribution = ZK_TESTS
 
 
