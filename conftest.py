@@ -13,6 +13,12 @@ What is left here is this repository's own:
   ``KAFKA_CHAOS_SKIP_DOCKER=1`` is set explicitly, which skips them);
 - the older option names ``--kafka-version``, ``--broker-image``, ``--brokers``, ``--zookeepers``,
   ``--runs-dir`` still work (they set the ``--kc-*`` ones);
+- this repository's integration tests were written for ZooKeeper mode (the default until issue 40): with no
+  ``--kc-distribution``, ``--kc-broker-image``, ``--kc-nodes`` or a 4.x ``--kc-kafka-version`` given, the plugin's
+  clusters and ``kc_image`` are ``apache-zk`` on the newest 3.9.x (:data:`ZK_TESTS`), named here once; tests that
+  start clusters another way name their distribution themselves. The product's default (KRaft on the newest
+  4.x) is what ``kafka-chaos run``, ``cluster up`` and the demo get, and what the tests that run them without
+  a distribution check;
 - the plugin is loaded from this checkout when the installed package does not register its entry point
   (an editable install made before the plugin existed), and a run whose ``harness`` is not this
   checkout's stops at once (use ``python -m pytest`` from the checkout).
@@ -30,6 +36,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 os.environ.setdefault("KAFKA_CHAOS_QUIET", "1")
 
 SUITE_MARKERS = ("smoke", "conformance", "chaos", "nightly")
+ZK_TESTS = "apache-zk"      # the distribution of this repository's plugin-fixture tests (see above)
 LEGACY_OPTIONS = {"kafka_version": "kc_kafka_version", "broker_image": "kc_broker_image", "brokers": "kc_brokers",
                   "zookeepers": "kc_zookeepers", "runs_dir": "kc_runs_dir"}
 
@@ -47,6 +54,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     import harness
+    import harness.images
     here = Path(__file__).resolve().parent
     if Path(harness.__file__).resolve().parent.parent != here:
         raise pytest.UsageError(f"`harness` was imported from {Path(harness.__file__).parent}, not from this checkout "
@@ -55,6 +63,10 @@ def pytest_configure(config):
         value = config.getoption(old)
         if value is not None:
             setattr(config.option, new, value)
+    version = config.getoption("kc_kafka_version", None)
+    if not any(config.getoption(k, None) for k in ("kc_distribution", "kc_broker_image", "kc_nodes")) and \
+            not (version and harness.images.is_kraft_only(version)):     # a 4.x version: KRaft, the default
+        config.option.kc_distribution = ZK_TESTS
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the group into a nodeid suffix

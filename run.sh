@@ -83,9 +83,10 @@ case "$cmd" in
     ;;
   test)
     setup test
-    # ZooKeeper jars of the default image, for the observer's loopback ZooKeeper tests
+    # ZooKeeper jars of the ZooKeeper-mode default (the newest 3.9.x; 4.x has none), for the observer's
+    # loopback ZooKeeper tests
     if [ -z "${KAFKA_CHAOS_ZK_CLASSPATH:-}" ]; then
-      KAFKA_CHAOS_ZK_CLASSPATH="$("$PY" -c 'from harness import images; print(images.ensure_jars(images.resolve_version(None)))')/*"
+      KAFKA_CHAOS_ZK_CLASSPATH="$("$PY" -c 'from harness import images; print(images.ensure_jars(images.resolve_version(None, images.ZK)))')/*"
       export KAFKA_CHAOS_ZK_CLASSPATH
     fi
     # default selection: unit + integration tests and the smoke scenarios; the full conformance /

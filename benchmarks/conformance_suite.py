@@ -33,10 +33,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default="conformance")
     ap.add_argument("--kafka-version")
+    ap.add_argument("--distribution", help="apache-kraft (default, the newest 4.x) or apache-zk (the newest 3.9.x)")
     ap.add_argument("--runs-dir")
     ap.add_argument("--parallel", type=int, default=1, metavar="N")
     a = ap.parse_args()
-    info = images.image_for(a.kafka_version, None, build_missing=True)
+    info = images.image_for(a.kafka_version, None, build_missing=True,
+                            mode=images.ZK if a.distribution == "apache-zk" else images.KRAFT)
+    dist = ["--distribution", a.distribution] if a.distribution else []
     chosen = [s for s in scenarios_for(a.suite) if "nightly" not in s.tags]
     runs = a.runs_dir or tempfile.mkdtemp(prefix="kc-bench-")
     print(f"{len(chosen)} scenarios of {a.suite!r} on {info.tag}, cpus {os.cpu_count()}, "
@@ -44,13 +47,13 @@ def main() -> None:
     t0 = time.monotonic()
     rows = []
     if a.parallel > 1:
-        jobs = [Job(s.name, [s.name, "--broker-image", info.tag, "--runs-dir", runs, "--suite", "benchmark"])
+        jobs = [Job(s.name, [s.name, "--broker-image", info.tag, "--runs-dir", runs, "--suite", "benchmark", *dist])
                 for s in chosen]
         for r in run_children(jobs, a.parallel, runs):
             rows.append((r.scenario, r.verdict or "UNKNOWN", r.seconds if r.seconds is not None else float("nan")))
     else:
         for s in chosen:
-            o = execute(s, runs_dir=runs, image=info.tag, suite="benchmark")
+            o = execute(s, runs_dir=runs, image=info.tag, suite="benchmark", distribution=a.distribution)
             rows.append((s.name, o.verdict, o.seconds))
             print(f"  {s.name:50} {o.verdict:8} {o.seconds:6.1f} s", flush=True)
     total = time.monotonic() - t0

@@ -343,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     isub = pi.add_subparsers(dest="images_command", metavar="ACTION", parser_class=_Parser)
     b = isub.add_parser("build", help="build kafka-chaos/kafka:<version> offline (cached)")
     b.add_argument("--kafka", action="append", metavar="VERSION",
-                   help="Kafka version or series (default: latest 3.9.x); repeat for several")
+                   help=f"Kafka version or series (default: {images.default_version_help()}); repeat for several")
     b.add_argument("--force", action="store_true", help="rebuild even if cached")
     b.set_defaults(func=cmd_images_build, precheck=_check_images)
     bk = isub.add_parser("build-kfake", help="build kafka-chaos/kfake:latest offline: franz-go's kfake (Go module) "
@@ -378,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--zookeepers", type=int, default=1, choices=[1, 3, 5])
     g = up.add_mutually_exclusive_group()
-    g.add_argument("--kafka-version", metavar="V", help="Kafka version (default: latest 3.9.x)")
+    g.add_argument("--kafka-version", metavar="V", help=f"Kafka version (default: {images.default_version_help()})")
     g.add_argument("--broker-image", metavar="IMG", help="an image present locally")
     up.add_argument("--config", action="append", metavar="KEY=VALUE", help="broker config override (repeatable)")
     add_distribution_args(up, distributions.CHOICES_HELP)

@@ -42,9 +42,17 @@ KAFKA_REPO = "kafka-chaos/kafka"
 DEBIAN_MIRROR = os.environ.get("KAFKA_CHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 DEBIAN_SECURITY = os.environ.get("KAFKA_CHAOS_DEBIAN_SECURITY", "http://deb.debian.org/debian-security")
 MAVEN_METADATA = "https://repo.maven.apache.org/maven2/org/apache/kafka/kafka_2.13/maven-metadata.xml"
-# Used when Maven Central cannot be asked (offline) and nothing is cached.
-FALLBACK_DEFAULT_VERSION = "3.9.2"
-DEFAULT_SERIES = "3.9"
+# The default Kafka version of each mode, kept here and nowhere else (README "Versions"): with no version asked
+# for, a run takes the newest release of the mode's series that Maven Central serves ("4": the newest 4.x);
+# ``offline`` is used when Maven Central cannot be asked and nothing is cached. KRaft is the default mode
+# (``harness.distributions.DEFAULT`` is apache-kraft); ZooKeeper mode (``--distribution apache-zk``) ended
+# with 3.9 (KIP-833), so its default is the newest 3.9.x.
+KRAFT, ZK = "kraft", "zk"                 # the modes, named as Distribution.controller_model names them
+DEFAULT_VERSIONS: dict[str, tuple[str, str]] = {   # mode -> (series, offline fallback)
+    KRAFT: ("4", "4.4.0"),
+    ZK: ("3.9", "3.9.2"),
+}
+DEFAULT_SERIES, FALLBACK_DEFAULT_VERSION = DEFAULT_VERSIONS[KRAFT]   # the default mode's
 KRAFT_ONLY_FROM = (4, 0)    # no ZooKeeper mode (KIP-833) and Log4j 2 logging (KIP-653) from 4.0 on
 WARM_UP_FROM = (3, 3)       # KRaft in production: the image build formats a storage template and dumps a CDS archive
 TOOLS_JAR_FROM = (3, 5)     # kafka-tools (reassignment tool) is a separate artifact from 3.5 on
@@ -113,13 +121,24 @@ def available_versions(refresh: bool = False) -> list[str]:
     return found
 
 
-def resolve_version(requested: str | None) -> str:
-    """``None``/``latest`` → latest 3.9.x; ``3.7`` → latest 3.7.x; ``2.8.2`` → itself (if it exists)."""
-    req = (requested or DEFAULT_SERIES).strip()
+def default_series(mode: str = KRAFT) -> str:
+    """The series a run of ``mode`` (``kraft`` or ``zk``, :data:`DEFAULT_VERSIONS`) takes its newest release from."""
+    return DEFAULT_VERSIONS[ZK if mode == ZK else KRAFT][0]
+
+
+def default_version_help() -> str:
+    """The default versions as help texts say them: ``the newest 4.x (apache-zk: the newest 3.9.x)``."""
+    return f"the newest {DEFAULT_VERSIONS[KRAFT][0]}.x (apache-zk: the newest {DEFAULT_VERSIONS[ZK][0]}.x)"
+
+
+def resolve_version(requested: str | None, mode: str = KRAFT) -> str:
+    """``None``/``latest`` → the newest release of the default series of ``mode`` (KRaft: the newest 4.x;
+    ``zk``: the newest 3.9.x); ``4`` → the newest 4.x; ``3.7`` → the newest 3.7.x; ``2.8.2`` → itself (if it exists)."""
+    req = (requested or "latest").strip()
     if req == "latest":
-        req = DEFAULT_SERIES
-    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", req):
-        raise UnknownVersion(f"unknown Kafka version {requested!r}: expected a version like 3.9.2 or a series like 3.9")
+        req = default_series(mode)
+    if not re.fullmatch(r"\d+(\.\d+){0,2}", req):
+        raise UnknownVersion(f"unknown Kafka version {requested!r}: expected a version like 4.4.0 or a series like 4.4 or 4")
     # once a version's jars are cached nothing asks the network: an exact version as it is, a series
     # from the version list as last fetched (whatever its age; delete kafka-versions.json to ask again)
     if req.count(".") == 2 and jars_cached(req):
@@ -128,12 +147,13 @@ def resolve_version(requested: str | None) -> str:
     if known and jars_cached(known[-1]):
         return known[-1]
     released = available_versions()
-    if not released:  # offline: accept exact versions and the built-in default
+    if not released:  # offline: accept exact versions and the built-in defaults
         if req.count(".") == 2:
             return req
-        if req == DEFAULT_SERIES:
-            return FALLBACK_DEFAULT_VERSION
-        raise UnknownVersion(f"cannot resolve Kafka series {req} offline; give an exact version like 3.9.2")
+        offline = {series: fallback for series, fallback in DEFAULT_VERSIONS.values()}
+        if req in offline:
+            return offline[req]
+        raise UnknownVersion(f"cannot resolve Kafka series {req} offline; give an exact version like 4.4.0")
     if req.count(".") == 2:
         if req not in released:
             series = versions.series_name(req)
@@ -445,11 +465,13 @@ def inspect(image: str) -> ImageInfo:
                      img.labels.get("kafka-chaos.distribution", "generic"))
 
 
-def image_for(version: str | None = None, image: str | None = None, build_missing: bool = False) -> ImageInfo:
-    """The image a cluster should run: an explicit image name, or the built image of a Kafka version."""
+def image_for(version: str | None = None, image: str | None = None, build_missing: bool = False,
+              mode: str = KRAFT) -> ImageInfo:
+    """The image a cluster should run: an explicit image name, or the built image of a Kafka version
+    (none given: the default of ``mode``, :func:`resolve_version`)."""
     if image:
         return inspect(image)
-    v = resolve_version(version)
+    v = resolve_version(version, mode)
     tag = image_tag(v)
     if find_image(tag) is None:
         if not build_missing:

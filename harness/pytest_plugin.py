@@ -39,12 +39,14 @@ _CLUSTER_FIXTURES = ("kc_cluster", "kc_cluster_module", "kc_cluster_session", "k
 
 
 def pytest_addoption(parser):
+    from harness import images
     g = parser.getgroup("kafka-chaos", "kafka-chaos: real Kafka clusters, faults and a judge")
     env = os.environ.get
     g.addoption("--kc-kafka-version", default=env("KAFKA_CHAOS_KAFKA_VERSION"), metavar="V",
-                help="Kafka version of the clusters (default: latest 3.9.x; $KAFKA_CHAOS_KAFKA_VERSION)")
+                help=f"Kafka version of the clusters (default: {images.default_version_help()}; "
+                     "$KAFKA_CHAOS_KAFKA_VERSION)")
     g.addoption("--kc-distribution", default=env("KAFKA_CHAOS_DISTRIBUTION"), metavar="NAME",
-                help="apache-zk (default), apache-kraft, apache-kraft-dedicated, or a distribution file "
+                help="apache-kraft (default), apache-zk (ZooKeeper mode), apache-kraft-dedicated, or a distribution file "
                      "($KAFKA_CHAOS_DISTRIBUTION)")
     g.addoption("--kc-broker-image", default=env("KAFKA_CHAOS_BROKER_IMAGE"), metavar="IMAGE",
                 help="run this local image instead of kafka-chaos/kafka:<version>")
@@ -163,7 +165,8 @@ def kc_image(request, kc_docker):
     image = request.config.getoption("kc_broker_image")
     if image:
         return images.inspect(image)
-    return images.image_for(request.config.getoption("kc_kafka_version"), build_missing=True)
+    return images.image_for(request.config.getoption("kc_kafka_version"), build_missing=True,
+                            mode=_mode(request.config.getoption("kc_distribution")))
 
 
 @pytest.fixture
@@ -178,6 +181,15 @@ def kc_spec(request) -> dict:
         param = dict(param)
         out["distribution"] = LAYOUTS[param.pop("layout")]
     return {**out, **param}
+
+
+def _mode(distribution) -> str:
+    """The mode (``kraft`` / ``zk``) whose default Kafka version a cluster of ``distribution`` (a name, an
+    adapter, None: the default) runs when no version is asked for (``harness.images.DEFAULT_VERSIONS``)."""
+    from harness import distributions
+    from harness.distributions.base import Distribution
+    adapter = distribution if isinstance(distribution, Distribution) else distributions.resolve(distribution)
+    return adapter.controller_model
 
 
 class ClusterPool:
@@ -197,7 +209,8 @@ class ClusterPool:
         extra = {k: v for k, v in settings.items() if k not in CLUSTER_KEYS}
         remote = str(s.get("distribution") or "").startswith("remote:")    # --kc-nodes: no image
         if not s.get("image") and not remote:
-            s["image"] = images.image_for(s.pop("kafka_version", None), build_missing=True).tag
+            s["image"] = images.image_for(s.pop("kafka_version", None), build_missing=True,
+                                          mode=_mode(s.get("distribution"))).tag
         s.pop("kafka_version", None)
         if isinstance(s.get("security"), str):     # PROTOCOL[:MECHANISM] (docs/security.md)
             from harness.cluster.security import Security

@@ -98,9 +98,11 @@ def resolve_broker(*, kafka_version: str | None = None, image: str | None = None
     """The :class:`Broker` of a command line: ``--kafka-version`` / ``--broker-image``, ``--distribution``
     (a name or an adapter already resolved), ``--distribution-file``, ``--layout``, ``--profile``.
 
-    With no distribution asked, ``default`` is the adapter (``run``: apache-zk), None meaning the image's
-    own (``certify``); an image not built here runs as ``generic`` either way. The distribution's fit to
-    ``kafka_version`` and the profile are checked before an image is built; the image's fit after.
+    With no distribution asked, ``default`` is the adapter (``run``: apache-kraft), None meaning the image's
+    own (``certify``); an image not built here runs as ``generic`` either way. With no version asked, the
+    adapter's mode picks the version (``images.DEFAULT_VERSIONS``: the newest 4.x; apache-zk: the newest
+    3.9.x). The distribution's fit to ``kafka_version`` and the profile are checked before an image is
+    built; the image's fit after.
 
     ``nodes`` (``--nodes FILE``): the cluster of a nodes file, which the harness does not start (no image;
     harness/distributions/remote.py); with ``check_nodes`` every host is reached and checked now (host
@@ -118,7 +120,7 @@ def resolve_broker(*, kafka_version: str | None = None, image: str | None = None
         dist = distribution
     elif distribution or distribution_file or layout:
         dist = distributions.resolve(distribution, distribution_file, layout)
-    else:                                  # the default: apache-zk, the image's own, generic for a foreign one
+    else:                                  # the default: apache-kraft, the image's own, generic for a foreign one
         if image or default is None:
             check_profile(None, profile, kafka_version)      # before Docker is asked for the image
             info = images.image_for(kafka_version, image, build_missing=build_missing)
@@ -129,7 +131,8 @@ def resolve_broker(*, kafka_version: str | None = None, image: str | None = None
     if info is None:
         dist.fits(kafka_version)
         check_profile(dist, profile, kafka_version)
-        info = images.image_for(kafka_version, image or dist.image, build_missing=build_missing)
+        info = images.image_for(kafka_version, image or dist.image, build_missing=build_missing,
+                                mode=dist.controller_model)
     else:
         check_profile(dist, profile, info.kafka_version)
     dist.check_image(info)                 # a broker that does not fit: before any run

@@ -14,11 +14,12 @@ from harness.scenario.scenario import Scenario
 from suites.catalog import scenarios_for
 
 
-def record_passing_run(name: str, image: str, runs_dir) -> tuple[Scenario, RunRecord]:
-    """Run scenario ``name`` on a fresh cluster; it must PASS (else the control would prove nothing)."""
+def record_passing_run(name: str, image: str, runs_dir, distribution: str = "apache-zk") -> tuple[Scenario, RunRecord]:
+    """Run scenario ``name`` on a fresh cluster of ``distribution`` (the negative controls were written for
+    ZooKeeper mode); it must PASS (else the control would prove nothing)."""
     scenario = scenarios_for(name)[0]
     assert scenario.name == name, f"no scenario named {name!r}"
-    out = execute(scenario, runs_dir=runs_dir, image=image, suite="pytest")
+    out = execute(scenario, runs_dir=runs_dir, image=image, suite="pytest", distribution=distribution)
     assert out.verdict == "PASS", f"{name}: the real run must pass first: {out.reason} ({out.path})"
     return scenario, read_run(out.path)
 

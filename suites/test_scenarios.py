@@ -23,7 +23,9 @@ def _params() -> list:
 
 @pytest.mark.parametrize("scenario", _params())
 def test_scenario(scenario, kc_image, request):
-    req = prepare(scenario, image=kc_image.tag)       # the default distribution; applicability decided once
+    # the session's distribution (--kc-distribution; this repository's tests: apache-zk, conftest.py), with the
+    # image of its version; applicability decided once
+    req = prepare(scenario, image=kc_image.tag, distribution=request.config.getoption("kc_distribution"))
     if req.not_applicable:
         pytest.skip(f"{scenario.name}: {req.not_applicable}")
     runs_dir = request.config.getoption("kc_runs_dir")

@@ -13,8 +13,8 @@ row runs ``python -m harness.cli ...`` as a subprocess (its own process group, n
 
 Rows whose *needs* is ``-`` run with an unreachable ``DOCKER_HOST``: a check that happened only after
 Docker was asked would give "Docker engine unreachable" instead. ``docker`` rows need a real engine and
-start nothing; the ``cluster`` row needs a running cluster, which a module fixture starts (one
-ZooKeeper + one broker) and removes: run these under the machine's cluster limit. The cluster name
+start nothing; the ``cluster`` row needs a running cluster, which a module fixture starts (the
+default: one KRaft broker) and removes: run these under the machine's cluster limit. The cluster name
 is ``$KAFKA_CHAOS_TEST_CLUSTER`` when set (default ``bad-inputs-<pid>``).
 """
 
@@ -156,7 +156,7 @@ def _busy_port() -> socket.socket:
 
 @pytest.fixture(scope="module")
 def running_cluster():
-    """A cluster named CLUSTER (1 ZooKeeper + 1 broker) for the ``cluster`` rows; removed afterwards."""
+    """A cluster named CLUSTER (the default: 1 KRaft broker) for the ``cluster`` rows; removed afterwards."""
     env = {**os.environ, "KAFKA_CHAOS_QUIET": "1"}
     up = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", CLUSTER, "--brokers", "1"],
                         capture_output=True, text=True, timeout=600, cwd=REPO, env=env)

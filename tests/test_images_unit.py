@@ -47,15 +47,42 @@ def test_kraft_only_from_4(version, kraft_only):
     assert images.image_distribution(version) == ("apache-kraft" if kraft_only else "apache-zk")
 
 
-def test_resolve_4x_series(monkeypatch):
+def test_resolve_4x_series(monkeypatch, tmp_path):
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path))     # not this host's cache
     monkeypatch.setattr(images, "available_versions",
                         lambda refresh=False: ["3.9.2", "4.0.0", "4.0.2", "4.1.0", "4.1.2", "4.2.0"])
     assert images.resolve_version("4.1") == "4.1.2"
     assert images.resolve_version("4.0") == "4.0.2"
     assert images.resolve_version("4.1.0") == "4.1.0"
-    assert images.resolve_version(None) == "3.9.2"          # the default stays 3.9.x
+    assert images.resolve_version(None) == "4.2.0"          # the default: KRaft on the newest 4.x served
+    assert images.resolve_version("latest") == "4.2.0"
+    assert images.resolve_version("4") == "4.2.0"           # a major series: its newest release
+    assert images.resolve_version(None, images.ZK) == "3.9.2"   # ZooKeeper mode: the newest 3.9.x
     with pytest.raises(HarnessError, match="4.1.9.*not on Maven Central"):
         images.resolve_version("4.1.9")
+
+
+def test_the_default_follows_maven_central(monkeypatch, tmp_path):
+    """A newer 4.x on Maven Central becomes the default with no change here; a 5.0 does not (the series is 4)."""
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path))     # not this host's cache
+    monkeypatch.setattr(images, "available_versions", lambda refresh=False: ["3.9.2", "3.9.3", "4.4.0", "4.5.1", "5.0.0"])
+    assert images.resolve_version(None) == "4.5.1"
+    assert images.resolve_version(None, images.ZK) == "3.9.3"
+
+
+def test_offline_defaults_come_from_the_one_table(monkeypatch, tmp_path):
+    """Nothing cached and Maven Central unreachable: each mode's offline fallback of DEFAULT_VERSIONS."""
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path))     # not this host's cache
+    monkeypatch.setattr(images, "available_versions", lambda refresh=False: [])
+    monkeypatch.setattr(images, "_cached_versions", lambda: [])
+    assert images.DEFAULT_VERSIONS == {images.KRAFT: ("4", "4.4.0"), images.ZK: ("3.9", "3.9.2")}
+    assert images.resolve_version(None) == "4.4.0"
+    assert images.resolve_version(None, images.ZK) == "3.9.2"
+    assert images.resolve_version("3.9") == "3.9.2"
+    assert images.resolve_version("4.1.2") == "4.1.2"      # an exact version is taken as given
+    with pytest.raises(HarnessError, match="cannot resolve Kafka series 4.1 offline"):
+        images.resolve_version("4.1")
+    assert "newest 4.x" in images.default_version_help() and "newest 3.9.x" in images.default_version_help()
 
 
 # ---------------------------------------------------------------------------- Maven projects
@@ -256,12 +283,13 @@ def test_cached_jars_resolve_without_the_network_even_with_a_stale_version_list(
         asked.append(a[0])
         raise OSError("offline")
     monkeypatch.setattr(images.urllib.request, "urlopen", offline)
-    assert images.resolve_version(None) == "3.9.2"
+    assert images.resolve_version(None, images.ZK) == "3.9.2"
     assert images.resolve_version("3.8") == "3.8.1"
     assert images.resolve_version("3.8.1") == "3.8.1"
     assert asked == []
     assert images.resolve_version("4.1") == "4.1.2"     # not cached: asks (offline here: the stale list)
     assert asked == [images.MAVEN_METADATA]
+    assert images.resolve_version(None) == "4.1.2"      # the default, newest 4.x of the stale list
 
 
 def test_ensure_jars_4x_adds_log4j2_binding_at_kafkas_version(fake_mvn, monkeypatch):

@@ -72,8 +72,19 @@ def one_error_line(res) -> str:
 
 
 # -- what the plan says -------------------------------------------------------------------------------
-def test_run_smoke_plan(sandbox):
+def test_run_smoke_plan_defaults_to_kraft_on_the_newest_4x(sandbox):
+    """No distribution, no version, nothing cached, no Maven Central asked: KRaft on the offline default 4.x."""
+    from harness import images
     out = ok(plan(sandbox, "run", "smoke", "--plan"))
+    assert f"kafka-chaos/kafka:{images.FALLBACK_DEFAULT_VERSION}" in out and images.FALLBACK_DEFAULT_VERSION.startswith("4.")
+    assert "distribution  apache-kraft" in out and "profile kraft-4." in out and "runs a controller" in out
+    assert "zk1" not in out
+    head, _, rest = out.partition("not applicable:")
+    assert "controller_failover.delete_controller_znode: it acts on ZooKeeper itself" in rest
+
+
+def test_run_smoke_plan(sandbox):
+    out = ok(plan(sandbox, "run", "smoke", "--plan", "--distribution", "apache-zk"))
     for name in ("broker_failover.kill_leader", "controller_failover.kill_controller",
                  "controller_failover.delete_controller_znode", "isr.pause_follower"):
         assert name in out
@@ -106,7 +117,7 @@ def test_kraft_conformance_plan(sandbox):
 
 
 def test_certify_plan(sandbox):
-    out = ok(plan(sandbox, "certify", "--plan"))
+    out = ok(plan(sandbox, "certify", "--plan", "--kafka-version", "3.9.2"))
     assert "plan of `kafka-chaos certify`" in out
     assert "certify needs --profile; the default is shown" in out
     assert "capabilities:" in out and "broker_failover      broker_failover.kill_leader" in out
@@ -121,7 +132,8 @@ def test_certify_plan_says_a_required_capability_cannot_apply(sandbox):
 
 
 def test_plan_json_is_the_same_plan(sandbox):
-    data = json.loads(ok(plan(sandbox, "run", "smoke", "--plan", "--json", "--parallel", "2", "--seed", "5")))
+    data = json.loads(ok(plan(sandbox, "run", "smoke", "--plan", "--json", "--parallel", "2", "--seed", "5",
+                              "--distribution", "apache-zk")))
     assert data["plan"] == "run" and data["target"] == "smoke" and data["seed"] == 5
     assert data["broker"]["distribution"] == "apache-zk" and data["security"] == {"protocol": "PLAINTEXT"}
     s = {e["name"]: e for e in data["scenarios"]}
@@ -145,7 +157,8 @@ def test_scheduled_faults_are_the_runs_schedule(sandbox):
     from suites.catalog import scenarios_for
     from harness.distributions import resolve
     from harness.scenario.schedule import generate_schedule
-    data = json.loads(ok(plan(sandbox, "run", "nightly.short", "--plan", "--json", "--seed", "7")))
+    data = json.loads(ok(plan(sandbox, "run", "nightly.short", "--plan", "--json", "--seed", "7",
+                              "--distribution", "apache-zk")))
     s = scenarios_for("nightly.short")[0]
     want = generate_schedule(7, s.fault_mix, resolve("apache-zk").roles)
     got = data["scenarios"][0]["faults"]

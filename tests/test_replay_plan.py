@@ -97,13 +97,14 @@ def test_scenario_applicability():
     """min_version and kraft decide what runs where (run, pytest suites and certify skip the rest)."""
     from suites.catalog import scenarios_for
     move = scenarios_for("reassignment.move_replicas")[0]
-    assert move.not_applicable("2.5.1", distributions.resolve()) == "needs Kafka 2.6+ (this is 2.5.1)"
-    assert move.not_applicable("2.8.2", distributions.resolve()) is None and move.not_applicable("3.10.0", distributions.resolve()) is None
-    assert move.not_applicable(None, distributions.resolve()) is None                  # a foreign image: run it
+    assert move.not_applicable("2.5.1", distributions.resolve("apache-zk")) == "needs Kafka 2.6+ (this is 2.5.1)"
+    assert move.not_applicable("2.8.2", distributions.resolve("apache-zk")) is None and move.not_applicable("3.10.0", distributions.resolve("apache-zk")) is None
+    assert move.not_applicable(None, distributions.resolve("apache-zk")) is None                  # a foreign image: run it
     assert move.not_applicable("3.9.2", distributions.resolve("apache-kraft")) is None
     zk = scenarios_for("zookeeper.session_expiry")[0]
     assert zk.not_applicable("3.9.2", distributions.resolve("apache-kraft")) == "it acts on ZooKeeper itself, which this cluster does not run"
-    assert zk.not_applicable("3.9.2", distributions.resolve()) is None
+    assert zk.not_applicable("3.9.2", distributions.resolve("apache-zk")) is None
+    assert zk.not_applicable("4.4.0", distributions.resolve()) == "it acts on ZooKeeper itself, which this cluster does not run"
 
 
 @pytest.mark.parametrize("recorded, spec", [

@@ -25,7 +25,7 @@ def test_needs_roles_defaults_follow_kraft():
 def test_a_scenario_that_needs_a_controller_quorum():
     s = _s(kraft=True, needs_roles=("controller",))
     assert s.not_applicable("3.9.2", ZK) == "needs controller nodes (a KRaft quorum)"
-    assert s.not_applicable("3.9.2", distributions.resolve()) == "needs controller nodes (a KRaft quorum)"      # default: apache-zk
+    assert s.not_applicable("3.9.2", distributions.resolve()) is None      # the default: apache-kraft (issue 40)
     assert s.not_applicable("4.1.2", KRAFT) is None and s.not_applicable(None, GENERIC) is None
 
 

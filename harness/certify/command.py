@@ -207,9 +207,9 @@ def add_parser(sub) -> None:
     g = c.add_mutually_exclusive_group()
     g.add_argument("--kafka-version", metavar="V", help="certify the locally built Apache Kafka V image")
     g.add_argument("--broker-image", metavar="IMG", help="certify this local image (default: the default "
-                                                          "Apache Kafka image, built if missing)")
-    c.add_argument("--profile", help="conformance profile: compatible or apache-zk-<major>.<minor> "
-                                     "(e.g. apache-zk-3.9); required")
+                                                          "Apache Kafka image, KRaft on the newest 4.x, built if missing)")
+    c.add_argument("--profile", help="conformance profile: compatible, kraft-<major>.<minor> (e.g. kraft-4.4) or "
+                                     "apache-zk-<major>.<minor> (e.g. apache-zk-3.9); required")
     c.add_argument("--out", metavar="DIR", help="where the certificate goes (default "
                                                 "certificates/<time>-<profile>)")
     c.add_argument("--runs-dir", metavar="DIR", help="where the evidence run records go (default OUT/runs); "
@@ -235,9 +235,10 @@ def add_parser(sub) -> None:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="run N scenarios at a time, each in its own process and cluster (default 1)")
-    add_distribution_args(c, "how the image's clusters run: apache-zk (default for kafka-chaos images), apache-kraft or "
-                        "apache-kraft-dedicated (then use a kraft-<x.y> profile or compatible; scenarios written for "
-                        "ZooKeeper mode only are NOT-APPLICABLE) or generic (default for any other image: configured "
+    add_distribution_args(c, "how the image's clusters run: the image's own mode by default (kafka-chaos images of "
+                        "4.x: apache-kraft; of 3.x: apache-zk), apache-kraft or apache-kraft-dedicated (a kraft-<x.y> "
+                        "profile or compatible; scenarios written for ZooKeeper mode only are NOT-APPLICABLE), "
+                        "apache-zk (an apache-zk-<x.y> profile) or generic (default for any other image: configured "
                         "by KAFKA_* variables like apache/kafka, KRaft, use --profile compatible; docs/certify.md)")
     add_nodes_arg(c, "certify")
     c.add_argument("--i-own-this-cluster", action="store_true",

@@ -67,7 +67,7 @@ class ClusterSpec:
     port_base: int | None = None        # fixed host ports: brokers port_base+id, ZooKeeper port_base+100+n
     startup_timeout_s: float = 120.0
     build_missing: bool = False
-    # the adapter (harness/distributions/); a name (None: apache-zk) is resolved once, by validate()
+    # the adapter (harness/distributions/); a name (None: apache-kraft) is resolved once, by validate()
     distribution: Distribution | str | None = None
     node_env: dict[str, str] = field(default_factory=dict)  # extra environment for every Kafka node
     controllers: int = 3                # apache-kraft-dedicated: controller-only nodes besides the brokers
@@ -233,7 +233,7 @@ class Cluster(TopicAdmin):
         client = docker_util.client()
         reap_orphans()
         self.image = images.image_for(self.spec.kafka_version, self.spec.image or self.distribution.image,
-                                      build_missing=self.spec.build_missing)
+                                      build_missing=self.spec.build_missing, mode=self.distribution.controller_model)
         self.distribution.check_image(self.image)
         check_kafka_version(self.security, self.image.kafka_version)
         if client.networks.list(names=[self.network_name]) or labelled_containers(f"{LABEL_CLUSTER}={self.name}"):

@@ -16,7 +16,11 @@ from typing import Callable
 
 def cmd_demo(args, main: Callable[[list[str]], int]) -> int:
     """Each step is a whole ``kafka-chaos`` command line given to ``main`` (the CLI's own entry point)."""
-    steps = [["images", "build"] + (["--kafka", args.kafka_version] if args.kafka_version else []),
+    from harness import images
+    # the image the run takes: the asked version, else the default of the distribution's mode (ZooKeeper
+    # mode: the newest 3.9.x; otherwise KRaft on the newest 4.x: images.DEFAULT_VERSIONS)
+    version = args.kafka_version or (images.default_series(images.ZK) if args.distribution == "apache-zk" else None)
+    steps = [["images", "build"] + (["--kafka", version] if version else []),
              ["run", args.scenario, "--runs-dir", args.runs_dir, "--parallel", str(args.parallel)]
              + (["--kafka-version", args.kafka_version] if args.kafka_version else [])
              + (["--distribution", args.distribution] if args.distribution else []),
@@ -38,13 +42,14 @@ def cmd_demo(args, main: Callable[[list[str]], int]) -> int:
 
 def add_parser(sub, main: Callable[[list[str]], int]) -> None:
     """``main``: the CLI's entry point (harness.cli passes its own ``main``), which runs each step."""
+    from harness import images
     d = sub.add_parser("demo", help="build the image, run the smoke suite and write the HTML report (./run.sh demo "
                                     "without the setup)",
                        description="Build the default broker image, run the smoke suite on local clusters and "
                                    "write the report (run records in ./runs, report in ./report).")
     d.add_argument("--scenario", default="smoke", help="a suite, family or scenario instead of `smoke`")
-    d.add_argument("--kafka-version", metavar="V", help="Kafka version (default: latest 3.9.x)")
-    d.add_argument("--distribution", help="apache-zk (default), apache-kraft, apache-kraft-dedicated")
+    d.add_argument("--kafka-version", metavar="V", help=f"Kafka version (default: {images.default_version_help()})")
+    d.add_argument("--distribution", help="apache-kraft (default), apache-zk (ZooKeeper mode), apache-kraft-dedicated")
     d.add_argument("--parallel", type=int, default=2, metavar="N",
                    help="scenarios at a time, each on its own cluster (default 2)")
     d.add_argument("--runs-dir", default="runs", help="where the run records go (default ./runs)")

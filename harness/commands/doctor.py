@@ -1,10 +1,10 @@
 """``kafka-chaos doctor``: is this host ready to run clusters? One line per check, with what to do.
 
     ok    docker     engine 26.1.5 at unix:///var/run/docker.sock
-    FAIL  image      kafka-chaos/kafka:3.9.2 (the default) is not built  -> kafka-chaos images build
+    FAIL  image      kafka-chaos/kafka:4.4.0 (the default) is not built  -> kafka-chaos images build
 
-Checks: the Docker engine, the default broker image (or the tools that build it: mmdebstrap, Maven,
-root), free disk for Docker and for the run records, the kernel's ``netem`` queueing discipline and
+Checks: the Docker engine, the default broker image (KRaft on the newest 4.x, ``harness.images.DEFAULT_VERSIONS``;
+or the tools that build it: mmdebstrap, Maven, root), free disk for Docker and for the run records, the kernel's ``netem`` queueing discipline and
 ``iptables`` (the network faults, tried in a throw-away container of the image: netem missing is a WARN,
 the netem faults are then skipped as an environment limit; iptables missing is a FAIL), the host port band
 the clusters publish on (below the ephemeral range) and Java 17+ for the Spark report. Exit code 0
@@ -50,7 +50,8 @@ def check_image():
     try:
         version = images.resolve_version(None)
     except Exception as e:  # noqa: BLE001 - offline and nothing cached: said, not raised
-        return _line(WARN, "image", f"cannot resolve the default Kafka version ({e})", "kafka-chaos images build --kafka 3.9.2")
+        return _line(WARN, "image", f"cannot resolve the default Kafka version ({e})",
+                     f"kafka-chaos images build --kafka {images.FALLBACK_DEFAULT_VERSION}")
     tag = images.image_tag(version)
     built = sorted(r["tag"] for r in images.list_images() if r["tag"].startswith(images.KAFKA_REPO + ":"))
     if tag in built:

@@ -78,13 +78,14 @@ def target_words(target: str) -> str:
 
 
 # -- the broker, resolved without Docker or the network -----------------------------------------------
-def _version_offline(requested: str | None) -> tuple[str | None, str]:
+def _version_offline(requested: str | None, mode: str = images.KRAFT) -> tuple[str | None, str]:
     """(the Kafka version a run would resolve ``requested`` to, how it was found) without asking Maven
-    Central: an exact version as given, a series from the version list cached here, else the default."""
-    req = (requested or images.DEFAULT_SERIES).strip()
-    req = images.DEFAULT_SERIES if req == "latest" else req
-    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", req):
-        raise UnknownVersion(f"unknown Kafka version {requested!r}: expected a version like 3.9.2 or a series like 3.9")
+    Central: an exact version as given, a series from the version list cached here, else the default of
+    ``mode`` (``images.DEFAULT_VERSIONS``)."""
+    req = (requested or "latest").strip()
+    req = images.default_series(mode) if req == "latest" else req
+    if not re.fullmatch(r"\d+(\.\d+){0,2}", req):
+        raise UnknownVersion(f"unknown Kafka version {requested!r}: expected a version like 4.4.0 or a series like 4.4 or 4")
     if req.count(".") == 2:
         return req, "as given"
     try:
@@ -94,13 +95,14 @@ def _version_offline(requested: str | None) -> tuple[str | None, str]:
     found = [v for v in cached if isinstance(v, str) and v.startswith(req + ".")]
     if found:
         return found[-1], f"the newest {req}.x in the version list cached here (the run may find a newer one)"
-    if req == images.DEFAULT_SERIES:
-        return images.FALLBACK_DEFAULT_VERSION, f"the offline default for {req}.x (the run asks Maven Central)"
+    offline = dict(images.DEFAULT_VERSIONS.values())     # series -> offline fallback
+    if req in offline:
+        return offline[req], f"the offline default for {req}.x (the run asks Maven Central)"
     return None, f"the newest {req}.x on Maven Central, found when the run starts"
 
 
 def plan_broker(*, kafka_version=None, image=None, distribution=None, distribution_file=None, layout=None,
-                profile=None, default: str | None = "apache-zk", nodes=None) -> tuple[Broker, str]:
+                profile=None, default: str | None = "apache-kraft", nodes=None) -> tuple[Broker, str]:
     """:func:`harness.request.resolve_broker` without Docker: (the Broker, a note on the image).
     ``nodes``: a nodes file (``--nodes``): hosts the harness connects to, no image."""
     from harness import distributions
@@ -125,9 +127,10 @@ def plan_broker(*, kafka_version=None, image=None, distribution=None, distributi
         version, note = None, "not looked up (Docker is not contacted); its labels are read when the run starts"
         label = "generic"
     else:
-        version, note = (m.group(1), "as given") if m else _version_offline(kafka_version)
+        mode = (dist or distributions.resolve(default)).controller_model if dist or default else images.KRAFT
+        version, note = (m.group(1), "as given") if m else _version_offline(kafka_version, mode)
         tag = images.image_tag(version) if version else f"{images.KAFKA_REPO}:<newest {kafka_version}.x>"
-        label = images.image_distribution(version) if version else "apache-zk"
+        label = images.image_distribution(version or f"{kafka_version}.0")      # a series: its first release
         note = f"Kafka {version or '?'}: {note}; whether it is built is checked when the run starts" + (
             " (built then if missing)" if not image and not kafka_version else "")
     if dist is None:

@@ -65,8 +65,8 @@ def add_parser(sub) -> None:
     g.add_argument("--broker-image", metavar="IMG")
     add_distribution_args(r, distributions.CHOICES_HELP + "; generic is the default for an image not built here; "
                         "scenarios that need ZooKeeper are skipped without it")
-    r.add_argument("--profile", help="conformance profile (default: apache-zk-<version>, kraft-<version> on KRaft, "
-                                     "or compatible)")
+    r.add_argument("--profile", help="conformance profile (default: kraft-<version> on KRaft, apache-zk-<version> "
+                                     "in ZooKeeper mode, or compatible)")
     r.add_argument("--variant", metavar="NAME",
                    help="run each chosen scenario as its variant NAME (e.g. kip848: the consumer groups with "
                         "group.protocol=consumer); scenarios without it are skipped, the run records it")

@@ -9,8 +9,8 @@ record's name) into the adapter object that is then passed down (``ClusterSpec.d
 runner, the observation source, the nemesis). Everything that differs by family is a field or method of
 :class:`harness.distributions.base.Distribution`, with one default there.
 
-Adapters, one module each: ``apache-zk`` (the default, :mod:`.apache_zk`), ``apache-kraft``
-(:mod:`.apache_kraft`), ``apache-kraft-dedicated`` (:mod:`.dedicated`), ``generic`` (:mod:`.generic`) and
+Adapters, one module each: ``apache-kraft`` (the default, :mod:`.apache_kraft`), ``apache-zk``
+(ZooKeeper mode, :mod:`.apache_zk`), ``apache-kraft-dedicated`` (:mod:`.dedicated`), ``generic`` (:mod:`.generic`) and
 ``file:<path>`` (``--distribution-file``, :mod:`.file`, docs/broker-contract.md) and ``remote:<path>``
 (``--nodes``: nodes the harness does not start, :mod:`.remote`, docs/remote.md).
 
@@ -45,8 +45,8 @@ _MODULES = {"apache-kraft-dedicated": "harness.distributions.dedicated",
             "apache-kraft-dynamic": "harness.distributions.dynamic_quorum"}
 NAMES = tuple(_ADAPTERS) + tuple(_MODULES)
 # one line per adapter for the --distribution help of every command
-CHOICES_HELP = ("apache-zk (default: ZooKeeper mode, observed through ZooKeeper), apache-kraft (KRaft: combined "
-                "broker+controller nodes, observed through the Kafka protocol), apache-kraft-dedicated (KRaft "
+CHOICES_HELP = ("apache-kraft (default: KRaft, combined broker+controller nodes, observed through the Kafka "
+                "protocol), apache-zk (ZooKeeper mode, 3.x, observed through ZooKeeper), apache-kraft-dedicated (KRaft "
                 "with a dedicated quorum: controller-only nodes besides the brokers) or generic (a foreign image "
                 "configured by KAFKA_* variables, KRaft)")
 # ``--layout``: the Apache KRaft adapter of each layout (docs/kraft.md "Layouts"); the flag picks the adapter
@@ -58,7 +58,7 @@ _REMOTE = "remote:"      # a nodes file's adapter name (harness/distributions/re
 def resolve(name: str | None = None, file: str | None = None, layout: str | None = None,
             nodes: str | None = None) -> Distribution:
     """The adapter of a run: ``name`` (``--distribution``, a scenario file's ``distribution`` or a run
-    record's name; None: the default, ``apache-zk``), or the distribution file ``file``
+    record's name; None: the default, ``apache-kraft``), or the distribution file ``file``
     (``--distribution-file``), or the Apache KRaft adapter of ``layout`` (``--layout``), or the nodes
     file ``nodes`` (``--nodes``: a cluster the harness does not start). One error line when they
     contradict each other or the name is unknown."""

@@ -69,12 +69,12 @@ class ApacheKraft(Distribution):
             raise HarnessError(f"image {image.tag} is not a kafka-chaos Apache Kafka image; "
                                "run a foreign image with distribution 'generic'")
         if versions.older_than(image.kafka_version, self.min_version):
-            raise HarnessError(f"Kafka {image.kafka_version} has no production KRaft mode; use 3.3 or newer")
+            raise HarnessError(f"Kafka {image.kafka_version} has no production KRaft mode; use 3.3 or newer, or --distribution apache-zk")
 
     def fits(self, kafka_version: str | None) -> None:
         key = version_key(kafka_version)
         if key is not None and key < self.min_version:
-            raise HarnessError(f"Kafka {kafka_version.strip()} has no production KRaft mode; use 3.3 or newer")
+            raise HarnessError(f"Kafka {kafka_version.strip()} has no production KRaft mode; use 3.3 or newer, or --distribution apache-zk")
 
     def features_problem(self, features, kafka_version, config=None):
         if not features or not self.sets_features:      # a subclass that starts a foreign image (generic)

@@ -1,7 +1,7 @@
-"""The ``apache-zk`` distribution (the default): Apache Kafka in ZooKeeper mode from an image built by
-:mod:`harness.images` (2.x-3.9). The image's entrypoint runs ``broker`` with the properties in
-``$KC_CONFIG``; the cluster runs a ZooKeeper ensemble (:meth:`ApacheZk.node_groups`) and is observed
-through ZooKeeper (its watch and transaction log).
+"""The ``apache-zk`` distribution (``--distribution apache-zk``; the default is KRaft): Apache Kafka in
+ZooKeeper mode from an image built by :mod:`harness.images` (2.x-3.9; default the newest 3.9.x). The
+image's entrypoint runs ``broker`` with the properties in ``$KC_CONFIG``; the cluster runs a ZooKeeper
+ensemble (:meth:`ApacheZk.node_groups`) and is observed through ZooKeeper (its watch and transaction log).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from harness.errors import HarnessError
 INTERNAL_PORT = 9093
 CONTROLLER_PORT = 9094
 LABEL_DISTRIBUTION = "kafka-chaos.distribution"      # on containers (images carry the same key)
-DEFAULT = "apache-zk"
+DEFAULT = "apache-kraft"         # the default distribution: KRaft (ZooKeeper mode: --distribution apache-zk)
 
 
 # Layouts: how a distribution arranges its nodes (docs/broker-contract.md "Layouts", docs/kraft.md "Layouts");

@@ -66,7 +66,7 @@ def test_tool_class_and_version_gates():
 def cluster(kc_image):
     from harness.cluster.cluster import Cluster, ClusterSpec
     # small replica fetches: a throttled follower gets one batch per quota window, not 1 MB
-    cl = Cluster(ClusterSpec(brokers=4, image=kc_image.tag, broker_config={"replica.fetch.max.bytes": "16384"}))
+    cl = Cluster(ClusterSpec(brokers=4, image=kc_image.tag, distribution="apache-zk", broker_config={"replica.fetch.max.bytes": "16384"}))
     cl.start()
     yield cl
     cl.remove()

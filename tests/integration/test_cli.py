@@ -41,8 +41,8 @@ def cli_cluster_name(kc_image):
 
 def test_cluster_up_status_down(cli_cluster_name, kc_image):
     name = cli_cluster_name
-    up = kc("cluster", "up", "--name", name, "--brokers", "2", "--broker-image", kc_image.tag,
-            "--config", "min.insync.replicas=2")
+    up = kc("cluster", "up", "--name", name, "--brokers", "2", "--broker-image", kc_image.tag, "--distribution", "apache-zk",
+            "--distribution", "apache-zk", "--config", "min.insync.replicas=2")
     assert up.returncode == 0, up.stderr
     lines = dict(l.split("=", 1) for l in up.stdout.splitlines() if "=" in l)
     assert lines["bootstrap.servers"].count("127.0.0.1:") == 2
@@ -58,7 +58,7 @@ def test_cluster_up_status_down(cli_cluster_name, kc_image):
     assert f"bootstrap.servers={lines['bootstrap.servers']}" in st.stdout
     assert f"zookeeper.connect={lines['zookeeper.connect']}" in st.stdout
 
-    again = kc("cluster", "up", "--name", name, "--broker-image", kc_image.tag)
+    again = kc("cluster", "up", "--name", name, "--broker-image", kc_image.tag, "--distribution", "apache-zk")
     assert again.returncode == 2
     assert "already exists" in _error_line(again)
     assert name in list_clusters()  # the first one is untouched
@@ -68,11 +68,16 @@ def test_cluster_up_status_down(cli_cluster_name, kc_image):
     assert name not in list_clusters()
 
 
-def test_cluster_up_kraft(cli_cluster_name, kc_image):
-    """`cluster up --distribution apache-kraft`: no ZooKeeper, a quorum, usable bootstrap servers."""
+def test_cluster_up_default_is_kraft_on_the_newest_4x(cli_cluster_name):
+    """`cluster up` with no distribution, version or image: KRaft (apache-kraft) on the newest 4.x (issue 40),
+    no ZooKeeper, a quorum, usable bootstrap servers."""
+    from harness import docker_util, images
     name = cli_cluster_name
-    up = kc("cluster", "up", "--name", name, "--distribution", "apache-kraft", "--broker-image", kc_image.tag)
+    up = kc("cluster", "up", "--name", name, "--build")
     assert up.returncode == 0, up.stderr
+    default = images.image_tag(images.resolve_version(None))
+    assert default.startswith(images.KAFKA_REPO + ":4.")
+    assert default in docker_util.client().containers.get(f"kc-{name}-b1").image.tags
     lines = dict(l.split("=", 1) for l in up.stdout.splitlines() if "=" in l)
     assert lines["distribution"] == "apache-kraft" and "zookeeper.connect" not in lines
     from confluent_kafka.admin import AdminClient
@@ -116,7 +121,7 @@ def test_port_conflict_is_one_line_exit_5_and_nothing_left(kc_image):
         s.bind(("127.0.0.1", 0))
         s.listen()
         busy = s.getsockname()[1]
-        res = kc("cluster", "up", "--name", "portc", "--broker-image", kc_image.tag,
+        res = kc("cluster", "up", "--name", "portc", "--broker-image", kc_image.tag, "--distribution", "apache-zk",
                  "--port-base", str(busy - 1))  # broker 1 would get `busy`
     assert res.returncode == EXIT_ENV
     assert "port conflict" in _error_line(res)
@@ -135,7 +140,7 @@ def test_orphans_of_a_killed_harness_process_are_reaped(kc_image):
         import sys, time
         from harness.cluster.cluster import Cluster, ClusterSpec
         c = Cluster(ClusterSpec(brokers=1, zookeepers=1, name="orphan{os.getpid() % 10000}",
-                                image="{kc_image.tag}"))
+                                image="{kc_image.tag}", distribution="apache-zk"))
         c.wait_ready = lambda *a, **k: None
         c.start()
         print("up", flush=True)
@@ -157,7 +162,7 @@ def test_orphans_of_a_killed_harness_process_are_reaped(kc_image):
 def test_ctrl_c_during_cluster_up_removes_the_cluster(kc_image):
     name = f"intr{os.getpid() % 10000}"
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name,
-                             "--broker-image", kc_image.tag],
+                             "--broker-image", kc_image.tag, "--distribution", "apache-zk"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "KAFKA_CHAOS_QUIET": "0"}, preexec_fn=sigint_default)
     deadline = time.monotonic() + 60

@@ -42,7 +42,7 @@ def test_two_cluster_ups_of_one_name_at_once(kc_image):
     with one line — not collide on container names and remove the first one's containers too."""
     name = f"twice{os.getpid() % 100000}"
     cmd = [sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name, "--brokers", "1",
-           "--broker-image", kc_image.tag]
+           "--broker-image", kc_image.tag, "--distribution", "apache-zk"]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "KAFKA_CHAOS_QUIET": "1"}) for _ in range(2)]
     try:

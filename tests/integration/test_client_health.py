@@ -46,7 +46,7 @@ def _life(rec, process):
 
 
 def test_crashed_producer_leaves_the_fault_window_uncovered(kc_image, tmp_path):
-    out = execute(_scenario(True), runs_dir=tmp_path, image=kc_image.tag, suite="pytest")
+    out = execute(_scenario(True), runs_dir=tmp_path, image=kc_image.tag, distribution="apache-zk", suite="pytest")
     rec = read_run(out.path)
     crash = [e for e in rec.of_type("fault.start") if e.get("fault") == "client_crash"]
     assert crash and crash[0]["target"] == "p0"
@@ -70,7 +70,7 @@ def test_crashed_producer_leaves_the_fault_window_uncovered(kc_image, tmp_path):
 
 
 def test_healthy_producer_covers_the_run_and_records_its_producer_id(kc_image, tmp_path):
-    out = execute(_scenario(False), runs_dir=tmp_path, image=kc_image.tag, suite="pytest")
+    out = execute(_scenario(False), runs_dir=tmp_path, image=kc_image.tag, distribution="apache-zk", suite="pytest")
     rec = read_run(out.path)
     cov = check_coverage(rec.events, rec.metadata)
     assert cov["verdict"] == "PASS", cov["reason"]

@@ -135,7 +135,7 @@ def test_a_picked_port_taken_before_docker_publishes_it_is_picked_again(kc_image
         return [taken, *ports[1:]] if len(calls) == 1 else ports   # the first ZooKeeper port is taken
     monkeypatch.setattr(cl_mod, "_pick_ports", pick)
     monkeypatch.delenv("KAFKA_CHAOS_QUIET", raising=False)          # the retry is said on stderr
-    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=kc_image.tag, name=f"t{uuid.uuid4().hex[:6]}"))
+    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=kc_image.tag, distribution="apache-zk", name=f"t{uuid.uuid4().hex[:6]}"))
     try:
         c.start()
         assert c.zookeepers[0].host_port != taken
@@ -159,7 +159,7 @@ def test_node_jvms_run_c1_only_unless_overridden(kc_image, monkeypatch, override
         monkeypatch.delenv(JVM_OPTS_ENV, raising=False)
     else:
         monkeypatch.setenv(JVM_OPTS_ENV, override)
-    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=kc_image.tag, name=f"j{uuid.uuid4().hex[:6]}"))
+    c = Cluster(ClusterSpec(brokers=1, zookeepers=1, image=kc_image.tag, distribution="apache-zk", name=f"j{uuid.uuid4().hex[:6]}"))
     try:
         c.start()
         for n in c.nodes():

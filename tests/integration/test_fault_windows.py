@@ -37,7 +37,7 @@ ACTIONS = ("kill", "die", "stop", "start", "pause", "unpause")
 @pytest.fixture(scope="module")
 def cluster(kc_image):
     from harness.cluster.cluster import Cluster, ClusterSpec
-    cl = Cluster(ClusterSpec(brokers=2, zookeepers=1, image=kc_image.tag,
+    cl = Cluster(ClusterSpec(brokers=2, zookeepers=1, image=kc_image.tag, distribution="apache-zk",
                              name=f"h5-fw-{uuid.uuid4().hex[:6]}"))
     try:
         cl.start()

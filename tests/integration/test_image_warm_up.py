@@ -28,7 +28,7 @@ pytestmark = pytest.mark.docker
 
 # 3.9 (ZooKeeper too), a 4.x that keeps the bootstrap records in bootstrap.checkpoint (4.1.2) and
 # one that writes them into the metadata log's zero checkpoint, for controllers only (4.4.0, KAFKA-19648)
-VERSIONS = [images.resolve_version(None), os.environ.get("KAFKA_CHAOS_KAFKA4_VERSION", "4.1.2"), "4.4.0"]
+VERSIONS = [images.resolve_version(None, images.ZK), os.environ.get("KAFKA_CHAOS_KAFKA4_VERSION", "4.1.2"), "4.4.0"]
 ZERO = "__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"
 # the tool's output and the template hold the bootstrap records in one of these (the first found)
 BOOTSTRAP_FILES = ("bootstrap.checkpoint", ZERO)

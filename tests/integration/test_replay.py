@@ -25,7 +25,7 @@ def _faults(rec):
 
 def test_seeded_schedule_runs_and_replays_identically(kc_image, tmp_path):
     scenario = scenarios_for("nightly.short")[0]
-    first = execute(scenario, runs_dir=tmp_path, image=kc_image.tag, suite="pytest", seed=3)
+    first = execute(scenario, runs_dir=tmp_path, image=kc_image.tag, distribution="apache-zk", suite="pytest", seed=3)
     assert first.verdict == "PASS", first.reason
     rec = read_run(first.path)
     planned = generate_schedule(3, SHORT, distributions.resolve(None).roles)   # the mix as this cluster can run it

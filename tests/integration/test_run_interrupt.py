@@ -26,7 +26,7 @@ def _paused_nodes(cluster: str) -> list[str]:
 
 def test_ctrl_c_mid_fault_heals_removes_and_records_unknown(kc_image, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "isr.pause_follower", "--runs-dir",
-                             str(tmp_path), "--broker-image", kc_image.tag],
+                             str(tmp_path), "--broker-image", kc_image.tag, "--distribution", "apache-zk"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 240

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.docker
 
 def test_two_scenarios_in_parallel_each_with_its_own_cluster(kc_image, tmp_path):
     out = subprocess.run([sys.executable, "-m", "harness.cli", "run", "controller_failover", "--parallel", "2",
-                          "--seed", "5", "--runs-dir", str(tmp_path), "--broker-image", kc_image.tag],
+                          "--seed", "5", "--runs-dir", str(tmp_path), "--broker-image", kc_image.tag, "--distribution", "apache-zk"],
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     recs = [read_run(p) for p in sorted(tmp_path.iterdir()) if not p.name.startswith(".")]

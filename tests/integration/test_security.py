@@ -58,13 +58,13 @@ def _secured_run(path: Path, protocol: str, mechanism: str | None) -> None:
 
 def test_sasl_ssl_scram_scenario_passes(kc_image, tmp_path):
     out = execute(_scenario("broker_failover.kill_leader", "SASL_SSL:SCRAM-SHA-512"), runs_dir=tmp_path,
-                  image=kc_image.tag, suite="pytest")
+                  image=kc_image.tag, distribution="apache-zk", suite="pytest")
     assert out.verdict == "PASS", out.reason
     _secured_run(out.path, "SASL_SSL", "SCRAM-SHA-512")
 
 
 def test_wrong_password_and_untrusted_certificate_are_one_line(kc_image, tmp_path):
-    cl = Cluster(ClusterSpec(brokers=1, image=kc_image.tag, name=run_cluster_name("sec"),
+    cl = Cluster(ClusterSpec(brokers=1, image=kc_image.tag, distribution="apache-zk", name=run_cluster_name("sec"),
                              security=Security.parse("SASL_SSL:SCRAM-SHA-256")))
     with cl:
         check_client_access(cl)              # the cluster's own settings connect
@@ -92,7 +92,7 @@ def test_a_refused_login_stops_the_run_before_any_fault(kc_image, tmp_path, monk
         return real(cluster, timeout_s=3)
     monkeypatch.setattr(runner, "check_client_access", with_wrong_password)
     out = execute(_scenario("broker_failover.kill_leader", "SASL_SSL:SCRAM-SHA-512"), runs_dir=tmp_path,
-                  image=kc_image.tag, suite="pytest")
+                  image=kc_image.tag, distribution="apache-zk", suite="pytest")
     assert (out.verdict, out.cause) == ("UNKNOWN", "environment"), out.reason
     assert "SASL authentication failed" in out.reason
     rec = read_run(out.path)
@@ -113,7 +113,7 @@ def test_smoke_suite_on_sasl_ssl(version, distribution, tmp_path):
 @pytest.mark.long
 @pytest.mark.parametrize("security", ["SASL_SSL:SCRAM-SHA-512", "SSL", "SASL_PLAINTEXT:PLAIN"])
 def test_transactions_coordinator_kill(security, kc_image, tmp_path):
-    out = execute(_scenario("transactions.coordinator_kill", security), runs_dir=tmp_path, image=kc_image.tag,
+    out = execute(_scenario("transactions.coordinator_kill", security), runs_dir=tmp_path, image=kc_image.tag, distribution="apache-zk",
                   suite="pytest")
     assert out.verdict == "PASS", out.reason
     sec = Security.parse(security)
@@ -126,7 +126,7 @@ def test_cluster_up_prints_what_a_client_needs_and_down_removes_the_ca(kc_image)
     from confluent_kafka.admin import AdminClient
     name = run_cluster_name("up")
     up = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name, "--brokers", "1",
-                         "--broker-image", kc_image.tag, "--security", "sasl_ssl"],
+                         "--broker-image", kc_image.tag, "--distribution", "apache-zk", "--security", "sasl_ssl"],
                         capture_output=True, text=True, timeout=300)
     try:
         assert up.returncode == 0, up.stderr[-2000:]

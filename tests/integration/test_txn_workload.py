@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.chaos]
 
 def test_leader_kill_under_transactions_passes(kc_image, tmp_path):
     scenario = replace(next(s for s in SCENARIOS if s.name == "transactions.leader_kill"), tags=("pytest",))
-    out = execute(scenario, runs_dir=tmp_path, image=kc_image.tag, suite="pytest")
+    out = execute(scenario, runs_dir=tmp_path, image=kc_image.tag, distribution="apache-zk", suite="pytest")
     rec = read_run(out.path)
     txn = rec.verdict["checks"]["transactions"]
     assert out.verdict == "PASS", (out.reason, {k: c for k, c in txn.get("checks", {}).items()

@@ -17,7 +17,7 @@ def test_version_builds_and_serves(series, kc_docker):
     built = images.build(series)
     assert built.tag == f"kafka-chaos/kafka:{built.version}"
     assert built.version.startswith(series)
-    with Cluster(ClusterSpec(brokers=2, zookeepers=1, image=built.tag)) as cl:
+    with Cluster(ClusterSpec(brokers=2, zookeepers=1, image=built.tag, distribution="apache-zk")) as cl:
         cl.create_topic("matrix", partitions=2, replication_factor=2)
         md = cl.admin().list_topics(topic="matrix", timeout=10).topics["matrix"]
         assert all(sorted(p.isrs) == [1, 2] for p in md.partitions.values())

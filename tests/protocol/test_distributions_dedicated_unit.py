@@ -123,7 +123,7 @@ def test_the_cluster_keeps_brokers_and_controllers_apart():
     plan = cl._node_plan(cl.brokers[2])
     assert plan.config["controller.quorum.voters"] == VOTERS
     # ZooKeeper mode through the same mechanism: the ensemble is a node group too
-    zk = Cluster(ClusterSpec(zookeepers=3))
+    zk = Cluster(ClusterSpec(zookeepers=3, distribution="apache-zk"))
     assert zk.control.zookeeper_count(3) == 3 and zk.controllers == []
 
 

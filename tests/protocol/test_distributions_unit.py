@@ -35,8 +35,9 @@ class Img:
 NODES = [N(i, f"broker{i}", 40000 + i) for i in (1, 2, 3, 4)]
 
 
-def test_default_is_zookeeper_mode_with_todays_config():
-    zk = d.resolve(None)
+def test_default_is_kraft_and_zookeeper_mode_keeps_todays_config():
+    assert d.resolve(None).name == d.DEFAULT == "apache-kraft"      # issue 40: KRaft is the default
+    zk = d.resolve("apache-zk")
     assert zk.name == "apache-zk" and zk.roles == ("broker", "zookeeper") and zk.controller_model == "zk"
     common = zk.common_config(DEFAULT_BROKER_CONFIG, 3, {"min.insync.replicas": 2})
     assert common["min.insync.replicas"] == "2" and common["default.replication.factor"] == "3"

@@ -131,7 +131,7 @@ def _owned_by(pid: int) -> list[str]:
 def _start_run_until_fault(runs: Path, image: str, scenario: str = "broker_failover.kill_leader"):
     """A real `kafka-chaos run` subprocess, returned once its first fault is applied (and its tmp dir)."""
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", scenario, "--runs-dir", str(runs),
-                             "--broker-image", image], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "--broker-image", image, "--distribution", "apache-zk"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=sigint_default)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -193,7 +193,7 @@ def test_a_live_owners_cluster_is_not_reaped(kc_cluster_factory):
 @pytest.mark.docker
 def test_cluster_up_clusters_outlive_their_creator_until_cluster_down(kc_image):
     name = f"h2keep{os.getpid() % 10000}"
-    up = _kc("cluster", "up", "--name", name, "--brokers", "1", "--broker-image", kc_image.tag)
+    up = _kc("cluster", "up", "--name", name, "--brokers", "1", "--broker-image", kc_image.tag, "--distribution", "apache-zk")
     try:
         assert up.returncode == 0, up.stderr[-1500:]
         from harness.cluster.cleanup import list_clusters
