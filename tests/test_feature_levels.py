@@ -319,3 +319,19 @@ def test_certificate_html_shows_the_levels(tmp_path):
     assert '<div class="muted features">features: transaction.version=1*</div>' in html
     del cert["feature_levels_text"]                                     # a certificate from before
     assert 'id="feature-levels"' not in render_html(cert)
+
+
+def test_run_summary_rows_show_the_levels(tmp_path):
+    import json
+    from harness.commands import run_summary
+    for name, extra in (("kraft", {"features": {"transaction.version": 2}, "features_requested": {"transaction.version": 2}}),
+                        ("zk", {})):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "metadata.json").write_text(json.dumps({"scenario": "broker_failover.kill_leader", "run_id": name,
+                                                     "distribution": "apache-kraft", "kafka_version": "4.4.0", **extra}))
+        (d / "verdict.json").write_text(json.dumps({"verdict": "PASS", "reason": "all checks passed"}))
+    rows = run_summary.rows([tmp_path / "kraft", tmp_path / "zk"])
+    assert [r["features"] for r in rows] == ["transaction.version=2*", None]
+    md = run_summary.markdown(rows, 0)
+    assert "`broker_failover.kill_leader[apache-kraft-4.4.0]`<br>features: transaction.version=2* | PASS |" in md

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.record.facts import features, features_label, features_requested
 from harness.record.names import case_name
 
 MARK = {"PASS": "✅", "FAIL": "❌", "UNKNOWN": "❔"}
@@ -38,7 +39,9 @@ def rows(paths: list[Path | str | None]) -> list[dict]:
                "run_id": meta.get("run_id") or p.name, "verdict": v,
                "cause": verdict.get("cause") if v == "UNKNOWN" else None,
                "reason": verdict.get("reason") or ("verdict.json missing or unreadable" if not verdict else ""),
-               "path": str(p)}
+               "path": str(p),
+               # the finalized feature levels (asked-for ones starred); None: none recorded (ZooKeeper mode)
+               "features": features_label(features(meta), features_requested(meta))}
         row["name"] = case_name(row["scenario"], row["distribution"], row["broker"])
         out.append(row)
     return out
@@ -62,7 +65,8 @@ def markdown(runs: list[dict], exit_code: int, title: str = "kafka-chaos run") -
     for r in sorted(runs, key=lambda r: (order[r["verdict"]], r["name"], r["run_id"])):
         what = f"{r['verdict']}({r['cause']})" if r.get("cause") else r["verdict"]
         reason = _cell(r["reason"])
-        lines.append(f"| {MARK[r['verdict']]} | `{_cell(r['name'])}` | {what} | "
+        levels = f"<br>features: {_cell(r['features'])}" if r.get("features") else ""
+        lines.append(f"| {MARK[r['verdict']]} | `{_cell(r['name'])}`{levels} | {what} | "
                      f"{reason[:300] + ('…' if len(reason) > 300 else '')} | `{_cell(Path(r['path']).name)}` |")
     return "\n".join(lines) + "\n\n"
 
