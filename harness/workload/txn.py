@@ -68,6 +68,7 @@ class TxnWorkloadConfig:
     subscribe: bool = False  # read-write transactions read by subscription in one group (else by assignment)
     group_id: str | None = None  # default "kc-txg-<prefix><topic>" (assign mode: one group per producer slot)
     poll_max_records: int = 8  # records one poll micro-op takes at most
+    txn_poll_timeout_s: float = 0.05  # how long one poll micro-op waits for records
     final_reads: bool = True  # read every partition to its end after the heal (the drain)
     # DELIBERATE MISCONFIGURATION, for the negative controls only (docs/transactions.md):
     transform_isolation: str = "read_committed"  # "read_uncommitted": the transform stage reads aborted records

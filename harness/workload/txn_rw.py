@@ -47,7 +47,9 @@ class ReadWriteTxnProcess(TxnProducerProcess):
         parts = cfg.partition_ids
         self.owned = [p for k, p in enumerate(parts) if k % cfg.producers == slot]
         self.group = cfg.slot_group(slot)
-        extra = {"isolation.level": cfg.transform_isolation, "enable.auto.offset.store": False}
+        # a poll micro-op waits txn_poll_timeout_s at most: the broker answers a fetch at once
+        extra = {"isolation.level": cfg.transform_isolation, "enable.auto.offset.store": False,
+                 "fetch.min.bytes": 1, "fetch.wait.max.ms": 50}
         if cfg.subscribe:   # a crashed member is noticed within 10 s (it stops polling, it sends no LeaveGroup)
             extra.update({"session.timeout.ms": 10000, "max.poll.interval.ms": 10000,
                           "partition.assignment.strategy": "range"})
@@ -228,7 +230,7 @@ class ReadWriteTxnProcess(TxnProducerProcess):
     def _poll(self, consumer: Consumer, first: dict, last: dict) -> list[dict]:
         cfg = self.cfg
         out = []
-        for msg in consumer.consume(num_messages=cfg.poll_max_records, timeout=cfg.poll_timeout_s):
+        for msg in consumer.consume(num_messages=cfg.poll_max_records, timeout=cfg.txn_poll_timeout_s):
             err = msg.error()
             if err is not None:
                 count_error(self.counts.setdefault("poll_errors", {}), err)
