@@ -195,6 +195,7 @@ class TxnProducerProcess:
         self.error: str | None = None
         self.fenced = threading.Event()
         self._halt = threading.Event()
+        self.initialising = threading.Event()   # inside init_transactions()
         self.thread = threading.Thread(target=self._main, name=f"txn-producer-{name}", daemon=True)
 
     def life(self, state: str, error: str | None = None, **extra) -> None:
@@ -237,17 +238,21 @@ class TxnProducerProcess:
                   threads_nice=nice_increment())
         p = create_niced(lambda: Producer(with_logger(dict(self.settings))))   # client_threads.py
         deadline = time.monotonic() + 2 * self.cfg.op_timeout_s
-        while True:
-            try:
-                p.init_transactions(self.cfg.op_timeout_s)
-                break
-            except KafkaException as e:
-                ke = _err(e)
-                if ke is not None and ke.retriable() and time.monotonic() < deadline and not self._stopped():
-                    time.sleep(0.5)
-                    continue
-                raise
-        self.emit("txn.init", process=self.name, transactional_id=self.tx_id, producer_epoch=None)
+        self.initialising.set()     # a crash waits for this to end (TxnWorkload.crash_client)
+        try:
+            while True:
+                try:
+                    p.init_transactions(self.cfg.op_timeout_s)
+                    break
+                except KafkaException as e:
+                    ke = _err(e)
+                    if ke is not None and ke.retriable() and time.monotonic() < deadline and not self._stopped():
+                        time.sleep(0.5)
+                        continue
+                    raise
+            self.emit("txn.init", process=self.name, transactional_id=self.tx_id, producer_epoch=None)
+        finally:
+            self.initialising.clear()
         self.life("started" if first else "recreated", None)
         return p
 
@@ -535,7 +540,8 @@ class TxnWorkload(ClientGroup):
         start a new process for its slot with the same ``transactional.id`` (Jepsen's crashed client is
         replaced by a fresh one with a new process id: ``p<slot + producers * n>``). ``target``: a process
         name or ``random-producer``. Waits up to ``timeout_s`` for the old thread (a call blocked in a
-        fault may end later: the new process's init fences it). Returns ``{"process", "replacement",
+        fault may end later: the new process's init fences it), longer while it is inside
+        ``init_transactions()``. Returns ``{"process", "replacement",
         "transactional_id"}``."""
         with self._crash_lock:
             if self._stop_producers.is_set():
@@ -554,6 +560,12 @@ class TxnWorkload(ClientGroup):
                                       f"{', '.join(p.name for p in live) or 'none'}")
             old.crash()
             old.thread.join(timeout_s)
+            # an init_transactions() of the old one still running would race the new one's: the two fence
+            # each other in the coordinator's order, which the order of their txn.init events need not
+            # match (the checker's zombie judgement follows the record). Wait for it (bounded).
+            init_end = time.monotonic() + 2 * self.config.op_timeout_s + 5.0
+            while old.initialising.is_set() and time.monotonic() < init_end:
+                time.sleep(0.05)
             slot = old.slot
             n = self._generation[slot] = self._generation.get(slot, 0) + 1
             new = self._process(slot, f"{self.config.process_prefix}p{slot + self.config.producers * n}")
