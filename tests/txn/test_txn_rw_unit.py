@@ -9,7 +9,6 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import TopicPartition
 
 from harness.checkers.txn import check_transactions
 from harness.nemesis.catalog import CATALOG
