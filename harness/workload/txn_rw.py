@@ -115,11 +115,16 @@ class ReadWriteTxnProcess(TxnProducerProcess):
                 except _Fatal as e:
                     self._close_consumer(consumer, crashed=False)
                     consumer = None
-                    if self.fenced.is_set() or self._stopped() or recreated >= cfg.max_recreate:
+                    # fenced too: no other live process of this transactional.id exists in this workload (a
+                    # crash replaces a client only once it stopped), so a fencing here came from the
+                    # coordinator (e.g. a transaction it aborted at its timeout, with an epoch bump); like
+                    # Jepsen's crashed client, the process starts afresh
+                    if self._stopped() or recreated >= cfg.max_recreate:
                         self.life("fatal", str(e))
                         return
                     recreated += 1
                     self.counts["recreated"] += 1
+                    self.fenced.clear()
                     self.life("fatal", str(e))
                     abandon(producer)
                     producer = self._new_producer(False)

@@ -285,3 +285,25 @@ def test_the_example_scenario_file_loads():
     sc = load(path)
     assert sc.workload["producers"] == 5 and sc.workload["max_txn_length"] == 4
     assert sc.workload["key_count"] == 8
+
+
+def test_a_read_write_client_fenced_by_the_coordinator_starts_afresh():
+    """No other live process of its transactional.id exists: it re-initialises instead of ending."""
+    from harness.workload.txn import _Fatal
+    events: list = []
+    p = _proc(events, rate=0, max_txns=3)
+    log = Log()
+    inits = []
+    p._new_producer = lambda first: inits.append(first) or FakeProducer(log)
+    p._new_consumer = lambda: FakeConsumer(log, p.owned)
+    calls = []
+
+    def txn(producer, consumer, op_id, plan, outcome):
+        calls.append(op_id)
+        if op_id == 1:
+            p.fenced.set()
+            raise _Fatal("_FENCED")
+    p._rw_transaction = txn
+    p._run()
+    assert inits == [True, False] and calls == [1, 2, 3]
+    assert [e["state"] for e in events if e["type"] == "client.life"] == ["fatal"]
