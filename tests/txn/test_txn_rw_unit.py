@@ -307,3 +307,34 @@ def test_a_read_write_client_fenced_by_the_coordinator_starts_afresh():
     p._run()
     assert inits == [True, False] and calls == [1, 2, 3]
     assert [e["state"] for e in events if e["type"] == "client.life"] == ["fatal"]
+
+
+def _coverage_events(with_crash_record: bool) -> list[dict]:
+    evs = [{"type": "client.config", "t": 0.5, "process": "p0", "role": "producer", "config": {}},
+           {"type": "client.life", "t": 1.0, "process": "p0", "role": "producer", "state": "started"},
+           {"type": "fault.start", "t": 5.0, "fault_id": 1, "fault": "kill", "target": "random-broker",
+            "nodes": ["b1"], "broker_ids": [1], "params": {}},
+           {"type": "fault.start", "t": 6.0, "fault_id": 2, "fault": "crash", "target": "random-producer",
+            "nodes": [], "broker_ids": [], "params": {}},
+           {"type": "client.life", "t": 6.1, "process": "p0", "role": "producer", "state": "died",
+            "error": CRASHED}]
+    if with_crash_record:
+        evs.append({"type": "txn.crash", "t": 6.2, "process": "p0", "replacement": "p5",
+                    "transactional_id": "kc-tx-t", "ended": True})
+    evs += [{"type": "fault.end", "t": 6.2, "fault_id": 2, "fault": "crash", "nodes": [], "ok": True},
+            {"type": "client.config", "t": 6.3, "process": "p5", "role": "producer", "config": {}},
+            {"type": "client.life", "t": 10.0, "process": "p5", "role": "producer", "state": "started"},
+            {"type": "txn", "t": 11.0, "process": "p5", "op_id": 1, "phase": "ok", "f": "txn", "outcome": "commit",
+             "ops": []},
+            {"type": "fault.end", "t": 12.0, "fault_id": 1, "fault": "kill", "nodes": ["b1"], "ok": True},
+            {"type": "phase", "t": 20.0, "name": "workload.stopping"}]
+    return evs
+
+
+def test_coverage_judges_a_crashed_client_and_its_replacement_as_one_slot():
+    from harness.checkers.coverage import check_coverage
+    meta = {"workload": TxnWorkloadConfig(topic="t", partitions=2).to_metadata()}
+    needs = {"acked_after_heal": 0}
+    assert check_coverage(_coverage_events(True), meta, needs)["verdict"] == "PASS"   # p5 initialising from 6.2 s
+    short = check_coverage(_coverage_events(False), meta, needs)
+    assert short["verdict"] == "UNKNOWN" and "p0" in short["reason"] and "p5" in short["reason"], short["reason"]
