@@ -18,6 +18,7 @@ from harness.record.events import (CLIENT, CLIENT_CONFIG, CLIENT_LIFE, PHASE, PH
                                    PHASE_WORKLOAD_STOPPING, TXN)
 
 TXN_POLL = "txn.poll"                      # harness/workload/txn.py: a consumer's read
+TXN_CRASH = "txn.crash"                    # harness/workload/txn.py: a crashed client replaced (crash fault)
 from harness.record.verdicts import PASS, UNKNOWN
 from harness.record.windows import client_windows, fault_windows
 
@@ -123,6 +124,7 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
     stop_asked = healed_at = None
     last_t = 0.0
     txns = {"committed": 0, "aborted": 0, "unsure": 0, "min_partitions": None}
+    replaced: dict = {}                    # replacement process -> (crashed process, when): one slot
 
     def client(name, role):
         c = clients.get(name)
@@ -195,6 +197,8 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
             c.life.append((t, e.get("state"), e.get("error")))
         elif typ == CLIENT_CONFIG:
             client(e.get("process"), e.get("role") or "producer")
+        elif typ == TXN_CRASH and e.get("replacement"):   # the nemesis's crash: a new process takes the slot
+            replaced[e["replacement"]] = (e.get("process"), t)
         elif typ == PHASE:
             name = e.get("name")
             if name == PHASE_WORKLOAD_STOPPING and stop_asked is None:
@@ -236,6 +240,19 @@ def check_coverage(events, metadata: dict, needs: dict | None = None) -> dict:
                 c.errors.append({"t": _r(c.last_send), "state": "silent",
                                  "error": "no send invoked after this (record without client.life events)"})
 
+    # a crashed client and the process that replaced it (crash fault, txn.crash) are one Jepsen slot: its
+    # alive intervals are the chain's, the replacement alive from the moment it was created
+    for new, (old, t) in sorted(replaced.items(), key=lambda kv: kv[1][1] or 0.0):
+        root = old
+        while root in replaced:
+            root = replaced[root][0]
+        c, r = clients.get(new), clients.get(root)
+        if c is None or r is None:
+            continue
+        starts = [a for a, _ in c.alive if a is not None]
+        r.alive += [[t, min(starts) if starts else t]] + c.alive   # initialising from t on
+        r.errors += c.errors
+        c.role = "replaced"           # judged through its slot's first process
     shortfalls: list[str] = []
     if need_from is not None and need_to is not None and need_to > need_from:
         tol = float(need["gap_tolerance_s"])

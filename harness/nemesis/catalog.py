@@ -98,6 +98,9 @@ CATALOG: dict[str, FaultInfo] = {f.name: f for f in [
     FaultInfo("client_crash", "client", "random-producer", instant=True, roles=(),
               doc="end a workload client abruptly (no flush): target p0, c0, random-producer or random-consumer; "
                   "needs nemesis.workload"),
+    FaultInfo("crash", "client", "random-producer", instant=True, roles=(),
+              doc="crash a transactional client (workload kind txn) and start a new process with the same "
+                  "transactional.id, which fences the old: target p0 or random-producer; needs nemesis.workload"),
     FaultInfo("delete_controller_znode", "controller", "controller", instant=True, roles=("broker",),
               needs_role="zookeeper",
               doc="delete /controller: every broker races to become controller"),

@@ -267,6 +267,25 @@ class ClientCrash(Fault):
             raise TargetUnresolved(str(e)) from None
 
 
+class ClientRestart(Fault):
+    """Jepsen's client crash for transactional clients: the workload ends one client abruptly (no commit,
+    abort or flush) and starts a new process with the same ``transactional.id``, whose
+    ``init_transactions()`` fences the old. The nemesis only asks, through the workload's
+    ``crash_client(target, rng)`` (harness/workload/txn.py :meth:`TxnWorkload.crash_client`); nothing to heal."""
+    name = "crash"
+
+    def apply(self) -> None:
+        wl = getattr(self, "workload", None)
+        crash = getattr(wl, "crash_client", None)
+        if crash is None:
+            raise FaultError("crash needs a run whose workload has transactional clients (kind txn); "
+                             + ("nemesis.workload is not set" if wl is None else f"this one is {type(wl).__name__}"))
+        try:
+            self.detail.update(crash(self.target, rng=self.ctx.rng))
+        except LookupError as e:
+            raise TargetUnresolved(str(e)) from None
+
+
 FAULT_CLASSES: dict[str, type[Fault]] = {c.name: c for c in [
     Kill, Stop, Start, Restart, Pause, ZkKill, ZkPause, Isolate, LinkCut, Partition, OneWay, Bridge,
-    Loss, Netem, Bandwidth, ZkExpireSession, DeleteControllerZnode, ClientCrash]}
+    Loss, Netem, Bandwidth, ZkExpireSession, DeleteControllerZnode, ClientCrash, ClientRestart]}

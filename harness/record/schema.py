@@ -92,6 +92,7 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
     "txn.poll": {**_PROC, "topic": STR, "partition": INT, "offset": INT, "value": STR, "drain": BOOL},
     "txn.seek": {**_PROC, "topic": STR, "partition": INT, "offset": INT},
     "txn.fenced": dict(_PROC),
+    "txn.crash": {**_PROC, "replacement": STR, "transactional_id": STR, "ended": BOOL},
     GROUP_ASSIGN: {**_PROC, "group": STR, "generation": INT, "member_id": STR, "protocol": STR,
                    "partitions": LIST},
     "group.commit": {**_PROC, "group": STR, "generation": INT, "op_id": INT, "phase": STR, "topic": STR,

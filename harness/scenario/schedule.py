@@ -83,7 +83,8 @@ class ScheduleItem:
         if obj["fault"] not in CATALOG:
             raise ScheduleError(f"{where}.fault: unknown fault {obj['fault']!r}; known: {', '.join(sorted(CATALOG))}")
         try:
-            parse_target(obj["target"])
+            if CATALOG[obj["fault"]].kind != "client":   # a client fault names a workload process
+                parse_target(obj["target"])
         except TargetError as e:
             raise ScheduleError(f"{where}.target: {e}") from None
         try:
@@ -213,6 +214,10 @@ def parse_mix(mix: dict) -> FaultMix:
         if not isinstance(targets, list) or not targets:
             raise ScheduleError(f"{where}.targets: expected a non-empty list of target strings")
         for k, t in enumerate(targets):
+            if CATALOG[name].kind == "client":   # a client fault names a workload process, not a node
+                if not isinstance(t, str) or not t:
+                    raise ScheduleError(f"{where}.targets[{k}]: expected a process name or random-producer")
+                continue
             try:
                 parse_target(t)
             except TargetError as e:
@@ -242,7 +247,8 @@ def for_roles(mix, roles) -> FaultMix:
         need = fault_info(name).needs_role
         if need is not None and need not in have:
             continue
-        targets = tuple(t for t in c.targets if (needs_role(t) or "broker") in have)
+        client = fault_info(name).kind == "client"   # a workload process: any cluster has it
+        targets = tuple(t for t in c.targets if client or (needs_role(t) or "broker") in have)
         if targets:
             faults[name] = replace(c, targets=targets)
     if not any(c.weight > 0 for c in faults.values()):

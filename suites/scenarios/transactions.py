@@ -133,6 +133,19 @@ def zombie_fenced(ctx: RunContext) -> None:
     committed_at_least(ctx, AFTER, 35, 80)   # the second producer starts at 15 s; both run, the first fenced
 
 
+RW_TOPIC, RW_PARTITIONS, RW_PRODUCERS = "rw", 8, 5
+
+
+def read_write_crash(ctx: RunContext) -> None:
+    """Four client crashes 6 s apart once 40 read-write transactions committed (each a new process with
+    the crashed one's transactional.id), then on until 250 committed in all."""
+    committed_at_least(ctx, 40, 6, 30)
+    for _ in range(4):
+        ctx.fault("crash", "random-producer")
+        ctx.sleep(6)
+    committed_at_least(ctx, 250, 4, 40)
+
+
 _TOPICS = [TopicSpec(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})]
 _WORKLOAD = {"kind": "txn", "topic": TOPIC, "partitions": PARTITIONS, "rate": 20.0, "abort_ratio": 0.2,
              "sends_per_txn": 4, "txn_partitions": 2}
@@ -168,4 +181,14 @@ SCENARIOS: list[Scenario] = [
              zombie_fenced, tags=("chaos",), topics=_TOPICS, workload={**_WORKLOAD, "zombie_at_s": 15.0},
              checks=_CHECKS, coverage={**_COVERAGE, "producers_alive": False}, min_version="2.5", kraft=True,
              max_duration_s=180),
+    Scenario("transactions.read_write_crash",
+             "5 transactional producers with read-write transactions (1-4 polls / sends over 8 partitions, "
+             "consumed offsets committed in the transaction); 4 client crashes, each replaced by a new producer "
+             "with the same transactional.id: no input record consumed by two committed transactions",
+             read_write_crash, tags=("chaos",), topics=[TopicSpec(RW_TOPIC, RW_PARTITIONS, 3,
+                                                                  config={"min.insync.replicas": "2"})],
+             workload={"kind": "txn", "topic": RW_TOPIC, "partitions": RW_PARTITIONS, "producers": RW_PRODUCERS,
+                       "max_txn_length": 4, "rate": 8.0, "abort_ratio": 0.1, "consumers": 1},
+             checks=_CHECKS, coverage={**_COVERAGE, "committed_txns": 200}, min_version="2.5", kraft=True,
+             max_duration_s=150),
 ]

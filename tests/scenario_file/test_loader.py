@@ -269,6 +269,6 @@ def test_run_refuses_a_bad_file_with_one_line(tmp_path):
                        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip() == (f"kafka-chaos: error: {p}:20: steps[0].fault: 'explode' is not allowed; allowed: "
-                                "bandwidth, bridge, client_crash, delete_controller_znode, isolate, kill, link_cut, loss, "
+                                "bandwidth, bridge, client_crash, crash, delete_controller_znode, isolate, kill, link_cut, loss, "
                                 "netem, one_way, partition, pause, restart, start, stop, zk_expire_session, zk_kill, "
                                 "zk_pause")
