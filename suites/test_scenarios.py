@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from harness.checkers.verdict import DATA_CHECKS
 from harness.request import prepare
 from harness.runner import execute
 from suites.catalog import SCENARIOS
@@ -36,9 +37,10 @@ def test_scenario(scenario, kc_image, request):
     # a PASS must rest on evidence: the model saw controller writes, the workload acknowledged writes
     conf = verdict["checks"]["conformance"]
     assert conf["stats"], conf
-    if scenario.workload:
-        dur = verdict["checks"]["durability"]
-        assert dur["verdict"] == "PASS", dur
+    if scenario.workload:       # the data checks of its workload kind (durability, transactions, share, ...)
+        data = {n: verdict["checks"][n] for n in DATA_CHECKS if n in verdict["checks"]}
+        assert data, sorted(verdict["checks"])
+        assert all(c["verdict"] == "PASS" for c in data.values()), data
     # every container's own log is in the record (harness/cluster/container_logs.py)
     logs = json.loads((out.path / "metadata.json").read_text())["container_logs"]
     assert len(logs) >= scenario.brokers and all("path" in e for e in logs), logs
