@@ -5,14 +5,15 @@ Stable element ids (used by tests and by anyone scraping the report): ``gate-sta
 ``total-duplicates``, ``total-inconsistent``, ``total-divergences``, ``skipped-count``; tables
 ``pass-fail-matrix``, ``durability``, ``availability``, ``conformance``, ``flakiness``,
 ``trends``, ``regressions``, ``skipped-records``, ``gate-rules``; timelines ``timeline-<run_id>``,
-each with links (``class="logs"``) to the run's container logs (``RUN_DIR/logs/*.log.gz``) when the
-record is on a local disk, relative to the report's directory.
+each with links (``class="logs"``) to the run's container logs when the record is on a local disk: the logs
+are copied into the report's directory (``logs/<run_id>/<container>.log.gz``) and linked relative to it, so
+the directory is a self-contained artifact.
 Table rows carry ``data-key`` attributes naming their group.
 """
 
 from __future__ import annotations
 
-import os
+import shutil
 from collections import defaultdict
 from html import escape
 from pathlib import Path
@@ -53,15 +54,31 @@ def _e(s) -> str:
 MAX_ROWS = 300
 
 
+LOGS_DIR = "logs"       # under the report's directory: the bundled container logs, logs/<run_id>/<container>.log.gz
+
+
 def log_links(run_dir: str | None, out: Path | None) -> str:
-    """Links to a local record's container logs (``logs/<container>.log.gz``), relative to ``out``."""
+    """Links to a local record's container logs (``logs/<container>.log.gz``). With ``out`` (the report's
+    directory) the logs are copied into ``out/logs/<run_id>/`` and linked relative to the report, so the
+    report directory works on its own (uploaded as a CI artifact, moved, opened elsewhere); without it the
+    links are absolute ``file://`` URIs to the record."""
     if not run_dir or is_remote(run_dir):
         return ""                                     # s3a:// records: no local file to link
-    logs = Path(run_dir[len("file:"):] if run_dir.startswith("file:") else run_dir) / "logs"
+    run = Path(run_dir[len("file:"):] if run_dir.startswith("file:") else run_dir)
+    logs = run / "logs"
     files = sorted(logs.glob("*.log.gz")) if logs.is_dir() else []
     if not files:
         return ""
-    hrefs = [os.path.relpath(f, out) if out else f.resolve().as_uri() for f in files]
+    if out is not None:
+        bundle = out / LOGS_DIR / run.name
+        bundle.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            target = bundle / f.name
+            if not (target.exists() and target.stat().st_size == f.stat().st_size):
+                shutil.copyfile(f, target)
+        hrefs = [f"{LOGS_DIR}/{run.name}/{f.name}" for f in files]
+    else:
+        hrefs = [f.resolve().as_uri() for f in files]
     return (' · logs: ' + " ".join(f'<a class="logs" href="{_e(h)}">{_e(f.name[:-len(".log.gz")])}</a>'
                                    for f, h in zip(files, hrefs)))
 

@@ -279,20 +279,31 @@ def reason_category(reason: str) -> str:
     return re.sub(r"\b\d+\b", "N", reason.strip().split(" (", 1)[0])
 
 
+EXIT_ENV = 5        # harness.errors.EXIT_ENV (the reports import nothing of the harness but the record)
+
+
+def progress(what: str) -> None:
+    """One progress line on stderr (``report: ...``) per stage of a job that runs for tens of seconds; stdout
+    keeps the results only."""
+    print(f"report: {what}", file=sys.stderr, flush=True)
+
+
 def run_report(spark, opts: Options) -> dict:
     """Build every output for ``opts`` on ``spark``; return the summary (with ``exit_code``)."""
     t_start = time.time()
     timings: dict[str, float] = {}
     lap_t = [t_start]
 
-    def lap(name: str) -> None:
+    def lap(name: str, what: str = "") -> None:
         now = time.time()
         timings[name] = round(now - lap_t[0], 3)
         lap_t[0] = now
+        progress(f"{name}{': ' + what if what else ''} ({timings[name]:.1f} s)")
 
     file_cfg = gate.load_config(opts.gate_config)
     th = gate.thresholds(file_cfg, opts.gate_overrides)
 
+    progress(f"reading the run records under {opts.runs_path}")
     loaded = load(spark, opts.read_paths or opts.runs_path, opts.summaries, opts.trust_stored)
     runs = loaded.runs
     for s in loaded.skipped:
@@ -341,7 +352,7 @@ def run_report(spark, opts: Options) -> dict:
     # two versions were there to compare.
     dfs = {name: _frame(spark, rows, tables.schema(tables.SCHEMAS[name]))
            for name, rows in collected.items() if name != "regressions" or pairs}
-    lap("tables")
+    lap("tables", f"{len(run_rows)} run(s)")
 
     totals = {k: int(v or 0) for k, v in totals_row.items()}
     totals["skipped_records"] = len(loaded.skipped)
@@ -389,11 +400,13 @@ def run_report(spark, opts: Options) -> dict:
                                             "path string, run_id string, stored string, derived string, what string")
         jobs = [*dfs.items(), ("runs", runs), ("fault_recovery", recovery), ("unavailability_windows", windows),
                 ("skipped_records", skipped_df), ("tampered_records", tampered_df)]
+        progress(f"writing the Parquet tables under {tdir}")
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(lambda nd: nd[1].coalesce(1).write.mode("overwrite").parquet((tdir / nd[0]).as_uri()),
                           jobs))
         lap("parquet")
 
+    progress("building the HTML report (timelines, bundled logs)")
     timelines = _timelines(spark, run_rows, opts.max_timelines)
     (out / "report.html").write_text(html.render(summary, collected, timelines, loaded.skipped, out=out), encoding="utf-8")
     lap("html")
@@ -420,7 +433,8 @@ def _has_record_files(root: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry: returns 0 (gate passed), 1 (gate failed) or 2 (usage/environment error)."""
+    """CLI entry: returns 0 (gate passed), 1 (gate failed), 2 (usage error) or 5 (environment: Spark could
+    not start, its master not reached), as docs/cli.md "Exit codes" says."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -467,16 +481,22 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession  # lazy: PySpark
 
     existing = SparkSession.getActiveSession()
-    bad_master = None if existing else (check_master(opts.master) or unreachable_master(opts.master))
-    if bad_master:
-        print(f"kafka-chaos: error: {bad_master}", file=sys.stderr)
+    bad_url = None if existing else check_master(opts.master)
+    if bad_url:
+        print(f"kafka-chaos: error: {bad_url}", file=sys.stderr)
         return 2
+    unreachable = None if existing else unreachable_master(opts.master)
+    if unreachable:          # a master not reached: the environment (docs/cli.md "Exit codes": 5)
+        print(f"kafka-chaos: error: {unreachable}", file=sys.stderr)
+        return EXIT_ENV
+    if existing is None:
+        progress(f"starting Spark ({opts.master})")
     try:
         spark = existing or build_session(opts.master, conf=conf)
     except Exception as e:  # noqa: BLE001 - no Java, bad master URL, ...
         print(f"kafka-chaos: error: cannot start Spark ({opts.master}): {str(e).splitlines()[0] if str(e) else e!r}",
               file=sys.stderr)
-        return 2
+        return EXIT_ENV          # no Java, no JVM: the host
     try:
         summary = run_report(spark, opts)
     except (ReportInputError, UsageError, GateConfigError) as e:

@@ -67,6 +67,47 @@ def driver_on_loopback(master: str) -> bool:
     return False
 
 
+# lines the JVM writes on stderr whatever the log level: Spark 4's launcher always passes
+# --add-modules=jdk.incubator.vector (org.apache.spark.launcher.JavaModuleOptions), and the JVM then says so
+JVM_NOISE = ("WARNING: Using incubator modules: jdk.incubator.vector",)
+
+
+def _quiet_gateway(options: dict) -> None:
+    """Start Spark's JVM (the py4j gateway ``getOrCreate`` would start) with its stderr through a filter
+    that drops the :data:`JVM_NOISE` lines and passes every other line on, so a report's stderr holds
+    its progress lines and errors only. Nothing when a gateway is already there (an active session,
+    ``PYSPARK_GATEWAY_PORT``)."""
+    import threading
+    from pyspark import SparkConf
+    from pyspark.context import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    read_fd, write_fd = os.pipe()
+
+    def forward() -> None:
+        with os.fdopen(read_fd, "rb") as r:
+            for line in r:
+                if line.decode("utf-8", "replace").rstrip("\r\n") not in JVM_NOISE:
+                    try:
+                        sys.stderr.buffer.write(line)
+                        sys.stderr.flush()
+                    except (OSError, ValueError, AttributeError):
+                        pass
+
+    threading.Thread(target=forward, name="spark-jvm-stderr", daemon=True).start()
+    conf = SparkConf(loadDefaults=False)
+    for k, v in options.items():
+        conf.set(k, str(v))
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_fd})
+    finally:
+        os.close(write_fd)          # the JVM holds its own copy: the filter ends when the JVM does
+    with SparkContext._lock:
+        SparkContext._gateway, SparkContext._jvm = gateway, gateway.jvm
+
+
 def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report", conf: dict | None = None):
     """A new (or the already active) SparkSession configured for small, quiet report jobs."""
     from pyspark.sql import SparkSession  # lazy: PySpark
@@ -105,6 +146,10 @@ def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report"
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
+    try:
+        _quiet_gateway(dict(getattr(builder, "_options", {})))
+    except Exception:  # noqa: BLE001 - PySpark internals differ, or no Java: getOrCreate starts (or fails) as before
+        pass
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if not local:

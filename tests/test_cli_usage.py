@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -299,6 +300,12 @@ def test_report_skips_a_malformed_record_naming_it(tmp_path):
     assert "Traceback" not in res.stderr, res.stderr
     warned = [line for line in res.stderr.splitlines() if "skipped run record" in line]
     assert len(warned) == 1 and str(bad) in warned[0] and "metadata.json: not valid JSON" in warned[0], res.stderr
+    # progress per stage on stderr, and no JVM warning (reports/spark.py JVM_NOISE)
+    stages = [line.split(":")[1].strip().split(" ")[0] for line in res.stderr.splitlines()
+              if re.match(r"report: \w+(: .*)? \(\d+\.\d s\)$", line)]
+    assert stages == ["load", "tables", "html", "junit"], res.stderr
+    assert "report: starting Spark" in res.stderr, res.stderr
+    assert not [line for line in res.stderr.splitlines() if line.startswith("WARNING:")], res.stderr   # the JVM's
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert [s["path"].rstrip("/").rsplit("/", 1)[-1] for s in summary["skipped_records"]] == [bad.name]
     assert summary["totals"]["runs"] == 1

@@ -58,3 +58,24 @@ def test_certify_overall_exit_code(statuses, expected):
     statuses = [certificate_data.NA if s == "NOT-APPLICABLE" else s for s in statuses]
     result, _why, code = certificate_data.overall(statuses)
     assert (result, code) == expected
+
+
+def test_an_unreachable_object_store_is_an_environment_error(tmp_path):
+    """``check s3://...`` against an endpoint where nothing listens (a loopback port just freed): one line,
+    exit 5 (environment, the table's row), not 2 (usage)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    pytest.importorskip("boto3")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
+           "AWS_DEFAULT_REGION": "us-east-1", "KAFKA_CHAOS_STAGING": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "harness.cli", "check", "s3://kc-nowhere/runs",
+                        "--s3-endpoint", f"http://127.0.0.1:{port}"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == errors.EXIT_ENV == 5, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kafka-chaos: error: ") and f"127.0.0.1:{port}" in lines[0], r.stderr

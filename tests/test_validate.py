@@ -112,3 +112,28 @@ def test_kind_option_and_github_format(broken):
     line = _line_of(files["s_fault.toml"][0], 'fault = "kil"')
     assert r.stdout.splitlines()[0].startswith(f"::error file=s_fault.toml,line={line}::steps[0].fault: ")
     assert r.stdout.splitlines()[1].startswith("::error file=missing.toml::cannot read")
+
+
+def test_every_error_of_a_file_is_listed(hostdir):
+    """Three independent mistakes in one scenario file, two in a distribution file and two in a nodes file:
+    each is its own line with its own line number and key (not only the first), and a mistake the others
+    refer to (a step's fault that an expectation names) does not add a line of its own."""
+    s = _with(_with(_with(SCENARIO, 'fault = "kill"', 'fault = "kil"'), "brokers = 3", "brokers = 0"),
+              "partitions = 3", "partitions = -1")
+    d = _with(_with(DIST, 'layout = "single-node"', 'layout = "ring"'), "node_ids = [111]", "node_ids = [111, 111]")
+    n = GOOD.format(nodes=three()).replace("ssh = { port = 22003 }", "ssh = { port = 70000 }").replace(
+        'roles = ["broker", "controller"]', 'roles = ["brokr"]', 1)
+    (hostdir / "s.toml").write_text(s)
+    (hostdir / "d.toml").write_text(d)
+    (hostdir / "n.toml").write_text(n)
+    r = _run("s.toml", "d.toml", "n.toml", cwd=hostdir)
+    assert r.returncode == 2 and r.stdout == ""
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("kafka-chaos: error: ")]
+    want = [("s.toml", s, "brokers = 0", "cluster.brokers"), ("s.toml", s, "partitions = -1", "topics[0].partitions"),
+            ("s.toml", s, 'fault = "kil"', "steps[0].fault"),
+            ("d.toml", d, 'layout = "ring"', "layout"), ("d.toml", d, "node_ids = [111, 111]", "node_ids"),
+            ("n.toml", n, '["brokr"]', "node[0].roles"), ("n.toml", n, "port = 70000", "node[1].ssh.port")]
+    heads = sorted(f"kafka-chaos: error: {f}:{_line_of(t, m)}: {k}: " for f, t, m, k in want)
+    assert sorted(e[:len(h)] for e, h in zip(sorted(errors), heads)) == heads, r.stderr
+    assert len(errors) == len(want), r.stderr
+    assert r.stderr.splitlines()[-1] == "0 of 3 file(s) valid"

@@ -178,7 +178,7 @@ def from_env(env: dict[str, str], cluster_name: str) -> Security | None:
 
 class ClientAccessError(HarnessError):
     """The cluster's clients cannot connect with its Security: refused credentials, an untrusted or
-    mismatched certificate. Said in one line before any fault (the run is UNKNOWN, exit 2)."""
+    mismatched certificate. Said in one line before any fault (the run is UNKNOWN, exit 4)."""
 
 
 def check_client_access(cluster, security: Security | None = None, timeout_s: float = 15.0) -> None:

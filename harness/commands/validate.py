@@ -8,8 +8,9 @@ there), and nothing else happens: no Docker request, no SSH connection, no netwo
     kafka-chaos: error: broken.toml:7: steps[0].fault: unknown fault 'kil'; allowed: ... (did you mean 'kill'?)
     kfake.toml: ok (distribution file kfake)
 
-One line per file: ``FILE: ok (...)`` on stdout, or the file's first error as ``FILE:LINE: KEY: what``
-on stderr (LINE 0 when the key is not in the file, e.g. a missing required key). Exit 0 when every
+``FILE: ok (...)`` on stdout for a valid file, or every error of the file, one line each, as
+``FILE:LINE: KEY: what`` on stderr (LINE 0 when the key is not in the file, e.g. a missing required key):
+after an error the value is set aside and the file checked again (:func:`validate`). Exit 0 when every
 file is valid, 2 otherwise. ``--kind`` names the kind of every file; without it the kind is taken
 from the file's keys: ``[[node]]`` tables make a nodes file, a top-level ``image`` a distribution file,
 anything else a scenario file. ``--format github`` writes the errors as GitHub workflow commands
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -75,49 +75,7 @@ def _nodes_where(doc: dict, where: str) -> tuple:
     return tuple(path)
 
 
-def _toml_line(e: BaseException) -> int:
-    m = re.search(r"\(at line (\d+), column \d+\)", str(e))
-    return int(m.group(1)) if m else 0
-
-
-def _check_scenario(name: str) -> str:
-    from harness import distributions
-    from harness.scenario.file import load_file      # errors are already FILE:LINE: KEY: what
-    f = load_file(name)
-    if f.distribution:          # a [cluster] distribution the harness does not know, or a version it cannot run
-        try:
-            adapter = distributions.resolve(f.distribution)
-            adapter.fits(f.kafka_version)
-        except HarnessError as e:
-            from harness.scenario.file import find_line
-            text = Path(name).read_text(encoding="utf-8")
-            raise _Invalid(name, find_line(text, ("cluster", "distribution")), "cluster.distribution", str(e)) from None
-    return f"scenario file {f.scenario.name}"
-
-
-def _check_distribution(name: str, doc: dict, text: str) -> str:
-    from harness.distributions.file import DistributionFileError, parse
-    from harness.distributions.capability_table import capability_names
-    from harness.scenario.file import find_line
-    try:
-        spec = parse(Path(name).expanduser().absolute(), doc, tuple(capability_names()))
-    except DistributionFileError as e:
-        key = getattr(e, "key", "")
-        raise _Invalid(name, find_line(text, _path_of(key)) if key else 0, key, getattr(e, "what", str(e))) from None
-    return f"distribution file {spec.name}, {spec.layout}, node ids {','.join(map(str, spec.node_ids))}"
-
-
-def _check_nodes(name: str, doc: dict, text: str) -> str:
-    from harness.remote.nodes_file import NodesFileError, load
-    from harness.scenario.file import find_line, key_name
-    try:
-        f = load(name)
-    except NodesFileError as e:
-        if not hasattr(e, "key"):
-            raise _Invalid(name, _toml_line(e), "", str(e).split(": ", 1)[-1]) from None
-        path = _nodes_where(doc, e.where) + _path_of(e.key)
-        raise _Invalid(name, find_line(text, path), key_name(path), e.what) from None
-    return f"nodes file {f.name}, {len(f.nodes)} node(s)"
+MAX_ERRORS = 50          # per file: a guard; each error sets a key aside, so a file has at most this many
 
 
 class _Invalid(Exception):
@@ -129,27 +87,167 @@ class _Invalid(Exception):
         return f"{self.path}:{self.line}: {self.key}: {self.what}" if self.key else f"{self.path}:{self.line}: {self.what}"
 
 
-def validate(name: str, kind: str | None = None) -> str:
-    """Check one file; its one-line description when valid, :class:`_Invalid` (file, line, key, what) when not."""
-    from harness.scenario.file import ScenarioFileError
+def _check_scenario(name: str, doc: dict) -> str:
+    from harness.scenario.file import build
+    scenario, _dist, _version = build(doc, Path(name).stem)
+    return f"scenario file {scenario.name}"
+
+
+def _scenario_distribution(name: str, doc: dict, text: str) -> "_Invalid | None":
+    """A ``[cluster] distribution`` the harness does not know, or a version its adapter cannot run."""
+    from harness import distributions
+    from harness.scenario.file import find_line
+    cl = doc.get("cluster") if isinstance(doc.get("cluster"), dict) else {}
+    dist, version = cl.get("distribution"), cl.get("kafka_version")
+    if not isinstance(dist, str) or (version is not None and not isinstance(version, str)):
+        return None                              # the schema reports a value of the wrong type
     try:
-        text = Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise _Invalid(name, 0, "", f"cannot read: {e.strerror if isinstance(e, OSError) else e}") from None
+        distributions.resolve(dist).fits(version)
+    except HarnessError as e:
+        return _Invalid(name, find_line(text, ("cluster", "distribution")), "cluster.distribution", str(e))
+    return None
+
+
+def _check_distribution(name: str, doc: dict) -> str:
+    from harness.distributions.file import parse
+    from harness.distributions.capability_table import capability_names
+    spec = parse(Path(name).expanduser().absolute(), doc, tuple(capability_names()))
+    return f"distribution file {spec.name}, {spec.layout}, node ids {','.join(map(str, spec.node_ids))}"
+
+
+def _check_nodes(name: str, doc: dict) -> str:
+    from harness.remote.nodes_file import parse
+    f = parse(Path(name).expanduser().absolute(), doc)
+    return f"nodes file {f.name}, {len(f.nodes)} node(s)"
+
+
+def _error_path(e: Exception, doc: dict) -> tuple[tuple, str] | None:
+    """(path of the offending value in ``doc``, what is wrong) of a loader's error; None for another error."""
+    from harness.scenario.schema import SchemaError
+    from harness.distributions.file import DistributionFileError
+    from harness.remote.nodes_file import NodesFileError
+    if isinstance(e, SchemaError):
+        return e.path, e.message
+    if isinstance(e, NodesFileError) and hasattr(e, "key"):
+        return _nodes_where(doc, e.where) + _path_of(e.key), e.what
+    if isinstance(e, DistributionFileError) and hasattr(e, "key"):
+        return _path_of(e.key), e.what
+    return None
+
+
+def _original(path: tuple, removed: dict) -> tuple:
+    """``path`` in the document as written, given the array elements set aside (``removed``: array path as
+    written -> the indexes removed from it)."""
+    out: list = []
+    for part in path:
+        if isinstance(part, int):
+            i = part
+            for r in sorted(removed.get(tuple(out), ())):
+                if r <= i:
+                    i += 1
+            part = i
+        out.append(part)
+    return tuple(out)
+
+
+def _set_aside(doc: dict, path: tuple, removed: dict) -> tuple | None:
+    """Remove the value at ``path`` (or, when it is missing, the innermost table or array element around
+    it) from ``doc``, so that checking again goes past it; the path removed (as written), None when
+    nothing can be (a missing top-level key)."""
+    node, depth = doc, 0
+    for part in path:
+        ok = (isinstance(node, dict) and isinstance(part, str) and part in node) or \
+             (isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
+        if not ok:
+            break
+        node, depth = node[part], depth + 1
+    target = path[:depth]
+    if not target:
+        return None
+    parent = doc
+    for part in target[:-1]:
+        parent = parent[part]
+    original = _original(target, removed)
+    if isinstance(parent, list):
+        removed.setdefault(original[:-1], []).append(original[-1])
+    del parent[target[-1]]
+    return original
+
+
+def _substitute(doc: dict, path: tuple, what: str, original: tuple, aside: list) -> tuple | None:
+    """For a string value outside a list the error names (``...; allowed: a, b`` / ``choose one of a, b``),
+    put the closest allowed value in its place instead of removing it, so that the keys that refer to it
+    (a step's fault, an expectation's ``after``) are checked as written; the path, None when not such an
+    error (or already substituted once)."""
+    import difflib
+    m = re.search(r"(?:allowed|choose one of|roles):\s*(.+)$", what)
+    if not m or not path or original in aside:
+        return None
+    allowed = [a.strip() for a in re.sub(r"\s*\(did you mean.*$", "", m.group(1)).split(",") if a.strip()]
+    parent = doc
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise _Invalid(name, _toml_line(e), "", "not valid TOML: "
-                       + re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))) from None
+        for part in path[:-1]:
+            parent = parent[part]
+        value = parent[path[-1]]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not isinstance(value, str) or not allowed or value in allowed:
+        return None
+    parent[path[-1]] = (difflib.get_close_matches(value, allowed, 1, 0.0) or allowed)[0]
+    return path
+
+
+def _related(a: tuple, b: tuple) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def validate(name: str, kind: str | None = None) -> tuple[str | None, list[_Invalid]]:
+    """Check one file: (its one-line description, []) when valid, else (None, every error found).
+
+    The file is read and parsed once (:func:`harness.toml_file.read_toml`) and checked by the loader ``run``,
+    ``certify`` or ``--nodes`` use. After each error the offending value is set aside (removed from a copy of
+    the document; a required key that is missing sets aside the table around it) and the copy is checked
+    again, until it passes or nothing more can be set aside: every error in independent keys is listed. An
+    error that only follows from a value already set aside (the same key, or a table around it) is not."""
+    import copy
+    from harness.scenario.file import find_line, key_name
+    from harness.toml_file import TomlFileError, read_toml
+    try:
+        text, doc = read_toml(name)
+    except TomlFileError as e:
+        return None, [_Invalid(name, e.line, "", e.what)]
     kind = kind or kind_of(doc)
-    try:
-        if kind == "distribution":
-            return _check_distribution(name, doc, text)
-        if kind == "nodes":
-            return _check_nodes(name, doc, text)
-        return _check_scenario(name)
-    except ScenarioFileError as e:
-        raise _Invalid(e.path, e.line, e.key, e.detail) from None
+    check = {"distribution": _check_distribution, "nodes": _check_nodes}.get(kind, _check_scenario)
+    errors: list[_Invalid] = []
+    if kind == "scenario":
+        bad_dist = _scenario_distribution(name, doc, text)
+        errors += [bad_dist] if bad_dist else []
+    work, removed, aside, what = copy.deepcopy(doc), {}, [], None
+    for _ in range(MAX_ERRORS):
+        try:
+            what = check(name, work)
+            break
+        except Exception as e:              # noqa: BLE001 - a loader's error is sorted below; others re-raised
+            found = _error_path(e, work)
+            if found is None:
+                if isinstance(e, HarnessError):
+                    errors.append(_Invalid(name, 0, "", str(e)))
+                    break
+                raise
+            path, what_wrong = found
+            original = _original(path, removed)
+            key = key_name(original)
+            if not any(_related(original, a) for a in aside) and not any(x.key == key for x in errors):
+                errors.append(_Invalid(name, find_line(text, original) if original else 0, key, what_wrong))
+            if _substitute(work, path, what_wrong, original, aside) is not None:
+                aside.append(original)
+                continue
+            gone = _set_aside(work, path, removed)
+            if gone is None:
+                break
+            aside.append(gone)
+    return (None, errors) if errors else (what, [])
 
 
 def _github(s: str) -> str:
@@ -159,17 +257,17 @@ def _github(s: str) -> str:
 def cmd_validate(args) -> int:
     bad = 0
     for name in args.files:
-        try:
-            what = validate(name, args.kind)
-        except _Invalid as e:
+        what, errors = validate(name, args.kind)
+        if errors:
             bad += 1
+        for e in errors:
             if args.format == "github":
                 where = f"file={_github(e.path)}" + (f",line={e.line}" if e.line else "")
                 print(f"::error {where}::{_github((e.key + ': ' if e.key else '') + e.what)}")
             else:
                 print(f"kafka-chaos: error: {e.text()}", file=sys.stderr)
-            continue
-        print(f"{name}: ok ({what})")
+        if not errors:
+            print(f"{name}: ok ({what})")
     if len(args.files) > 1 or bad:
         print(f"{len(args.files) - bad} of {len(args.files)} file(s) valid", file=sys.stderr)
     return EXIT_INVALID if bad else EXIT_OK

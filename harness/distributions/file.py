@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from harness.distributions.services import ServiceError, ServiceSpec, check_temp
 from harness.distributions.services import parse_services
 from harness.distributions.services import render as render_template
 from harness.errors import HarnessError, NeverServes
+from harness.toml_file import TomlFileError, read_toml
 from harness.protocol import ProtocolClient, ProtocolError
 
 PREFIX = "file:"
@@ -175,13 +175,10 @@ def load(path: str | Path, capability_names: tuple[str, ...] = ()) -> Distributi
     """Read and check one distribution file."""
     p = Path(path).expanduser().absolute()
     try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise DistributionFileError(f"distribution file {p}: cannot read it: {e.strerror or e}") from None
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise DistributionFileError(f"distribution file {p}: not valid TOML: {e}") from None
+        _text, doc = read_toml(p)
+    except TomlFileError as e:
+        what = e.what.replace("cannot read:", "cannot read it:", 1)
+        raise DistributionFileError(f"distribution file {p}: {what}") from None
     return parse(p, doc, capability_names)
 
 

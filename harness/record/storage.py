@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from harness.errors import HarnessError
+from harness.errors import EnvironmentFailure, HarnessError
 
 MANIFEST = "_record.json"
 MANIFEST_SCHEMA = 1
@@ -98,8 +98,11 @@ def with_retries(fn: Callable[[], T], what: str, attempts: int = ATTEMPTS, backo
                 sleep(wait)
                 continue
             took = f" in {time.monotonic() - start:.1f} s" if deadline_s is not None else ""
-            raise HarnessError(f"object storage: {what}: {_describe(e)}"
-                               + (f" (after {i + 1} attempts{took})" if transient(e) else "")) from None
+            # a store not reached (connection refused, timeouts, 5xx) is the environment's fault (exit 5);
+            # an answer that refuses the request (no such bucket, access denied) is the command's (exit 2)
+            error = EnvironmentFailure if transient(e) else HarnessError
+            raise error(f"object storage: {what}: {_describe(e)}"
+                        + (f" (after {i + 1} attempts{took})" if transient(e) else "")) from None
     raise AssertionError("unreachable")
 
 
@@ -171,7 +174,7 @@ class S3Store:
             self._retry(lambda: self.client.head_bucket(Bucket=self.bucket), f"bucket {self.bucket}")
         except HarnessError as e:
             where = f" at {self.endpoint}" if self.endpoint else ""
-            raise HarnessError(f"--runs-dir {self.url}{where}: {e}".replace("object storage: ", "")) from None
+            raise type(e)(f"--runs-dir {self.url}{where}: {e}".replace("object storage: ", "")) from None
 
     # -- writing ----------------------------------------------------------------------------------
     def publish(self, local_dir: str | os.PathLike) -> str:

@@ -13,11 +13,11 @@ Relative paths in the file are relative to the file. Defaults for every node liv
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.toml_file import TomlFileError, read_toml
 from harness.protocol.endpoint import Endpoint, is_loopback, permit
 from harness.protocol.endpoint import join as join_endpoints
 
@@ -267,13 +267,15 @@ def load(file: str | Path) -> NodesFile:
     """Read and check a nodes file (nothing is connected to)."""
     path = Path(file).expanduser().absolute()
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NodesFileError(f"nodes file {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise NodesFileError(f"nodes file {path}: cannot read it: {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise NodesFileError(f"nodes file {path}: not valid TOML: {e}") from None
+        _text, doc = read_toml(path)
+    except TomlFileError as e:
+        what = "no such file" if e.missing else e.what.replace("cannot read:", "cannot read it:", 1)
+        raise NodesFileError(f"nodes file {path}: {what}" + (f" (at line {e.line})" if e.line else "")) from None
+    return parse(path, doc)
+
+
+def parse(path: Path, doc: dict) -> NodesFile:
+    """Check a parsed nodes file (``path``: the file, against which relative paths resolve)."""
     _unknown(path, "", doc, _TOP_KEYS)
     name = doc.get("name")
     if not isinstance(name, str) or not _NAME.fullmatch(name):

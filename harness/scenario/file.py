@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.scenario import schema
+from harness.toml_file import TomlFileError, read_toml
 from harness.errors import ScenarioError
 from harness.nemesis.catalog import CATALOG
 from harness.nemesis.targets import needs_role
@@ -57,15 +57,9 @@ def load(path: str | os.PathLike) -> Scenario:
 def load_file(path: str | os.PathLike) -> ScenarioFile:
     p = str(path)
     try:
-        text = Path(p).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioFileError(p, 0, "", f"cannot read: {e.strerror if isinstance(e, OSError) else e}") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
-        raise ScenarioFileError(p, int(m.group(1)) if m else 0, "", f"not valid TOML: {msg}") from None
+        text, doc = read_toml(p)
+    except TomlFileError as e:
+        raise ScenarioFileError(p, e.line, "", e.what) from None
     try:
         return ScenarioFile(p, *build(doc, Path(p).stem))
     except schema.SchemaError as e:

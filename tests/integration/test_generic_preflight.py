@@ -50,6 +50,7 @@ def test_foreign_ids_under_generic_are_incompatible_with_the_key_to_set(foreign1
     print(f"certify of a node-id-111 image under generic: exit {res.returncode} in {seconds:.1f} s")
     assert res.returncode == 3, res.stderr[-3000:]
     line = res.stdout.strip().splitlines()[-1]
+    print(line)
     assert line.startswith("INCOMPATIBLE "), res.stdout
     cert = json.loads((tmp_path / "cert" / "certificate.json").read_text())
     assert cert["overall"] == "INCOMPATIBLE" and cert["capabilities"] == []

@@ -44,6 +44,6 @@ def test_check_of_a_store_that_does_not_answer_ends_with_one_line():
     finally:
         stop.set()
         srv.close()
-    assert r.returncode == 2, r.stderr
+    assert r.returncode == 5, r.stderr      # environment (docs/cli.md "Exit codes")
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kafka-chaos: error: object storage: list s3://bucket1/runs")

@@ -1,4 +1,5 @@
-"""The HTML report links each shown run's container logs (RUN_DIR/logs/*.log.gz), relative to the report."""
+"""The HTML report bundles each shown run's container logs (RUN_DIR/logs/*.log.gz) into its own directory
+(logs/<run_id>/) and links them relative to the report, so the directory works on its own."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def _record(root: Path, *containers: str) -> Path:
     return run
 
 
-def test_links_every_container_log_relative_to_the_report(tmp_path):
+def test_links_every_container_log_bundled_inside_the_report(tmp_path):
     run = _record(tmp_path, "kc-r1-kafka-2", "kc-r1-kafka-1", "kc-r1-zk-1")
     out = tmp_path / "report"
     out.mkdir()
@@ -26,7 +27,19 @@ def test_links_every_container_log_relative_to_the_report(tmp_path):
     links = re.findall(r'<a class="logs" href="([^"]+)">([^<]+)</a>', html)
     assert [name for _, name in links] == ["kc-r1-kafka-1", "kc-r1-kafka-2", "kc-r1-zk-1"]
     for href, name in links:
-        assert not href.startswith("/") and (out / href).resolve() == run / "logs" / f"{name}.log.gz"
+        assert not href.startswith(("/", "..")) and "://" not in href, href
+        target = (out / href).resolve()
+        assert target.is_relative_to(out.resolve()), href          # resolves inside the report directory
+        assert target.read_bytes() == (run / "logs" / f"{name}.log.gz").read_bytes()
+    assert not (out / "logs" / run.name / "notes.txt").exists()    # only the container logs
+    # the report directory moved elsewhere (an uploaded CI artifact): every link still resolves
+    moved = tmp_path / "elsewhere" / "artifact"
+    moved.parent.mkdir()
+    out.rename(moved)
+    import shutil
+    shutil.rmtree(tmp_path / "runs")
+    for href, name in links:
+        assert gzip.decompress((moved / href).read_bytes()) == b"[2026-11-26] started\n"
 
 
 def test_a_file_uri_run_dir_is_local_and_no_out_gives_absolute_uris(tmp_path):

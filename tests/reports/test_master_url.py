@@ -78,11 +78,11 @@ def test_bad_master_url_is_one_error_line_and_exit_2(master, tmp_path):
     assert r.stdout == "" and not (tmp_path / "o").exists()       # refused before Spark started
 
 
-def test_unreachable_master_is_one_error_line_and_exit_2(tmp_path):
+def test_unreachable_master_is_one_error_line_and_exit_5(tmp_path):
     master = f"spark://127.0.0.1:{_free_port()}"          # nothing listens there
     r = subprocess.run([sys.executable, "-m", "harness.cli", "report", str(SYNTHETIC), "-o", str(tmp_path / "o"),
                         "--master", master], capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert r.returncode == 2
+    assert r.returncode == 5          # environment (docs/cli.md "Exit codes")
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith(f"kafka-chaos: error: cannot reach the Spark master {master} (127.0.0.1:") and "refused" in line
     assert not (tmp_path / "o").exists()
