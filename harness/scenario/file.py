@@ -85,7 +85,7 @@ def build(doc: dict, stem: str) -> tuple[Scenario, str | None, str | None]:
     if mix is not None and steps:
         raise schema.SchemaError(("random",), "a file has either [[steps]] or a [random] mix, not both")
     expect = schema.expectations(doc, steps, topics)
-    checks = schema.checks(doc, expect)
+    checks = schema.checks(doc, expect, workload)
     _check_roles(cl["modes"], steps, mix)
     _check_topics(topics, steps, expect)
     coverage = doc.get("coverage")

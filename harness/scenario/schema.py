@@ -438,12 +438,18 @@ def expectations(d: dict, step_list: list[dict], topic_list: list[dict]) -> list
     return out
 
 
-def checks(d: dict, expect: list[dict]) -> tuple[str, ...]:
+# the checks a file's workload kind gets when the file names none (the same as the catalog's scenarios of that kind)
+KIND_CHECKS = {"txn": ("conformance", "transactions"), "java-txn": ("conformance", "txn-epochs"),
+               "group": ("conformance", "durability", "groups"), "share": ("conformance", "durability", "share")}
+
+
+def checks(d: dict, expect: list[dict], workload: dict | None = None) -> tuple[str, ...]:
     if "checks" in d:
         chosen = strings(d["checks"], ("checks",), CHECKS)
     else:
         named = [CHECKER_EXPECTATIONS[e["that"]] for e in expect if e["that"] in CHECKER_EXPECTATIONS]
-        chosen = named or ["conformance", "durability"]
+        kind = (workload or {}).get("kind")
+        chosen = named or list(KIND_CHECKS.get(kind, ("conformance", "durability")))
     for e in expect:
         need = CHECKER_EXPECTATIONS.get(e["that"])
         if need and need not in chosen:

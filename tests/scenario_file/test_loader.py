@@ -272,3 +272,18 @@ def test_run_refuses_a_bad_file_with_one_line(tmp_path):
                                 "bandwidth, bridge, client_crash, crash, delete_controller_znode, isolate, kill, link_cut, loss, "
                                 "netem, one_way, partition, pause, restart, start, stop, zk_expire_session, zk_kill, "
                                 "zk_pause")
+
+
+def test_a_workload_kind_without_expectations_gets_its_own_data_checks(tmp_path):
+    from harness.scenario.file import load
+    base = ('name = "x.kind"\n[cluster]\nbrokers = 3\n[[topics]]\nname = "t"\npartitions = 2\n'
+            'replication_factor = 3\n[workload]\nkind = "{kind}"\n')
+    want = {"txn": ("conformance", "transactions", "expectations"),
+            "group": ("conformance", "durability", "groups", "expectations")}
+    for kind, checks in want.items():
+        f = tmp_path / f"{kind}.toml"
+        f.write_text(base.format(kind=kind))
+        assert load(f).checks == checks
+    f = tmp_path / "plain.toml"
+    f.write_text(base.replace('[workload]\nkind = "{kind}"\n', ""))
+    assert load(f).checks == ("conformance", "durability", "expectations")
