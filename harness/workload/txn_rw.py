@@ -32,8 +32,8 @@ from harness.clientlog import with_logger
 from harness.workload.config import recorded_settings
 from harness.workload.consumer import consumer_settings
 from harness.workload.outcomes import count_error, error_name
-from harness.workload.txn import (CRASHED, Emit, TxnProducerProcess, TxnWorkloadConfig, _Crashed, _Fatal,
-                                  abandon)
+from harness.workload.txn import TxnWorkloadConfig
+from harness.workload.txn_producer import CRASHED, Emit, TxnProducerProcess, _Crashed, _Fatal, abandon
 
 OUTSIDE_COMMIT_EVERY_S = 2.0  # offsets_outside_txn: how often the consumer commits its position itself
 

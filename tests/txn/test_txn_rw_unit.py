@@ -17,7 +17,7 @@ from harness.nemesis.faults import FAULT_CLASSES
 from harness.scenario import schema
 from harness.scenario.schedule import Schedule, for_roles, generate_schedule, parse_mix
 from harness.workload import TxnWorkload, TxnWorkloadConfig
-from harness.workload.txn import CRASHED, _Crashed
+from harness.workload.txn_producer import CRASHED, _Crashed
 from harness.workload.txn_rw import ReadWriteTxnProcess
 
 
@@ -206,7 +206,7 @@ def _idle_run(self):          # a producer thread without Kafka: alive until sto
 
 
 def test_crash_client_replaces_a_slot_with_a_new_process_of_the_same_transactional_id(monkeypatch):
-    from harness.workload.txn import TxnProducerProcess
+    from harness.workload.txn_producer import TxnProducerProcess
     monkeypatch.setattr(TxnProducerProcess, "_run", _idle_run)
     events: list = []
     wl = TxnWorkload("localhost:9092", TxnWorkloadConfig(topic="t", partitions=4, producers=3, consumers=0),
@@ -289,7 +289,7 @@ def test_the_example_scenario_file_loads():
 
 def test_a_read_write_client_fenced_by_the_coordinator_starts_afresh():
     """No other live process of its transactional.id exists: it re-initialises instead of ending."""
-    from harness.workload.txn import _Fatal
+    from harness.workload.txn_producer import _Fatal
     events: list = []
     p = _proc(events, rate=0, max_txns=3)
     log = Log()

@@ -13,7 +13,7 @@ from txn_history import Hist
 from harness.checkers.txn import check_transactions
 from harness.checkers.verdict import decide
 from harness.workload import TxnWorkload, TxnWorkloadConfig, Workload, make_workload
-from harness.workload.txn import TxnProducerProcess
+from harness.workload.txn_producer import TxnProducerProcess
 from suites.scenarios.transactions import java_string_hash, txn_state_partition
 
 
@@ -199,7 +199,7 @@ def test_error_before_the_commit_is_a_failure_and_reinitialises():
 
 
 def test_first_producer_does_not_reinitialise_once_the_zombie_started():
-    from harness.workload.txn import _Fatal
+    from harness.workload.txn_producer import _Fatal
     events: list = []
     zombie = threading.Event()
     config = TxnWorkloadConfig(topic="txn", partitions=4, rate=0)
