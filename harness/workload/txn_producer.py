@@ -102,6 +102,17 @@ class TxnProducerProcess:
     def _stopped(self) -> bool:
         return self.stop_event.is_set() or self._halt.is_set()
 
+    @staticmethod
+    def _pace(next_t: float, interval: float) -> float:
+        """Wait for the next transaction's slot at ``rate`` (``interval`` 0: back to back); returns the
+        slot after it (never more than 1 s of missed slots made up)."""
+        if not interval:
+            return next_t
+        wait = next_t - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        return max(next_t + interval, time.monotonic() - 1.0)
+
     def _main(self) -> None:
         try:
             end = time.monotonic() + self.start_delay_s
@@ -157,11 +168,7 @@ class TxnProducerProcess:
         op_id = 0
         recreated = 0
         while not self._stopped() and op_id < cfg.max_txns and time.monotonic() < deadline:
-            if interval:
-                wait = next_t - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-                next_t = max(next_t + interval, time.monotonic() - 1.0)
+            next_t = self._pace(next_t, interval)
             op_id += 1
             chosen = self.rng.sample(parts, k)
             ops = [{"f": "send", "topic": cfg.topic, "partition": chosen[j % k],

@@ -97,11 +97,7 @@ class ReadWriteTxnProcess(TxnProducerProcess):
         op_id = recreated = 0
         try:
             while not self._stopped() and op_id < cfg.max_txns and time.monotonic() < deadline:
-                if interval:
-                    wait = next_t - time.monotonic()
-                    if wait > 0:
-                        time.sleep(wait)
-                    next_t = max(next_t + interval, time.monotonic() - 1.0)
+                next_t = self._pace(next_t, interval)
                 op_id += 1
                 plan = self._plan(op_id)
                 outcome = "abort" if self.rng.random() < cfg.abort_ratio else "commit"
