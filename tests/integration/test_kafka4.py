@@ -46,7 +46,8 @@ def test_image_is_kraft_only(kafka4_image):
 def test_zookeeper_mode_is_refused(kafka4_image):
     name = f"k4zk{os.getpid() % 100000}"
     res = subprocess.run([sys.executable, "-m", "harness.cli", "cluster", "up", "--name", name,
-                          "--kafka-version", KAFKA4_VERSION], capture_output=True, text=True, timeout=300)
+                          "--distribution", "apache-zk", "--kafka-version", KAFKA4_VERSION],
+                         capture_output=True, text=True, timeout=300)
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
         f"kafka-chaos: error: Kafka {KAFKA4_VERSION} has no ZooKeeper mode; use --distribution apache-kraft"]

@@ -28,7 +28,7 @@ def test_seeded_schedule_runs_and_replays_identically(kc_image, tmp_path):
     first = execute(scenario, runs_dir=tmp_path, image=kc_image.tag, distribution="apache-zk", suite="pytest", seed=3)
     assert first.verdict == "PASS", first.reason
     rec = read_run(first.path)
-    planned = generate_schedule(3, SHORT, distributions.resolve(None).roles)   # the mix as this cluster can run it
+    planned = generate_schedule(3, SHORT, distributions.resolve("apache-zk").roles)   # the mix as this cluster can run it
     assert rec.metadata["seed"] == 3 and rec.metadata["schedule"] == planned.to_json()
     items = rec.of_type("schedule.item")
     assert [i["index"] for i in items] == list(range(len(planned))) and all(i["ok"] for i in items), items

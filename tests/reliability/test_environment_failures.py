@@ -22,9 +22,9 @@ pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _start_run(runs: Path, scenario: str) -> subprocess.Popen:
+def _start_run(runs: Path, scenario: str, *args: str) -> subprocess.Popen:
     env = dict(os.environ, KAFKA_CHAOS_QUIET="1", TESTCONTAINERS_RYUK_DISABLED="true")
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", scenario, "--runs-dir", str(runs)],
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", scenario, "--runs-dir", str(runs), *args],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -87,7 +87,7 @@ def test_broker_container_removed_from_outside_is_unknown_container_removed(tmp_
 
 def test_zookeeper_container_stopped_from_outside_is_unknown(tmp_path, kc_docker, kc_image):
     runs = tmp_path / "runs"
-    proc = _start_run(runs, "broker_failover.pause_leader")
+    proc = _start_run(runs, "broker_failover.pause_leader", "--distribution", "apache-zk")   # a ZooKeeper to stop
     try:
         _wait_for_fault(runs, proc)
         [zk] = [c for c in _owned_containers(proc.pid).values()
