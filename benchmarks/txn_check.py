@@ -168,7 +168,7 @@ def main() -> None:
     ap.add_argument("--producers", type=int, default=10, help="concurrent transactional producers (default 10)")
     args = ap.parse_args()
     if args.ops <= 0 or args.producers <= 0:
-        raise SystemExit("--ops and --producers must be positive")
+        ap.error("--ops and --producers must be positive")      # one line, exit 2
     t0 = time.perf_counter()
     events, metadata = generate(args.ops, args.seed, producers=args.producers)
     print(f"generated {len(events):,} events for {args.ops:,} operations in {time.perf_counter() - t0:.1f} s")
