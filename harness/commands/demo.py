@@ -16,11 +16,11 @@ from typing import Callable
 
 def cmd_demo(args, main: Callable[[list[str]], int]) -> int:
     """Each step is a whole ``kafka-chaos`` command line given to ``main`` (the CLI's own entry point)."""
-    from harness import images
-    # the image the run takes: the asked version, else the default of the distribution's mode (ZooKeeper
-    # mode: the newest 3.9.x; otherwise KRaft on the newest 4.x: images.DEFAULT_VERSIONS)
-    version = args.kafka_version or (images.default_series(images.ZK) if args.distribution == "apache-zk" else None)
-    steps = [["images", "build"] + (["--kafka", version] if version else []),
+    from harness import distributions, images
+    # the image the run takes: the asked version, else the default of the adapter's controller mode
+    # (images.DEFAULT_VERSIONS: KRaft the newest 4.x, ZooKeeper mode the newest 3.9.x)
+    version = args.kafka_version or images.default_series(distributions.resolve(args.distribution).controller_model)
+    steps = [["images", "build", "--kafka", version],
              ["run", args.scenario, "--runs-dir", args.runs_dir, "--parallel", str(args.parallel)]
              + (["--kafka-version", args.kafka_version] if args.kafka_version else [])
              + (["--distribution", args.distribution] if args.distribution else []),

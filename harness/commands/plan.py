@@ -21,7 +21,7 @@ import statistics
 from types import SimpleNamespace
 
 from harness import images
-from harness.distributions.base import Distribution
+from harness.distributions.base import DEFAULT, Distribution
 from harness.errors import HarnessError, UnknownVersion
 from harness.nemesis.catalog import CATALOG
 from harness.nemesis.describe import ACCESS, ExampleCluster, PlanNode, fault_commands
@@ -102,7 +102,7 @@ def _version_offline(requested: str | None, mode: str = images.KRAFT) -> tuple[s
 
 
 def plan_broker(*, kafka_version=None, image=None, distribution=None, distribution_file=None, layout=None,
-                profile=None, default: str | None = "apache-kraft", nodes=None) -> tuple[Broker, str]:
+                profile=None, default: str | None = DEFAULT, nodes=None) -> tuple[Broker, str]:
     """:func:`harness.request.resolve_broker` without Docker: (the Broker, a note on the image).
     ``nodes``: a nodes file (``--nodes``): hosts the harness connects to, no image."""
     from harness import distributions

@@ -143,7 +143,7 @@ def _check_features(cl: dict) -> None:
     if not cl.get("features") or not (cl.get("distribution") or cl.get("kafka_version")):
         return
     from harness import distributions      # lazy: the adapters
-    dist = distributions.resolve(cl.get("distribution") or "apache-kraft")
+    dist = distributions.resolve(cl.get("distribution"))      # None: the default adapter
     version = cl.get("kafka_version")
     if version is None:
         if dist.sets_features:
