@@ -7,12 +7,12 @@ each with one line naming the key. The cluster itself: ``kafka-chaos run broker_
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 
 import pytest
 
 from reference import feature_versions as fv
 
+from tests.protocol.fake_nodes import BROKERS, controllers
 from harness import distributions as d
 from harness.cluster.cluster import ClusterSpec
 from harness.distributions.apache_kraft import FORMAT_THEN_START, feature_args
@@ -22,16 +22,7 @@ from harness.scenario.file import ScenarioFileError, load_file
 from harness.scenario.scenario import Scenario
 
 
-@dataclass
-class N:
-    node_id: int
-    alias: str
-    host_port: int
-    role: str = "broker"
-
-
-BROKERS = [N(i, f"broker{i}", 40000 + i) for i in (1, 2, 3)]
-CONTROLLERS = [N(100 + i, f"controller{100 + i}", 41000 + i, "controller") for i in range(1, 6)]
+CONTROLLERS = controllers(5)
 
 
 # ---------------------------------------------------------------- what each release knows

@@ -6,10 +6,10 @@ tests/integration/test_kraft_dedicated.py)."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 import pytest
 
+from tests.protocol.fake_nodes import BROKERS, controllers
 from harness import distributions as d
 from harness.cluster.cluster import Cluster, ClusterSpec
 from harness.distributions.control_plane import ProtocolControlPlane
@@ -24,16 +24,7 @@ from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
 from harness.observer import kraft_history
 
 
-@dataclass
-class N:
-    node_id: int
-    alias: str
-    host_port: int
-    role: str = "broker"
-
-
-BROKERS = [N(i, f"broker{i}", 40000 + i) for i in (1, 2, 3)]
-CONTROLLERS = [N(100 + i, f"controller{100 + i}", 41000 + i, "controller") for i in (1, 2, 3)]
+CONTROLLERS = controllers(3)
 VOTERS = "101@controller101:9094,102@controller102:9094,103@controller103:9094"
 
 

@@ -7,10 +7,10 @@ floor, and the scenarios / capability that need it (the cluster itself: `kafka-c
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
 
 import pytest
 
+from tests.protocol.fake_nodes import BROKERS, controllers
 from harness import distributions as d
 from harness.cluster.cluster import ClusterSpec
 from harness.distributions.capability_table import capability
@@ -19,16 +19,7 @@ from harness.errors import HarnessError
 from suites.catalog import scenarios_for
 
 
-@dataclass
-class N:
-    node_id: int
-    alias: str
-    host_port: int
-    role: str = "broker"
-
-
-BROKERS = [N(i, f"broker{i}", 40000 + i) for i in (1, 2, 3)]
-CONTROLLERS = [N(100 + i, f"controller{100 + i}", 41000 + i, "controller") for i in range(1, 6)]
+CONTROLLERS = controllers(5)
 NODES = BROKERS + CONTROLLERS
 
 
