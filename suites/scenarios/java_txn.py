@@ -56,12 +56,8 @@ def coordinator_kill(ctx: RunContext) -> None:
     ctx.wait_until(f"FindCoordinator names the coordinator of {tx}", lambda: coordinator(ctx, tx) is not None, 30)
     h = ctx.fault("kill", f"txn-coordinator({tx})")
     old = tuple(h.broker_ids)
-    ctx.wait_until(f"a broker other than {list(old)} coordinates {tx}",
-                   lambda: coordinator(ctx, tx, old) not in (None, *old), 45)
-    ctx.sleep(8)
-    ctx.heal(h)
-    committed_at_least(ctx, 2 * BEFORE + ctx.nemesis.workload.acknowledged() // 2, 5, 30)
-    _crash_and_replace(ctx, "j1")
+    _moved_then_crash(ctx, h, f"a broker other than {list(old)} coordinates {tx}",
+                      lambda: coordinator(ctx, tx, old) not in (None, *old), 45, "j1")
 
 
 def leader_kill(ctx: RunContext) -> None:
@@ -69,12 +65,18 @@ def leader_kill(ctx: RunContext) -> None:
     ctx.wait_until(f"{TOPIC}-0 has a leader", lambda: ctx.leader(TOPIC, 0) not in (None, -1), 30)
     old = ctx.leader(TOPIC, 0)
     h = ctx.fault("kill", f"broker:{old}")
-    ctx.wait_until(f"{TOPIC}-0 has a new leader after the kill of {old}",
-                   lambda: ctx.leader(TOPIC, 0) not in (None, -1, old), 40)
+    _moved_then_crash(ctx, h, f"{TOPIC}-0 has a new leader after the kill of {old}",
+                      lambda: ctx.leader(TOPIC, 0) not in (None, -1, old), 40, "j0")
+
+
+def _moved_then_crash(ctx: RunContext, h, what: str, moved, timeout_s: float, copier: str) -> None:
+    """After a kill: wait until the cluster moved what the kill took (``moved``), keep the fault 8 s more,
+    heal, wait for the copying to go on, then crash the client ``copier`` and start its replacement."""
+    ctx.wait_until(what, moved, timeout_s)
     ctx.sleep(8)
     ctx.heal(h)
     committed_at_least(ctx, 2 * BEFORE + ctx.nemesis.workload.acknowledged() // 2, 5, 30)
-    _crash_and_replace(ctx, "j0")
+    _crash_and_replace(ctx, copier)
 
 
 def zombie_pause(ctx: RunContext) -> None:
