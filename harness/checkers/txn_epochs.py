@@ -18,7 +18,7 @@ in X up to P's next marker (a control batch: COMMIT or ABORT). Checks:
 | ``marker-epoch`` | TV2: a marker not above its transaction's data epoch (a COMMIT exactly one above); TV0/1: a COMMIT marker at another epoch than its data | FAIL |
 | ``open-transaction`` | data of P after P's last marker when the read ended | UNKNOWN |
 | ``eos-duplicate`` | an input record in the committed output twice | FAIL |
-| ``eos-lost`` | an acknowledged input record not in the committed output after the final copier of its partition completed | FAIL (UNKNOWN without a completed final copier) |
+| ``eos-lost`` | an acknowledged input record not in the committed output after the final copier of its partition completed | FAIL (UNKNOWN without a completed final copier, or when the read back of an output partition failed) |
 | ``unexpected-value`` | a committed output record that is no input record | FAIL |
 | ``coverage`` | committed transactions at least ``min_committed_txns`` (metadata workload) | UNKNOWN below |
 
@@ -223,7 +223,10 @@ def check_txn_epochs(events, metadata: dict, options: dict | None = None) -> dic
     final_ok = {c.get("partition") for c in clients if c.get("final") and c.get("state") == "exited"
                 and c.get("exit_code") == 0}
     lost = [{"value": v, "input_partition": p} for v, p in acked.items() if v not in committed]
-    lost_decided = [x for x in lost if x["input_partition"] in final_ok]
+    # the output as read back is whole only if no partition's read failed (a failed read is the harness's)
+    unread = [f"{r.get('topic')}-{r.get('partition')}: {r.get('error')}" for r in reads
+              if r.get("error") and (out_topic is None or r.get("topic") == out_topic)]
+    lost_decided = [] if unread else [x for x in lost if x["input_partition"] in final_ok]
     checks["eos-duplicate"] = _check(dup, FAIL, "an input record appears more than once in the committed output", mx)
     checks["unexpected-value"] = _check(unexpected, FAIL, "a committed output record is no input record", mx)
     if lost_decided:
@@ -231,8 +234,10 @@ def check_txn_epochs(events, metadata: dict, options: dict | None = None) -> dic
                                     "output after the final copier of their partition completed", mx)
     elif lost:
         checks["eos-lost"] = {"verdict": UNKNOWN, "count": len(lost), "examples": lost[:mx],
-                              "reason": "input records not (yet) in the committed output and no final copier of "
-                                        "their partition completed"}
+                              "reason": (f"input records not in the output as read, and the read back of the output "
+                                         f"failed ({'; '.join(unread)})" if unread else
+                                         "input records not (yet) in the committed output and no final copier of "
+                                         "their partition completed")}
     else:
         checks["eos-lost"] = _check([], FAIL, "", mx)
     need = int(wl.get("min_committed_txns") or 0)

@@ -271,3 +271,14 @@ def test_a_client_containers_exit_is_no_environment_failure():
     evs[-2] = {**evs[-2], "role": "broker", "container": "kc-x-b1", "node_id": 1}
     v = decide(evs, m)
     assert v.verdict == "UNKNOWN" and v.cause == "container-stopped"
+
+
+def test_missing_input_when_the_read_back_failed_is_unknown_not_fail():
+    # the harness's Fetch of the output failed: what it did not read is not the broker's loss
+    log = Log().data(0, ["a"]).marker("commit", 1)
+    evs = history(log, ["a", "b"])
+    next(e for e in evs if e["type"] == "txn.read").update(error="timed out after 60 s")
+    res = check_txn_epochs(evs, meta(2))
+    assert res["verdict"] == "UNKNOWN" and verdicts(res)["eos-lost"] == "UNKNOWN"
+    assert "timed out" in res["checks"]["eos-lost"]["reason"]
+    assert verdicts(check_txn_epochs(history(log, ["a", "b"]), meta(2)))["eos-lost"] == "FAIL"   # read whole
