@@ -62,8 +62,11 @@ def test_the_producers_threads_inherit_the_higher_nice_and_the_caller_keeps_its_
     try:
         threads = _rdk_threads(before)
         assert any(n == "rdk:main" for n in threads.values()), threads
+        # A thread that has exited since it was listed has no nice value left to read (None):
+        # librdkafka may end a broker thread whose connection is refused. rdk:main must be read.
         nices = {n: thread_nice(t) for t, n in threads.items()}
-        assert all(v == min(19, mine + 7) for v in nices.values()), nices
+        assert nices.get("rdk:main") is not None, nices
+        assert all(v == min(19, mine + 7) for v in nices.values() if v is not None), nices
         assert os.getpriority(os.PRIO_PROCESS, 0) == mine
         assert thread_nice(threading.get_native_id()) == mine
     finally:
