@@ -67,6 +67,7 @@ partition epoch + 1 per record (harness/observer/kraft_events.py computes both f
 from __future__ import annotations
 
 from reference.actions import UNCLEAN_KEY, record_unclean_permission
+from reference.kraft_config_rules import MIN_ISR, MinIsrConfigRules
 from reference.kraft_log_cross import cross_check, fencing_deadlines, served_staleness
 from reference.kraft_rules import KRAFT_RULES, KraftDivergence
 from reference.kraft_voters import judge_voters
@@ -77,7 +78,6 @@ MV_NO_BUMP_ON_SHRINK = 12       # MetadataVersion IBP_3_6_IV0 feature level (KAF
 ELR_FEATURE = "eligible.leader.replicas.version"
 META_TYPES = ("meta.partition", "meta.broker", "meta.feature", "meta.config", "meta.topic",
               "meta.topic_removed", "meta.leader_change", "meta.voters", "meta.kraft_version", "meta.clear_elr")
-MIN_ISR = "min.insync.replicas"
 _STATE_FIELDS = ("leader", "isr", "replicas", "adding", "removing", "elr", "last_known_elr")
 
 
@@ -184,6 +184,7 @@ class LogChecker:
         self.stats = {"records": 0, "partition_records": 0, "leader_changes": 0, "elections_judged": 0,
                       "elections_unclean_permitted": 0, "elections_elr": 0, "elections_last_known_leader": 0,
                       "elections_reassignment": 0, "isr_additions": 0, "broker_records": 0, "elr_records_judged": 0}
+        self.config_rules = MinIsrConfigRules(profile, report, self.stats)   # L14-L16 (reference/kraft_config_rules.py)
 
     def run(self, events: list[dict], actions: list[dict]) -> None:
         for a in actions:
@@ -191,14 +192,7 @@ class LogChecker:
         for ev in events:          # looked ahead by L11: a new incarnation's cleanup precedes its registration
             if ev["type"] == "meta.broker" and ev.get("record") == "RegisterBrokerRecord":
                 self.registrations.setdefault(int(ev["broker_id"]), []).append((ev.get("offset", -1), ev.get("time_ms")))
-        clears: dict[tuple, list[tuple]] = {}   # (raft epoch, batch append time) -> [(offset, topic)] (L14)
-        self._bootstrap = set()                  # batches setting metadata.version: the bootstrap records (L14)
-        for ev in events:
-            if ev["type"] == "meta.feature" and ev.get("name") == "metadata.version":
-                self._bootstrap.add((ev.get("raft_epoch"), ev.get("time_ms")))
-            if ev["type"] == "meta.clear_elr":
-                clears.setdefault((ev.get("raft_epoch"), ev.get("time_ms")), []).append((ev.get("offset", -1),
-                                                                                        ev.get("topic") or ""))
+        self.config_rules.prepare(events)
         gaps = list(self.gaps)
         for ev in events:
             self.stats["records"] += 1
@@ -214,11 +208,13 @@ class LogChecker:
                     self.stale_brokers.discard(int(ev["broker_id"]))   # a full registration: known again
             elif t == "meta.config":
                 self.min_isr.config(ev)
-                self._clear_elr_follows(ev, clears)
+                self.config_rules.config(ev, self.elr_feature)       # L14, L15
             elif t == "meta.feature":
                 if ev.get("name") == "metadata.version":
                     self.mv = int(ev["level"])
                 elif ev.get("name") == ELR_FEATURE:
+                    if int(ev.get("level") or 0) >= 1 and not self.elr_feature:
+                        self.config_rules.elr_enabled(ev, self.after_gap)   # L16
                     self.elr_feature = int(ev.get("level") or 0) >= 1
                     self.elr_on |= self.elr_feature
 
@@ -234,34 +230,6 @@ class LogChecker:
         for key in self.parts:
             self.stale[key] = set(_STATE_FIELDS)
         self.stale_brokers |= set(self.brokers)
-
-    def _clear_elr_follows(self, ev: dict, clears: dict) -> None:
-        """L14 (4.1+, ELR enabled): a ConfigRecord of ``min.insync.replicas`` is followed in its own atomic
-        batch by a ClearElrRecord naming its topic (a topic resource) or ``""`` (a broker / cluster resource).
-        ConfigurationControlManager.createClearElrRecordsAsNeeded (4.4.0 bytecode) appends them to the records
-        of incrementalAlterConfig(s) / legacyAlterConfigs -- topic creation's configs included
-        (ReplicationControlManager.createTopics calls incrementalAlterConfig) -- when
-        FeatureControlManager.isElrFeatureEnabled (``eligible.leader.replicas.version`` >= 1). The records of one
-        batch share the raft epoch and the batch's append time (raft BatchBuilder.writeRecord writes timestamp
-        delta 0), so the ClearElrRecord must sit at a later offset with the same epoch and time. Not judged: the
-        bootstrap batch (the one setting ``metadata.version``; its cluster ``min.insync.replicas`` comes from
-        ``kafka-storage format`` through the activation records, not through ConfigurationControlManager)."""
-        if (ev.get("name") != MIN_ISR or not self.elr_feature or not self.p.determinism
-                or tuple(self.p.version) < (4, 1)):
-            return
-        if (ev.get("raft_epoch"), ev.get("time_ms")) in self._bootstrap:
-            return          # the bootstrap records (kafka-storage format, written on activation) hold no ClearElrRecord
-        self.stats["min_isr_configs_judged"] = self.stats.get("min_isr_configs_judged", 0) + 1
-        want = (ev.get("resource_name") or "") if ev.get("resource_type") == "topic" else ""
-        off = ev.get("offset", -1)
-        if any(o > off and name == want for o, name in clears.get((ev.get("raft_epoch"), ev.get("time_ms")), ())):
-            return
-        where = f"topic {want}" if want else "every topic"
-        self.report("L14", {**ev, "subject": f"config {ev.get('resource_type')} {ev.get('resource_name')!r}"},
-                    f"min.insync.replicas set to {ev.get('value')!r} for {ev.get('resource_type')} "
-                    f"{ev.get('resource_name')!r} at offset {off} with ELR enabled, but no ClearElrRecord for {where} "
-                    f"follows in its batch (ConfigurationControlManager.createClearElrRecordsAsNeeded)",
-                    allowed=[f"ClearElrRecord({want!r}) in the same batch"])
 
     def _old_mv(self) -> bool:
         if self.mv is not None:

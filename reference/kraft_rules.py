@@ -81,6 +81,13 @@ KRAFT_RULES: dict[str, tuple[str, str, str]] = {
     "L14": ("§9.5", "invariant", "metadata log, ELR enabled, 4.1+: a ConfigRecord of min.insync.replicas is "
             "followed in its batch by a ClearElrRecord for its topic (\"\" for a broker / cluster value) "
             "(ConfigurationControlManager.createClearElrRecordsAsNeeded; 4.4.0)"),
+    "L15": ("§9.5", "invariant", "metadata log, ELR enabled, 4.1+: no ConfigRecord the controller refuses while ELR "
+            "is enabled: a broker-level min.insync.replicas (set or deleted), or the cluster-wide one deleted "
+            "(ConfigurationControlManager.isDisallowedBrokerMinIsrTransition / isDisallowedClusterMinIsrTransition; "
+            "4.4.0)"),
+    "L16": ("§9.5", "invariant", "metadata log, 4.1+: the batch enabling ELR leaves no broker-level "
+            "min.insync.replicas and a cluster-wide one (ConfigurationControlManager.updateFeatures / "
+            "maybeGenerateElrSafetyRecords; 4.4.0)"),
 }
 
 

@@ -129,3 +129,98 @@ def test_the_bootstrap_batchs_min_isr_needs_no_clear_elr():
     log.meta[-1]["time_ms"] = log.meta[-2]["time_ms"]
     r = assert_pass(log.create(), "kraft-4.4", META_44)
     assert "min_isr_configs_judged" not in r.stats["metadata_log"]
+
+
+# -- L15: no min.insync.replicas ConfigRecord the controller refuses while ELR is enabled (4.1+) --
+
+@pytest.mark.parametrize("value", [2, None])
+def test_a_broker_level_min_isr_with_elr_on_is_l15(value):
+    log = MetaLog(elr=True).create()
+    log.config("min.insync.replicas", None if value is None else str(value), "broker", "2")
+    log._m("meta.clear_elr", dt=0, topic="")           # what CCM would have written with it: L14 holds
+    r = assert_rules(log, {"L15"}, "kraft-4.4", META_44)
+    v = r.invariant_violations[0]
+    assert "broker 2" in v.explanation and "isDisallowedBrokerMinIsrTransition" in v.explanation
+    assert ("deleted" if value is None else "'2'") in v.explanation
+
+
+def test_the_cluster_wide_min_isr_deleted_with_elr_on_is_l15():
+    log = _min_isr_batch(MetaLog(elr=True).create(), None)
+    r = assert_rules(log, {"L15"}, "kraft-4.4", META_44)
+    assert "isDisallowedClusterMinIsrTransition" in r.invariant_violations[0].explanation
+
+
+def test_what_the_controller_allows_with_elr_on_is_no_l15():
+    log = MetaLog(elr=True).create()
+    _min_isr_batch(log, 2)                               # the cluster-wide value set
+    _min_isr_batch(log, 2, topic="t")                    # a topic's value set
+    _min_isr_batch(log, None, topic="t")                 # and deleted
+    r = assert_pass(log, "kraft-4.4", META_44)
+    assert r.stats["metadata_log"]["min_isr_configs_judged"] == 3
+
+
+def test_l15_is_not_judged_with_elr_off_before_4_1_or_in_the_bootstrap_batch():
+    def broker_level(elr):
+        log = MetaLog(elr=elr).create()
+        log.config("min.insync.replicas", "2", "broker", "1")
+        return log
+    assert_pass(broker_level(False), "kraft-4.4", META_44)                                   # ELR off: allowed
+    assert_pass(broker_level(True), "kraft-4.0", {**META_44, "kafka_version": "4.0.0"})     # not read for 4.0
+    log = MetaLog(elr=True)
+    log._m("meta.feature", dt=0, name="metadata.version", level=21)
+    log.config("min.insync.replicas", "2", "broker", "1")
+    log.meta[-1]["time_ms"] = log.meta[-2]["time_ms"]
+    assert_pass(log.create(), "kraft-4.4", META_44)                                          # kafka-storage format's
+
+
+# -- L16: the batch enabling ELR leaves no broker-level min.insync.replicas and a cluster-wide one (4.1+) --
+
+def _enable_elr(log, deletions=(), cluster=None):
+    """A feature upgrade to ELR as CCM.updateFeatures writes it: the safety records (``cluster`` value set,
+    ``deletions`` of broker-level values), then the FeatureLevelRecord, in one batch (same epoch and time)."""
+    first = True
+    for b in deletions:
+        log._m("meta.config", dt=0.1 if first else 0, resource_type="broker", resource_name=str(b),
+               name="min.insync.replicas", value=None)
+        first = False
+    if cluster is not None:
+        log._m("meta.config", dt=0.1 if first else 0, resource_type="broker", resource_name="",
+               name="min.insync.replicas", value=str(cluster))
+        first = False
+    log._m("meta.feature", dt=0.1 if first else 0, name="eligible.leader.replicas.version", level=1)
+    return log
+
+
+def _elr_off_with_overrides(cluster=True):
+    log = MetaLog(elr=False)
+    if cluster:
+        log.min_isr(2)
+    log.config("min.insync.replicas", "3", "broker", "1")
+    log.config("min.insync.replicas", "1", "broker", "2")
+    return log.create()
+
+
+def test_enabling_elr_with_its_safety_records_passes():
+    r = assert_pass(_enable_elr(_elr_off_with_overrides(), deletions=(1, 2)), "kraft-4.4", META_44)
+    assert r.stats["metadata_log"]["elr_enablings_judged"] == 1
+    r = assert_pass(_enable_elr(_elr_off_with_overrides(cluster=False), deletions=(1, 2), cluster=1),
+                    "kraft-4.4", META_44)
+
+
+def test_enabling_elr_leaving_a_broker_level_min_isr_is_l16():
+    r = assert_rules(_enable_elr(_elr_off_with_overrides(), deletions=(1,)), {"L16"}, "kraft-4.4", META_44)
+    assert "broker 2: 1" in r.invariant_violations[0].explanation
+
+
+def test_enabling_elr_without_a_cluster_wide_min_isr_is_l16():
+    r = assert_rules(_enable_elr(_elr_off_with_overrides(cluster=False), deletions=(1, 2)), {"L16"}, "kraft-4.4",
+                     META_44)
+    assert "no cluster-wide" in r.invariant_violations[0].explanation
+
+
+def test_l16_is_not_judged_before_4_1_or_after_a_gap_in_the_log_read():
+    log = _enable_elr(_elr_off_with_overrides(cluster=False))
+    assert_pass(log, "kraft-4.0", {**META_44, "kafka_version": "4.0.0"})
+    gap = {**META_44, "observer": {"offset_gaps": [[2, 4]]}}
+    r = assert_pass(_enable_elr(_elr_off_with_overrides(cluster=False)), "kraft-4.4", gap)
+    assert "elr_enablings_judged" not in r.stats["metadata_log"]

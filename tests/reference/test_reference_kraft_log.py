@@ -33,8 +33,8 @@ class MetaLog:
         self.brokers: dict = {}
         self.leader_change([1, 2, 3])
         self.feature("metadata.version", mv)
-        if elr:
-            self.feature("eligible.leader.replicas.version", 1)
+        if elr:     # in the bootstrap batch, as kafka-storage format writes it (same epoch and time)
+            self._m("meta.feature", dt=0, name="eligible.leader.replicas.version", level=1)
         for b in (1, 2, 3):
             self.broker(b, fenced=True, record="RegisterBrokerRecord")
             self.broker(b, fenced=False)
