@@ -11,6 +11,10 @@ export TESTCONTAINERS_RYUK_DISABLED=true
 PY="${PYTHON:-python3}"
 log() { echo "[run.sh] $*" >&2; }
 STEP_START=$SECONDS
+pip_pid="" pip_log="$(mktemp /tmp/kafka-chaos-pip.XXXXXX)"
+# a setup that stops early leaves no pip running and no log behind
+trap '[ -z "$pip_pid" ] || { pkill -TERM -P "$pip_pid"; kill "$pip_pid"; } 2>/dev/null; rm -f "$pip_log"' EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM   # so the EXIT trap runs on a signal too
 took() { log "$1: $((SECONDS - STEP_START)) s"; STEP_START=$SECONDS; }   # each step prints its own time
 
 apt_install() {
@@ -27,6 +31,26 @@ apt_install() {
     || { log "apt-get install failed; see /tmp/kafka-chaos-apt.log"; tail -n 20 /tmp/kafka-chaos-apt.log >&2; exit 2; }
 }
 
+# python_deps MODE IMPORTS PIP-ARGS...: pip install PIP-ARGS unless IMPORTS already import and nothing changed
+# since; prints its own time ("Python dependencies: N s")
+python_deps() {
+  local mode="$1" imports="$2" t0=$SECONDS; shift 2
+  if ! "$PY" -c "$imports" 2>/dev/null || [ pyproject.toml -nt ".setup-done-$mode" ] \
+      || [ constraints/test.txt -nt ".setup-done-$mode" ]; then
+    log "installing Python dependencies (beside the Debian packages and the Docker engine)"
+    "$PY" -m pip install -q --disable-pip-version-check "$@" || true
+    "$PY" -c "$imports" || { log "Python dependencies did not install"; return 2; }
+    if [ "$mode" = test ]; then   # the pinned versions, not an older one pip kept after a failed download
+      "$PY" -c 'import importlib.metadata as m, sys
+want = dict(l.split("#")[0].strip().split("==") for l in open("constraints/test.txt") if "==" in l.split("#")[0])
+bad = [f"{k} {m.version(k)} (constraints/test.txt pins {v})" for k, v in want.items() if m.version(k) != v]
+sys.exit("[run.sh] installed " + ", ".join(bad) if bad else 0)' || return 2
+    fi
+    touch ".setup-done-$mode"
+  fi
+  log "Python dependencies: $((SECONDS - t0)) s"
+}
+
 # setup [demo|test]: the demo (the main job) needs the Docker engine, the image build's tools, Java for
 # the Spark report and the package; the tests also need the test extras and chromium (the report
 # screenshot tests)
@@ -39,28 +63,24 @@ setup() {
     packages+=(chromium); imports+=", hypothesis, importlinter, yaml"
     pins=(-c constraints/test.txt)   # pytest 9 and the newest pyspark in the bounds: what CI tests
   else
-    extras="."
+    extras=".[report]"   # the demo ends with the Spark report
   fi
+  # the Python dependencies install while the Debian packages and the Docker engine come (neither needs the
+  # other); its time is its own, printed when it is waited for
+  python_deps "$mode" "$imports" "${pins[@]}" -e "$extras" >"$pip_log" 2>&1 &
+  pip_pid=$!
   if [ -f /etc/debian_version ]; then
     apt_install "${packages[@]}"
     took "Debian packages"
   fi
   scripts/ensure-docker.sh
   took "Docker engine"
-  if ! "$PY" -c "$imports" 2>/dev/null || [ pyproject.toml -nt ".setup-done-$mode" ] \
-      || [ constraints/test.txt -nt ".setup-done-$mode" ]; then
-    log "installing Python dependencies"
-    "$PY" -m pip install -q --disable-pip-version-check "${pins[@]}" -e "$extras" 2>&1 | grep -v "Running pip as the 'root' user" || true
-    "$PY" -c "$imports" || { log "Python dependencies did not install"; exit 2; }
-    if [ "$mode" = test ]; then   # the pinned versions, not an older one pip kept after a failed download
-      "$PY" -c 'import importlib.metadata as m, sys
-want = dict(l.split("#")[0].strip().split("==") for l in open("constraints/test.txt") if "==" in l.split("#")[0])
-bad = [f"{k} {m.version(k)} (constraints/test.txt pins {v})" for k, v in want.items() if m.version(k) != v]
-sys.exit("[run.sh] installed " + ", ".join(bad) if bad else 0)' || exit 2
-    fi
-    touch ".setup-done-$mode"
-  fi
-  took "Python dependencies"
+  local pip_rc=0
+  wait "$pip_pid" || pip_rc=$?
+  pip_pid=""
+  grep -v "Running pip as the 'root' user" "$pip_log" >&2 || true
+  [ "$pip_rc" -eq 0 ] || exit 2
+  STEP_START=$SECONDS
   log "building the default broker image (cached after the first time)"
   "$PY" -m harness.cli images build
   took "broker image"

@@ -125,8 +125,8 @@ def build(version: str | None = None, force: bool = False) -> images.BuiltImage:
     t0 = time.monotonic()
     v = images.resolve_version(version)
     docker_util.client()  # fail early and clearly when Docker is unreachable
-    base_id = images.ensure_rootfs_image(SSH_BASE_TAG, SSH_BASE_PACKAGES, SSH_BASE_HOOKS, force=force)
-    libs = images.ensure_jars(v)
+    base_id, libs = images.base_and_jars(
+        lambda: images.ensure_rootfs_image(SSH_BASE_TAG, SSH_BASE_PACKAGES, SSH_BASE_HOOKS, force=force), v)
     want = _inputs_hash(base_id, libs, v)
     tag = host_tag(v)
     img = images.find_image(tag)

@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -208,6 +210,7 @@ def ensure_rootfs_image(tag: str, packages: list[str], hooks: tuple[str, ...] = 
     if os.geteuid() != 0:
         raise HarnessError("building the base image needs root (mmdebstrap creates device nodes); run as root")
     _log(f"building base image {tag} with mmdebstrap (about a minute)")
+    t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kc-rootfs-") as tmp:
         tar = Path(tmp) / "rootfs.tar"
         cmd = ["mmdebstrap", "--variant=apt", "--include=" + ",".join(packages),
@@ -225,9 +228,11 @@ def ensure_rootfs_image(tag: str, packages: list[str], hooks: tuple[str, ...] = 
         args = ["docker", "import"]
         for c in changes:
             args += ["-c", c]
+        t1 = time.monotonic()
         res = subprocess.run(args + [str(tar), tag], capture_output=True, text=True)
         if res.returncode != 0:
             raise HarnessError("docker import failed: " + res.stderr.strip())
+    _log(f"base image {tag}: mmdebstrap {t1 - t0:.0f} s, docker import {time.monotonic() - t1:.0f} s")
     return find_image(tag).id
 
 
@@ -331,6 +336,7 @@ def ensure_jars(version: str) -> Path:
     if shutil.which("mvn") is None:
         raise HarnessError("Maven (mvn) is not installed; run `apt-get install maven` (or ./run.sh setup)")
     _log(f"resolving org.apache.kafka:kafka_2.13:{version} and its runtime dependencies with Maven")
+    t0 = time.monotonic()
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     (root / "pom.xml").write_text(_pom(version))
@@ -346,10 +352,22 @@ def ensure_jars(version: str) -> Path:
     if missing:
         raise HarnessError(f"Maven resolved Kafka {version} without {', '.join(missing)} (in {libs})")
     (root / ".complete").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    _log(f"Kafka {version}'s jars: {time.monotonic() - t0:.0f} s")
     return libs
 
 
 # -- kafka image -------------------------------------------------------------------------------
+def base_and_jars(ensure_base: Callable[[], str], version: str) -> tuple[str, Path]:
+    """The base image's id (``ensure_base()``) and Kafka ``version``'s libs dir (:func:`ensure_jars`), the two
+    made at the same time: a fresh machine's base image waits on Debian's mirror and dpkg, the jars on Maven
+    Central, neither on the other. The first failure is raised once both have ended (nothing left running)."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="image-inputs") as pool:
+        base = pool.submit(ensure_base)
+        jars = pool.submit(ensure_jars, version)
+        wait([base, jars])
+    return base.result(), jars.result()
+
+
 def _version_env(version: str) -> list[str]:
     """Environment the image of ``version`` sets (Dockerfile ``ENV`` lines); none before 4.0.
 
@@ -409,14 +427,14 @@ def build(version: str | None = None, force: bool = False) -> BuiltImage:
     t0 = time.monotonic()
     v = resolve_version(version)
     docker_util.client()  # fail early and clearly when Docker is unreachable
-    base_id = ensure_base_image(force=force)
-    libs = ensure_jars(v)
+    base_id, libs = base_and_jars(lambda: ensure_base_image(force=force), v)
     want = _inputs_hash(base_id, libs, v)
     tag = image_tag(v)
     img = find_image(tag)
     if img is not None and not force and img.labels.get("kafka-chaos.input-hash") == want:
         return BuiltImage(tag, v, img.id, True, time.monotonic() - t0)
     _log(f"building {tag}")
+    t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kc-image-") as ctx:
         ctxp = Path(ctx)
         shutil.copytree(libs, ctxp / "libs")
@@ -427,6 +445,7 @@ def build(version: str | None = None, force: bool = False) -> BuiltImage:
                              env={**os.environ, "DOCKER_BUILDKIT": "0"})
         if res.returncode != 0:
             raise HarnessError(f"docker build of {tag} failed: {res.stderr.strip()[-400:]}")
+    _log(f"{tag}: docker build {time.monotonic() - t1:.0f} s")
     img = find_image(tag)
     return BuiltImage(tag, v, img.id, False, time.monotonic() - t0)
 
