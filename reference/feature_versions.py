@@ -4,14 +4,24 @@ This is what a broker *supports*, read from its jars, so that a scenario asking 
 before a cluster starts; what a run *finalized* is read from its metadata log
 (:func:`harness.distributions.control_history.feature_levels`, the one definition of a run's levels).
 
-Read on 2026-11-28 from each release's ``kafka-server-common`` jar: the enum
+Read on 2026-11-28 (3.9, 4.1, 4.4) and 2026-11-29 (4.0, 4.2, 4.3: the newest patch of each line Maven
+Central serves, 4.0.2, 4.2.2 and 4.3.1; 4.1.2 and 4.4.0 read again the same way gave the rows already here)
+from each release's ``kafka-server-common`` jar: the enum
 ``org.apache.kafka.server.common.Feature`` (``Features`` in 3.9; source
 ``server-common/src/main/java/org/apache/kafka/server/common/Feature.java``) gives each feature's
 ``minimumProduction``, ``latestProduction`` and ``latestTesting`` level, ``MetadataVersion`` the
 ``metadata.version`` levels (minimum for a KRaft format, ``LATEST_PRODUCTION``, the newest); and
-``kafka-features feature-dependencies`` the dependencies (4.1.2 and 4.4.0: only
+``kafka-features feature-dependencies`` the dependencies (4.0.2 to 4.4.0: only
 ``eligible.leader.replicas.version=1`` needs ``metadata.version`` >= 23, 4.0-IV1). ``kafka-storage
 format --feature NAME=LEVEL`` exists in each of 3.9.2, 4.1.2 and 4.4.0 (its ``--help``).
+
+From 4.0 on the rows were printed by a 20-line Java program on each release's ``kafka-server-common`` and
+``kafka-clients`` jars: ``Feature.PRODUCTION_FEATURES`` (``featureName``, ``minimumProduction``,
+``latestProduction``, ``latestTesting``, each ``FeatureVersion.dependencies()``) and ``MetadataVersion``
+(``MINIMUM_VERSION``, ``LATEST_PRODUCTION``, ``latestTesting()``); ``kafka-storage format --feature`` is in
+each of 4.0.2, 4.2.2 and 4.3.1 (``kafka/tools/StorageTool$`` of ``kafka_2.13-<v>.jar`` holds ``--feature``).
+4.0 has no ``share.version`` and no ``streams.version`` (absent from its ``Feature`` enum: share groups there
+are early access behind broker configs); 4.2 and 4.3 make ``streams.version=1`` a production level.
 
 A level above ``latestProduction`` is a testing level: the storage tool formats it only with
 ``unstable.feature.versions.enable=true`` in the node's configuration.
@@ -32,6 +42,14 @@ KNOWN: dict[tuple[int, int], dict[str, tuple[int, int, int]]] = {
     (4, 1): {METADATA_VERSION: (7, 27, 29), KRAFT_VERSION: (0, 1, 1), "transaction.version": (0, 2, 2),
              "group.version": (0, 1, 1), "eligible.leader.replicas.version": (0, 1, 1),
              "share.version": (0, 1, 1), "streams.version": (0, 0, 1)},
+    (4, 0): {METADATA_VERSION: (7, 25, 26), KRAFT_VERSION: (0, 1, 1), "transaction.version": (0, 2, 2),
+             "group.version": (0, 1, 1), "eligible.leader.replicas.version": (0, 1, 1)},
+    (4, 2): {METADATA_VERSION: (7, 29, 30), KRAFT_VERSION: (0, 1, 1), "transaction.version": (0, 2, 2),
+             "group.version": (0, 1, 1), "eligible.leader.replicas.version": (0, 1, 1),
+             "share.version": (0, 1, 1), "streams.version": (0, 1, 1)},
+    (4, 3): {METADATA_VERSION: (7, 30, 31), KRAFT_VERSION: (0, 1, 1), "transaction.version": (0, 2, 2),
+             "group.version": (0, 1, 1), "eligible.leader.replicas.version": (0, 1, 1),
+             "share.version": (0, 1, 1), "streams.version": (0, 1, 1)},
     (4, 4): {METADATA_VERSION: (7, 33, 34), KRAFT_VERSION: (0, 1, 1), "transaction.version": (0, 2, 2),
              "group.version": (0, 1, 1), "eligible.leader.replicas.version": (0, 1, 1),
              "share.version": (0, 2, 2), "streams.version": (0, 1, 1)},
@@ -39,7 +57,8 @@ KNOWN: dict[tuple[int, int], dict[str, tuple[int, int, int]]] = {
 # (feature, level) -> (feature it needs, lowest level of it); 4.x (kafka-features feature-dependencies)
 DEPENDS: dict[tuple[str, int], tuple[str, int]] = {("eligible.leader.replicas.version", 1): (METADATA_VERSION, 23)}
 # metadata.version level -> its release version, for messages and reports (MetadataVersion)
-RELEASE_OF_MV = {7: "3.3-IV3", 14: "3.6-IV2", 21: "3.9-IV0", 23: "4.0-IV1", 27: "4.1-IV1", 33: "4.4-IV2"}
+RELEASE_OF_MV = {7: "3.3-IV3", 14: "3.6-IV2", 21: "3.9-IV0", 23: "4.0-IV1", 25: "4.0-IV3", 27: "4.1-IV1",
+                 29: "4.2-IV1", 30: "4.3-IV0", 33: "4.4-IV2"}
 
 NAMES = tuple(sorted({f for known in KNOWN.values() for f in known}))
 # the levels a scenario or a run's --feature may set: the features users meet during upgrades

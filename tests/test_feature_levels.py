@@ -44,12 +44,26 @@ def test_each_read_release_knows_its_features():
     ("4.4.0", {"metadata.version": 0}, "knows levels 7..33"),
     ("4.4.0", {"eligible.leader.replicas.version": 1, "metadata.version": 21},
      "needs metadata.version >= 23 (4.0-IV1); asked: metadata.version=21"),
-    ("4.2.0", {"transaction.version": 1}, "feature levels of Kafka 4.2.0 are not known here"),
+    ("4.5.0", {"transaction.version": 1}, "feature levels of Kafka 4.5.0 are not known here"),
+    ("4.0.2", {"share.version": 1}, "features.share.version: Kafka 4.0.2 has no such feature"),
+    ("4.0.2", {"metadata.version": 27}, "features.metadata.version=27: Kafka 4.0.2 knows levels 7..25"),
+    ("4.2.2", {"share.version": 2}, "features.share.version=2: Kafka 4.2.2 knows levels 0..1"),
+    ("4.3.1", {"metadata.version": 31}, "knows levels 7..30 (31 with unstable.feature.versions.enable=true)"),
     (None, {"transaction.version": 1}, "(unknown version)"),
 ])
 def test_unknown_levels_are_refused_naming_the_key(version, features, says):
     why = fv.problem(version, features)
     assert why is not None and says in why and "\n" not in why
+
+
+def test_the_lines_read_from_their_jars_accept_their_production_levels():
+    assert fv.problem("4.0.1", {"transaction.version": 2, "group.version": 1, "eligible.leader.replicas.version": 1,
+                                "metadata.version": 25}) is None
+    assert fv.problem("4.2.0", {"streams.version": 1, "share.version": 1, "metadata.version": 29}) is None
+    assert fv.problem("4.3.1", {"streams.version": 1, "share.version": 1, "metadata.version": 30}) is None
+    assert fv.problem("4.2.2", {"eligible.leader.replicas.version": 1, "metadata.version": 22}).endswith(
+        "asked: metadata.version=22")
+    assert {fv.known(v) is fv.KNOWN[k] for v, k in (("4.0.2", (4, 0)), ("4.2.1", (4, 2)), ("4.3.0", (4, 3)))} == {True}
 
 
 def test_testing_levels_need_the_unstable_switch():
