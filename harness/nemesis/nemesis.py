@@ -264,6 +264,12 @@ class Nemesis:
             out += [f"{n.name}: cannot inspect ({err})"] if err else found
         return out
 
+    def gone(self) -> list[str]:
+        """The cluster's containers that no longer exist (status ``missing``): removed by something other than
+        the harness (no fault removes one), so nothing the harness does brings them back."""
+        nodes = _containers(self.cluster.nodes())
+        return [n.name for n, (st, err) in zip(nodes, _each(nodes, lambda n: n.status())) if not err and st == "missing"]
+
     def __enter__(self) -> "Nemesis":
         return self
 

@@ -82,6 +82,10 @@ def test_broker_container_removed_from_outside_is_unknown_container_removed(tmp_
     assert (v["verdict"], v["cause"]) == ("UNKNOWN", "container-removed"), (v["reason"], err[-3000:])
     assert victim.name in v["reason"]
     assert rc == 4, err[-3000:]            # ran, undecided
+    # no wait for a full ISR the removed container's replicas cannot give back
+    [d] = [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    phases = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines() if '"phase"' in line]
+    assert any(p.get("name") == "progress.not_awaited" and victim.name in p.get("reason", "") for p in phases)
     assert not _owned_containers(proc.pid), "the run left containers behind"
 
 
