@@ -193,6 +193,19 @@ def find_image(tag: str):
         return None
 
 
+def _inspect_cli(tag: str) -> tuple[str, dict] | None:
+    """(id, labels) of the local image ``tag`` through the ``docker`` CLI, None when there is none: the base
+    image's step needs no docker-py, so ``python -m harness.images_prepare`` runs before pip has installed it."""
+    res = subprocess.run(["docker", "image", "inspect", "--format", "{{json .Id}} {{json .Config.Labels}}", tag],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        if "No such image" in res.stderr or "No such object" in res.stderr:
+            return None
+        raise HarnessError(f"docker image inspect {tag}: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
+    ident, _, labels = res.stdout.strip().partition(" ")
+    return json.loads(ident), json.loads(labels) or {}
+
+
 def ensure_base_image(force: bool = False) -> str:
     """Build (or reuse) the Debian base image; returns its id."""
     return ensure_rootfs_image(BASE_TAG, BASE_PACKAGES, force=force)
@@ -202,9 +215,9 @@ def ensure_rootfs_image(tag: str, packages: list[str], hooks: tuple[str, ...] = 
     """Build (or reuse) a Debian bookworm image of ``packages`` made by mmdebstrap and ``docker import``;
     ``hooks`` are extra ``--customize-hook`` shell commands (``$1`` is the root directory). Returns its id."""
     want = _rootfs_hash(packages, hooks)
-    img = find_image(tag)
-    if img is not None and not force and img.labels.get("kafka-chaos.input-hash") == want:
-        return img.id
+    img = _inspect_cli(tag)
+    if img is not None and not force and img[1].get("kafka-chaos.input-hash") == want:
+        return img[0]
     if shutil.which("mmdebstrap") is None:
         raise HarnessError("mmdebstrap is not installed; run `apt-get install mmdebstrap` (or ./run.sh setup)")
     if os.geteuid() != 0:
@@ -233,7 +246,7 @@ def ensure_rootfs_image(tag: str, packages: list[str], hooks: tuple[str, ...] = 
         if res.returncode != 0:
             raise HarnessError("docker import failed: " + res.stderr.strip())
     _log(f"base image {tag}: mmdebstrap {t1 - t0:.0f} s, docker import {time.monotonic() - t1:.0f} s")
-    return find_image(tag).id
+    return _inspect_cli(tag)[0]
 
 
 # -- jars ----------------------------------------------------------------------------------------

@@ -123,7 +123,11 @@ def build_session(master: str = "local[*]", app_name: str = "kafka-chaos-report"
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")
+               # C1 only (as the brokers run, docs/benchmarks.md "images"): a report job is short, so the
+               # driver's JIT warm-up is most of its JVM time; 2026-11-29, idle 2-core host: the demo's report
+               # of 4 records 35.0 s -> 28.1 s, benchmarks/report_scaling.py at 10000 records 24.9 s -> 25.0 s
+               .config("spark.driver.extraJavaOptions",
+                       f"-Dlog4j2.configurationFile={LOG4J.as_uri()} -XX:TieredStopAtLevel=1")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.adaptive.enabled", "true")
                .config("spark.sql.shuffle.partitions", "8" if local else "64")
