@@ -35,8 +35,8 @@ from pathlib import Path
 
 from reference import versions
 
-from harness import docker_util
-from harness.errors import HarnessError, ImageMissing, UnknownVersion
+from harness import docker_util, jar_lock
+from harness.errors import DockerUnavailable, HarnessError, ImageMissing, UnknownVersion
 
 BASE_PACKAGES = ["openjdk-17-jre-headless", "iptables", "iproute2", "procps", "netcat-openbsd"]
 BASE_TAG = "kafka-chaos/base:bookworm-jre17"
@@ -206,6 +206,19 @@ def _inspect_cli(tag: str) -> tuple[str, dict] | None:
     return json.loads(ident), json.loads(labels) or {}
 
 
+def _engine_answers() -> None:
+    """DockerUnavailable unless a Docker engine answers the ``docker`` CLI (no docker-py: see _inspect_cli)."""
+    try:
+        res = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True,
+                             text=True, timeout=60)
+        ok, why = res.returncode == 0, (res.stderr.strip().splitlines() or ["no answer"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        ok, why = False, f"{type(e).__name__}: {e}"
+    if not ok:
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise DockerUnavailable(f"Docker engine unreachable at {where} ({why[:200]}); {docker_util.ENSURE_HINT}")
+
+
 def ensure_base_image(force: bool = False) -> str:
     """Build (or reuse) the Debian base image; returns its id."""
     return ensure_rootfs_image(BASE_TAG, BASE_PACKAGES, force=force)
@@ -346,12 +359,27 @@ def ensure_jars(version: str) -> Path:
     libs = root / "libs"
     if (root / ".complete").exists():
         return libs
-    if shutil.which("mvn") is None:
-        raise HarnessError("Maven (mvn) is not installed; run `apt-get install maven` (or ./run.sh setup)")
-    _log(f"resolving org.apache.kafka:kafka_2.13:{version} and its runtime dependencies with Maven")
     t0 = time.monotonic()
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
+    if jar_lock.usable(version) and not maven_local_has(version):
+        _log(f"fetching Kafka {version}'s locked classpath from {jar_lock.REPOSITORY} (harness/jar_lock.py)")
+        jar_lock.fetch(version, libs)
+    else:
+        _maven_jars(version, root, libs)
+    missing = missing_jars(version, [j.name for j in libs.glob("*.jar")])
+    if missing:
+        raise HarnessError(f"Kafka {version}'s classpath lacks {', '.join(missing)} (in {libs})")
+    (root / ".complete").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    _log(f"Kafka {version}'s jars: {time.monotonic() - t0:.0f} s")
+    return libs
+
+
+def _maven_jars(version: str, root: Path, libs: Path) -> None:
+    """Kafka ``version``'s runtime classpath into ``libs``, resolved by Maven (``root`` holds its poms)."""
+    if shutil.which("mvn") is None:
+        raise HarnessError("Maven (mvn) is not installed; run `apt-get install maven` (or ./run.sh setup)")
+    _log(f"resolving org.apache.kafka:kafka_2.13:{version} and its runtime dependencies with Maven")
     (root / "pom.xml").write_text(_pom(version))
     _mvn_copy(root / "pom.xml", libs, version)
     if is_kraft_only(version):
@@ -361,12 +389,6 @@ def ensure_jars(version: str) -> Path:
                                "cannot tell which Log4j 2 binding it needs")
         (root / "logging-pom.xml").write_text(_logging_pom(log4j or FALLBACK_LOG4J, slf4j, with_core=not log4j))
         _mvn_copy(root / "logging-pom.xml", libs, version)
-    missing = missing_jars(version, [j.name for j in libs.glob("*.jar")])
-    if missing:
-        raise HarnessError(f"Maven resolved Kafka {version} without {', '.join(missing)} (in {libs})")
-    (root / ".complete").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    _log(f"Kafka {version}'s jars: {time.monotonic() - t0:.0f} s")
-    return libs
 
 
 # -- kafka image -------------------------------------------------------------------------------
@@ -439,13 +461,13 @@ def build(version: str | None = None, force: bool = False) -> BuiltImage:
     """Build ``kafka-chaos/kafka:<version>`` offline (cached)."""
     t0 = time.monotonic()
     v = resolve_version(version)
-    docker_util.client()  # fail early and clearly when Docker is unreachable
+    _engine_answers()  # fail early and clearly when Docker is unreachable
     base_id, libs = base_and_jars(lambda: ensure_base_image(force=force), v)
     want = _inputs_hash(base_id, libs, v)
     tag = image_tag(v)
-    img = find_image(tag)
-    if img is not None and not force and img.labels.get("kafka-chaos.input-hash") == want:
-        return BuiltImage(tag, v, img.id, True, time.monotonic() - t0)
+    img = _inspect_cli(tag)
+    if img is not None and not force and img[1].get("kafka-chaos.input-hash") == want:
+        return BuiltImage(tag, v, img[0], True, time.monotonic() - t0)
     _log(f"building {tag}")
     t1 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kc-image-") as ctx:
@@ -459,8 +481,7 @@ def build(version: str | None = None, force: bool = False) -> BuiltImage:
         if res.returncode != 0:
             raise HarnessError(f"docker build of {tag} failed: {res.stderr.strip()[-400:]}")
     _log(f"{tag}: docker build {time.monotonic() - t1:.0f} s")
-    img = find_image(tag)
-    return BuiltImage(tag, v, img.id, False, time.monotonic() - t0)
+    return BuiltImage(tag, v, _inspect_cli(tag)[0], False, time.monotonic() - t0)
 
 
 def list_images() -> list[dict]:

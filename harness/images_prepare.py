@@ -1,11 +1,11 @@
-"""``python -m harness.images_prepare [VERSION]``: the inputs of the default broker image -- the Debian base
-image (mmdebstrap, ``docker import``) and Kafka's jars (Maven) -- made at the same time, with the standard
-library alone.
+"""``python -m harness.images_prepare [VERSION]``: the default broker image (``images.build``: the Debian base
+image and Kafka's jars made at the same time, then ``docker build``) with the standard library alone -- the
+``docker`` CLI, mmdebstrap and Maven, no docker-py.
 
 ``run.sh setup`` starts it as soon as the Debian packages and the Docker engine are there, while pip is still
-installing the Python dependencies; ``kafka-chaos images build`` then finds both cached and only runs
-``docker build``. On a fresh machine that takes the base image (about 50 s) and the jars (about a minute from an
-empty Maven repository) off the path after pip (docs/benchmarks.md "demo"). One line and exit 2 on failure.
+installing the Python dependencies; ``kafka-chaos images build`` then finds the image built. On a fresh machine
+that takes the base image (about 50 s), the jars (about a minute from an empty Maven repository) and the build
+(about 20 s) off the path after pip (docs/benchmarks.md "demo"). One line and exit 2 on failure.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         version = images.resolve_version(args[0] if args else None)
-        images.base_and_jars(images.ensure_base_image, version)
+        images.build(version)
     except HarnessError as e:
         print(f"images_prepare: {e}", file=sys.stderr)
         return 2

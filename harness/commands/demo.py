@@ -50,8 +50,8 @@ def add_parser(sub, main: Callable[[list[str]], int]) -> None:
     d.add_argument("--scenario", default="smoke", help="a suite, family or scenario instead of `smoke`")
     d.add_argument("--kafka-version", metavar="V", help=f"Kafka version (default: {images.default_version_help()})")
     d.add_argument("--distribution", help="apache-kraft (default), apache-zk (ZooKeeper mode), apache-kraft-dedicated")
-    d.add_argument("--parallel", type=int, default=2, metavar="N",
-                   help="scenarios at a time, each on its own cluster (default 2)")
+    d.add_argument("--parallel", type=int, default=3, metavar="N",
+                   help="scenarios at a time, each on its own cluster (default 3: the three smoke scenarios at once)")
     d.add_argument("--runs-dir", default="runs", help="where the run records go (default ./runs)")
     d.add_argument("--report-dir", default="report", help="where the report goes (default ./report)")
     d.set_defaults(func=functools.partial(cmd_demo, main=main))
