@@ -365,11 +365,13 @@ def ensure_jars(version: str) -> Path:
     if jar_lock.usable(version) and not maven_local_has(version):
         _log(f"fetching Kafka {version}'s locked classpath from {jar_lock.REPOSITORY} (harness/jar_lock.py)")
         jar_lock.fetch(version, libs)
+        how = "the lock gave"
     else:
         _maven_jars(version, root, libs)
+        how = "Maven resolved"
     missing = missing_jars(version, [j.name for j in libs.glob("*.jar")])
     if missing:
-        raise HarnessError(f"Kafka {version}'s classpath lacks {', '.join(missing)} (in {libs})")
+        raise HarnessError(f"{how} Kafka {version} without {', '.join(missing)} (in {libs})")
     (root / ".complete").write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ"))
     _log(f"Kafka {version}'s jars: {time.monotonic() - t0:.0f} s")
     return libs

@@ -240,6 +240,7 @@ def fake_mvn(tmp_path, monkeypatch):
     mvn.write_text(FAKE_MVN)
     mvn.chmod(mvn.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("KAFKA_CHAOS_JARS", "maven")   # these tests are of the Maven path (a lock is tests/test_jar_lock_unit.py)
     monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("FAKE_MVN_LOG", str(tmp_path / "mvn.log"))
     monkeypatch.setenv("KAFKA_CHAOS_M2", str(tmp_path / "m2"))     # an empty local Maven repository

@@ -95,3 +95,22 @@ def test_the_shipped_lock_of_the_default_release_parses():
     from harness import images
     entries = jar_lock.read(images.DEFAULT_VERSIONS[images.KRAFT][1])
     assert entries and any(rel.endswith("/kafka_2.13-4.4.0.jar") for rel, _ in entries)
+
+
+def test_ensure_jars_takes_a_usable_lock_before_maven(repo, tmp_path, monkeypatch):
+    from harness import images
+    root, jars = repo
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    for rel, data in jars.items():
+        (libs / Path(rel).name).write_bytes(data)
+    jar_lock.write("9.9.9", libs, root)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("KAFKA_CHAOS_JARS", raising=False)
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KAFKA_CHAOS_M2", str(tmp_path / "empty-m2"))
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))              # no mvn: the lock must do it alone
+    monkeypatch.setattr(images, "missing_jars", lambda version, names: [])
+    got = images.ensure_jars("9.9.9")
+    assert sorted(p.name for p in got.iterdir()) == sorted(Path(r).name for r in jars)
+    assert (got.parent / ".complete").exists()
