@@ -13,8 +13,15 @@ log() { echo "[run.sh] $*" >&2; }
 STEP_START=$SECONDS
 pip_pid="" prep_pid="" pip_log="$(mktemp /tmp/kafka-chaos-pip.XXXXXX)" prep_log="$(mktemp /tmp/kafka-chaos-prep.XXXXXX)"
 # a setup that stops early leaves no pip, mmdebstrap or Maven running and no log behind
-stop_bg() { local p; for p in "$@"; do [ -z "$p" ] || { pkill -TERM -P "$p"; kill "$p"; } 2>/dev/null; done; true; }
-trap 'stop_bg "$pip_pid" "$prep_pid"; rm -f "$pip_log" "$prep_log"' EXIT
+# the background steps run in process groups of their own (set -m while starting them), so stopping one stops
+# what it started too (pip's wheel builds, mmdebstrap, Maven)
+stop_bg() {   # (set -e holds in a trap: every command here may fail harmlessly)
+  local p
+  for p in "$@"; do
+    if [ -n "$p" ]; then kill -TERM -- "-$p" 2>/dev/null || true; fi
+  done
+}
+trap 'rm -f "$pip_log" "$prep_log"; stop_bg "$pip_pid" "$prep_pid"' EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM   # so the EXIT trap runs on a signal too
 took() { log "$1: $((SECONDS - STEP_START)) s"; STEP_START=$SECONDS; }   # each step prints its own time
 
@@ -68,8 +75,7 @@ setup() {
   fi
   # the Python dependencies install while the Debian packages and the Docker engine come (neither needs the
   # other); its time is its own, printed when it is waited for
-  python_deps "$mode" "$imports" "${pins[@]}" -e "$extras" >"$pip_log" 2>&1 &
-  pip_pid=$!
+  set -m; python_deps "$mode" "$imports" "${pins[@]}" -e "$extras" >"$pip_log" 2>&1 & pip_pid=$!; set +m
   if [ -f /etc/debian_version ]; then
     apt_install "${packages[@]}"
     took "Debian packages"
@@ -78,8 +84,7 @@ setup() {
   took "Docker engine"
   # the broker image (the Debian base image and Kafka's jars at the same time, then docker build) needs only
   # the standard library: it is built while pip still installs (harness/images_prepare.py; cached: seconds)
-  "$PY" -m harness.images_prepare >"$prep_log" 2>&1 &
-  prep_pid=$!
+  set -m; "$PY" -m harness.images_prepare >"$prep_log" 2>&1 & prep_pid=$!; set +m
   local pip_rc=0 prep_rc=0
   wait "$pip_pid" || pip_rc=$?
   pip_pid=""

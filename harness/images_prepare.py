@@ -10,13 +10,20 @@ that takes the base image (about 50 s), the jars (about a minute from an empty M
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from harness import images
 from harness.errors import HarnessError
 
 
+def _stop(signum, _frame) -> None:
+    raise SystemExit(128 + signum)   # unwinds: the build's temporary directories go, its children are waited for
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
     args = sys.argv[1:] if argv is None else argv
     if len(args) > 1 or args[:1] in (["-h"], ["--help"]):
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
