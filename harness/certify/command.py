@@ -43,7 +43,8 @@ from harness.checkers.verdict import decide
 from harness.errors import HarnessError
 from harness.distributions.node_settings import DEFAULT_BROKER_CONFIG
 from harness.options import (add_distribution_args, add_nodes_arg, add_security_arg, check_runs_dir, check_security,
-                             check_writable_dir, config_args, config_pairs, did_you_mean)
+                             check_writable_dir, config_args, config_pairs, did_you_mean,
+                             feature_pairs)
 from harness.parallel import Job, run_children
 from harness.shard import parse_shard
 from harness.certify.fleet import merged_results, shard_todo
@@ -233,6 +234,9 @@ def add_parser(sub) -> None:
     c.add_argument("--retries", type=int, default=1, metavar="N",
                    help="re-run a scenario whose run the environment spoiled (UNKNOWN) up to N times (default 1)")
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--feature", action="append", metavar="NAME=LEVEL",
+                   help="certify at this feature level (repeatable; over each scenario's own; refused like "
+                        "`run --feature`, docs/kraft.md \"Feature levels\")")
     c.add_argument("--parallel", type=int, default=1, metavar="N",
                    help="run N scenarios at a time, each in its own process and cluster (default 1)")
     add_distribution_args(c, "how the image's clusters run: the image's own mode by default (kafka-chaos images of "
@@ -257,6 +261,7 @@ def precheck(args) -> None:
     if args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     check_security(args)
+    feature_pairs(getattr(args, "feature", None))      # the same parse and refusal as `run --feature`
     if args.nodes and args.parallel > 1:
         raise HarnessError("--parallel does not apply to --nodes: the nodes file names one cluster")
     check_writable_dir(args.out or "certificates", "--out")
@@ -311,6 +316,9 @@ def _run_serial(todo, args, broker: Broker, overrides: dict, runs_dir: Path, res
             _say(f"{tag}: running ...")
             # the plan decided the scenario applies (capabilities.plan): the request says so without asking again
             scenario = sp.scenario.with_security(getattr(args, "security", None))     # --security (docs/security.md)
+            features = feature_pairs(getattr(args, "feature", None))
+            if features:                                      # --feature over the scenario's own levels
+                scenario = scenario.with_features(features)
             o = runner.execute(RunRequest(scenario, broker), runs_dir=runs_dir, suite="certify", seed=args.seed,
                                broker_config=overrides or None)
             if _record_attempt(results, tag, sp, o.path, o.seconds, attempt, overrides, pub)["verdict"] != UNKNOWN:
@@ -324,7 +332,8 @@ def _run_parallel(todo, args, broker: Broker, overrides: dict, runs_dir: Path, r
     together in a next round, up to ``--retries`` rounds."""
     extra = ["--broker-image", broker.image.tag, "--runs-dir", str(runs_dir), "--suite", "certify",
              "--profile", broker.profile, *broker.distribution.cli_args(), *config_args(overrides),
-             *(["--security", args.security] if getattr(args, "security", None) else [])]
+             *(["--security", args.security] if getattr(args, "security", None) else []),
+             *[a for f in getattr(args, "feature", None) or [] for a in ("--feature", f)]]
     pending = list(todo)
     for attempt in range(args.retries + 1):
         if not pending:
@@ -434,11 +443,17 @@ def cmd_certify(args) -> int:
         from harness.cluster.remote_cluster import check_nodes   # lazy: paramiko
         check_nodes(f)
     info = broker.image
+    features = feature_pairs(getattr(args, "feature", None))
+    if features:              # refused before any container starts, with run --feature's line
+        why = broker.distribution.features_problem(features, info.kafka_version, overrides)
+        if why:
+            raise HarnessError(f"--feature: {why}")
     subject = Subject.from_image_info(info, broker.distribution)
     profile = resolve_profile(args.profile, subject)
     broker = Broker(info, broker.distribution, profile)
     started_at = _iso_now()
-    out_dir = Path(args.out or f"certificates/{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{profile}")
+    at_levels = "".join(f"-{k}={v}" for k, v in sorted(features.items()))   # a certificate at chosen levels
+    out_dir = Path(args.out or f"certificates/{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{profile}{at_levels}")
     pub = Publisher(args.runs_dir, args.s3_endpoint) if args.runs_dir else None
     runs_dir = Path(pub.local) if pub else out_dir / "runs"
     out_dir.mkdir(parents=True, exist_ok=True)
