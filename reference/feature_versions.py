@@ -15,7 +15,7 @@ from each release's ``kafka-server-common`` jar: the enum
 ``eligible.leader.replicas.version=1`` needs ``metadata.version`` >= 23, 4.0-IV1). ``kafka-storage
 format --feature NAME=LEVEL`` exists in each of 3.9.2, 4.1.2 and 4.4.0 (its ``--help``).
 
-From 4.0 on the rows were printed by a 20-line Java program on each release's ``kafka-server-common`` and
+From 4.0 on the rows were printed by ``scripts/FeatureTable.java`` on each release's ``kafka-server-common`` and
 ``kafka-clients`` jars: ``Feature.PRODUCTION_FEATURES`` (``featureName``, ``minimumProduction``,
 ``latestProduction``, ``latestTesting``, each ``FeatureVersion.dependencies()``) and ``MetadataVersion``
 (``MINIMUM_VERSION``, ``LATEST_PRODUCTION``, ``latestTesting()``); ``kafka-storage format --feature`` is in
