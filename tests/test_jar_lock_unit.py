@@ -38,6 +38,15 @@ def repo(tmp_path, monkeypatch):
     srv.shutdown()
 
 
+def _lock_of(tmp_path, root, jars) -> None:
+    """Version 9.9.9's lock written from a classpath of ``jars`` (as Maven would have copied them)."""
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    for rel, data in jars.items():
+        (libs / Path(rel).name).write_bytes(data)
+    jar_lock.write("9.9.9", libs, root)
+
+
 def _lock(tmp_path, text):
     (tmp_path / "locks").mkdir(exist_ok=True)
     (tmp_path / "locks" / "9.9.9.txt").write_text(text)
@@ -45,11 +54,7 @@ def _lock(tmp_path, text):
 
 def test_the_lock_written_from_a_classpath_fetches_the_same_jars(repo, tmp_path):
     root, jars = repo
-    libs = tmp_path / "libs"
-    libs.mkdir()
-    for rel, data in jars.items():
-        (libs / Path(rel).name).write_bytes(data)
-    jar_lock.write("9.9.9", libs, root)
+    _lock_of(tmp_path, root, jars)
     assert {rel for rel, _ in jar_lock.read("9.9.9")} == set(jars)
     out = tmp_path / "fetched"
     jar_lock.fetch("9.9.9", out)
@@ -100,11 +105,7 @@ def test_the_shipped_lock_of_the_default_release_parses():
 def test_ensure_jars_takes_a_usable_lock_before_maven(repo, tmp_path, monkeypatch):
     from harness import images
     root, jars = repo
-    libs = tmp_path / "libs"
-    libs.mkdir()
-    for rel, data in jars.items():
-        (libs / Path(rel).name).write_bytes(data)
-    jar_lock.write("9.9.9", libs, root)
+    _lock_of(tmp_path, root, jars)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("KAFKA_CHAOS_JARS", raising=False)
     monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path / "cache"))
