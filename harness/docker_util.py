@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import subprocess
 import threading
 
 from harness.errors import DockerUnavailable
@@ -24,6 +25,11 @@ LABEL_SSHHOST = "kafka-chaos.sshhost"  # "1" on SSH test hosts (tests/remote/hos
 ENSURE_HINT = "start one with `sudo scripts/ensure-docker.sh` (installs Debian's docker.io and starts dockerd) or set DOCKER_HOST"
 
 
+def _unreachable(why: str) -> DockerUnavailable:
+    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    return DockerUnavailable(f"Docker engine unreachable at {where} ({why}); {ENSURE_HINT}")
+
+
 @functools.lru_cache(maxsize=1)
 def client():
     """A docker-py client whose engine answered a ping; raises DockerUnavailable otherwise."""
@@ -33,8 +39,21 @@ def client():
         c.ping()
         return c
     except Exception as e:  # docker raises several unrelated types here
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise DockerUnavailable(f"Docker engine unreachable at {where} ({type(e).__name__}); {ENSURE_HINT}") from None
+        raise _unreachable(type(e).__name__) from None
+
+
+def cli_engine_answers() -> None:
+    """:func:`client`'s check through the ``docker`` CLI, for code that runs before docker-py is installed
+    (harness/images_prepare.py); raises DockerUnavailable with the same message."""
+    try:
+        res = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True,
+                             text=True, timeout=60)
+        if res.returncode == 0:
+            return
+        why = (res.stderr.strip().splitlines() or ["no answer"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        why = f"{type(e).__name__}: {e}"
+    raise _unreachable(why[:200])
 
 
 def engine_version() -> str | None:

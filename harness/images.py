@@ -36,7 +36,7 @@ from pathlib import Path
 from reference import versions
 
 from harness import docker_util, jar_lock
-from harness.errors import DockerUnavailable, HarnessError, ImageMissing, UnknownVersion
+from harness.errors import HarnessError, ImageMissing, UnknownVersion
 
 BASE_PACKAGES = ["openjdk-17-jre-headless", "iptables", "iproute2", "procps", "netcat-openbsd"]
 BASE_TAG = "kafka-chaos/base:bookworm-jre17"
@@ -194,8 +194,8 @@ def find_image(tag: str):
 
 
 def _inspect_cli(tag: str) -> tuple[str, dict] | None:
-    """(id, labels) of the local image ``tag`` through the ``docker`` CLI, None when there is none: the base
-    image's step needs no docker-py, so ``python -m harness.images_prepare`` runs before pip has installed it."""
+    """(id, labels) of the local image ``tag`` through the ``docker`` CLI, None when there is none: :func:`find_image`
+    without docker-py, so :func:`build` (``python -m harness.images_prepare``) runs before pip has installed it."""
     res = subprocess.run(["docker", "image", "inspect", "--format", "{{json .Id}} {{json .Config.Labels}}", tag],
                          capture_output=True, text=True)
     if res.returncode != 0:
@@ -204,19 +204,6 @@ def _inspect_cli(tag: str) -> tuple[str, dict] | None:
         raise HarnessError(f"docker image inspect {tag}: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
     ident, _, labels = res.stdout.strip().partition(" ")
     return json.loads(ident), json.loads(labels) or {}
-
-
-def _engine_answers() -> None:
-    """DockerUnavailable unless a Docker engine answers the ``docker`` CLI (no docker-py: see _inspect_cli)."""
-    try:
-        res = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True,
-                             text=True, timeout=60)
-        ok, why = res.returncode == 0, (res.stderr.strip().splitlines() or ["no answer"])[-1]
-    except (OSError, subprocess.TimeoutExpired) as e:
-        ok, why = False, f"{type(e).__name__}: {e}"
-    if not ok:
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise DockerUnavailable(f"Docker engine unreachable at {where} ({why[:200]}); {docker_util.ENSURE_HINT}")
 
 
 def ensure_base_image(force: bool = False) -> str:
@@ -463,7 +450,7 @@ def build(version: str | None = None, force: bool = False) -> BuiltImage:
     """Build ``kafka-chaos/kafka:<version>`` offline (cached)."""
     t0 = time.monotonic()
     v = resolve_version(version)
-    _engine_answers()  # fail early and clearly when Docker is unreachable
+    docker_util.cli_engine_answers()  # fail early and clearly when Docker is unreachable (no docker-py)
     base_id, libs = base_and_jars(lambda: ensure_base_image(force=force), v)
     want = _inputs_hash(base_id, libs, v)
     tag = image_tag(v)

@@ -96,9 +96,10 @@ def write(version: str, libs: Path, m2: Path) -> Path:
         src = by_name.get(jar.name)
         if src is None:
             raise HarnessError(f"{jar.name}: not in the Maven repository {m2}; resolve it with Maven first")
-        if _sha1(src) != _sha1(jar):
+        sha1 = _sha1(jar)
+        if _sha1(src) != sha1:
             raise HarnessError(f"{jar.name}: {src} differs from {jar}")
-        lines.append(f"{src.relative_to(m2).as_posix()} {_sha1(jar)}")
+        lines.append(f"{src.relative_to(m2).as_posix()} {sha1}")
     LOCK_DIR.mkdir(exist_ok=True)
     out = LOCK_DIR / f"{version}.txt"
     out.write_text(f"# Kafka {version}'s runtime classpath as images.ensure_jars resolved it with Maven "

@@ -74,8 +74,7 @@ class MinIsrConfigRules:
                 self.broker_values.pop(name, None)
             else:
                 self.broker_values[name] = value
-        if (ev.get("name") != MIN_ISR or not elr_enabled or not self.p.determinism
-                or tuple(self.p.version) < FROM_VERSION):
+        if ev.get("name") != MIN_ISR or not elr_enabled or not self._judged():
             return
         if (ev.get("raft_epoch"), ev.get("time_ms")) in self.bootstrap:
             return          # the bootstrap records (kafka-storage format, written on activation) are not CCM's

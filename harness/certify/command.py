@@ -261,7 +261,7 @@ def precheck(args) -> None:
     if args.seed < 0:
         raise HarnessError(f"--seed must be 0 or more, got {args.seed}")
     check_security(args)
-    feature_pairs(getattr(args, "feature", None))      # the same parse and refusal as `run --feature`
+    args.features = feature_pairs(getattr(args, "feature", None))   # the same parse and refusal as `run --feature`
     if args.nodes and args.parallel > 1:
         raise HarnessError("--parallel does not apply to --nodes: the nodes file names one cluster")
     check_writable_dir(args.out or "certificates", "--out")
@@ -316,9 +316,8 @@ def _run_serial(todo, args, broker: Broker, overrides: dict, runs_dir: Path, res
             _say(f"{tag}: running ...")
             # the plan decided the scenario applies (capabilities.plan): the request says so without asking again
             scenario = sp.scenario.with_security(getattr(args, "security", None))     # --security (docs/security.md)
-            features = feature_pairs(getattr(args, "feature", None))
-            if features:                                      # --feature over the scenario's own levels
-                scenario = scenario.with_features(features)
+            if args.features:                                 # --feature over the scenario's own levels
+                scenario = scenario.with_features(args.features)
             o = runner.execute(RunRequest(scenario, broker), runs_dir=runs_dir, suite="certify", seed=args.seed,
                                broker_config=overrides or None)
             if _record_attempt(results, tag, sp, o.path, o.seconds, attempt, overrides, pub)["verdict"] != UNKNOWN:
@@ -443,7 +442,7 @@ def cmd_certify(args) -> int:
         from harness.cluster.remote_cluster import check_nodes   # lazy: paramiko
         check_nodes(f)
     info = broker.image
-    features = feature_pairs(getattr(args, "feature", None))
+    features = args.features  # parsed by precheck
     if features:              # refused before any container starts, with run --feature's line
         why = broker.distribution.features_problem(features, info.kafka_version, overrides)
         if why:
