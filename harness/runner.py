@@ -34,6 +34,7 @@ from harness.observer import source as observation
 from harness.observer.docker_events import DockerEventWatcher
 from harness.cluster.owner import mark_record_dir
 from harness.record import RunRecorder
+from harness.record.events import PHASE_PROGRESS_NOT_AWAITED
 from harness.request import RunRequest, prepare
 from harness.scenario.scenario import ExpectationFailed, RunContext, Scenario, run_scheduled
 from harness.scenario.schedule import Schedule, generate_schedule
@@ -265,7 +266,7 @@ def steps(run: RunRequest, *, runs_dir: str | Path = "runs", suite: str = "adhoc
         # (container-removed) whatever the wait would show
         gone = nemesis.gone() if not healed_clean else []
         if gone:
-            rec.phase("progress.not_awaited", reason=f"{', '.join(gone)} removed by something other than the harness")
+            rec.phase(PHASE_PROGRESS_NOT_AWAITED, reason=f"{', '.join(gone)} removed by something other than the harness")
         for t in [] if gone else scenario.topics:
             if view.topics() and t.name not in view.topics():
                 continue  # deleted by the scenario

@@ -29,7 +29,8 @@ from harness.checkers.txn_epochs import check_txn_epochs
 
 from harness.record import truth
 from harness.record.events import (CLIENT, DOCKER_EVENT, EXPECT, PHASE, PHASE_ABORTED, PHASE_DRAIN_END,
-                                   PHASE_ENVIRONMENT_ERROR, PHASE_RUN_END, PHASE_SCRIPT_FAILED)
+                                   PHASE_ENVIRONMENT_ERROR, PHASE_PROGRESS_NOT_AWAITED, PHASE_RUN_END,
+                                   PHASE_SCRIPT_FAILED)
 from harness.record.facts import workload_kind
 from harness.record.verdicts import CAUSES, CHECK_NAMES, FAIL, PASS, UNKNOWN, VERDICTS
 from harness.record.windows import fault_windows
@@ -139,6 +140,11 @@ def environment_failures(events: list[dict]) -> list[tuple[str, str]]:
         why = "no fault removes a container" if action == "destroy" else "no fault was applied to it then"
         out.append((cause, f"container {name} was {what}{detail} at {e.get('t')} s by something other than "
                            f"the harness ({why})"))
+    # the runner found a container gone after healing and skipped the full-ISR wait: the run is undecided on
+    # that alone, whether or not the Docker events watcher saw the removal
+    if not any(c == "container-removed" for c, _ in out):
+        out += [("container-removed", f"{e.get('reason')} (found after healing; the full ISR was not awaited)")
+                for e in _phases(events, PHASE_PROGRESS_NOT_AWAITED)][:1]
     # a removal explains the stop that preceded it: report the removal first
     out.sort(key=lambda ct: ct[0] != "container-removed")
     return out

@@ -43,5 +43,7 @@ PHASE_ABORTED = "aborted"
 PHASE_ENVIRONMENT_ERROR = "environment.error"
 PHASE_SCRIPT_FAILED = "script.failed"
 PHASE_FAULTS_HEALED = "faults.healed"
+# the runner skipped the full-ISR wait after healing: a cluster container no longer existed (harness/runner.py)
+PHASE_PROGRESS_NOT_AWAITED = "progress.not_awaited"
 PHASE_WORKLOAD_STOPPING = "workload.stopping"
 

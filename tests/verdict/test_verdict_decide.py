@@ -253,3 +253,25 @@ def test_a_dead_producer_does_not_hide_data_loss(record):
     victim = next(e for e in events if e["type"] == "client" and e["f"] == "drain" and e["value"] in acked)
     events.remove(victim)
     assert decide(events, _meta(record)).verdict == "FAIL"
+
+
+def test_a_container_found_gone_after_healing_is_container_removed_without_its_docker_event(record):
+    # the runner skipped the full-ISR wait because a container no longer existed; the Docker events watcher
+    # saw no removal (it may have stopped): the run is still undecided, never a PASS without that check
+    events = _events(record)
+    events.append({"seq": _next_seq(events), "t": 140.0, "wall": 0.0, "type": "phase",
+                   "name": "progress.not_awaited", "reason": "kc-r53702c-b3 removed by something other than the harness"})
+    assert [c for c, _ in environment_failures(events)] == ["container-removed"]
+    v = decide(events, _meta(record))
+    assert (v.verdict, v.cause) == ("UNKNOWN", "container-removed"), v.reason
+    assert "kc-r53702c-b3" in v.reason
+
+
+def test_the_phase_adds_nothing_when_the_removal_was_seen(record):
+    events = _events(record)
+    f = _fault(events, 1)
+    other = f["nodes"][0].replace("-b2", "-b3")
+    events.append(_docker_event(events, "destroy", other, f["t"] - 5, f["wall"] - 5))
+    events.append({"seq": _next_seq(events), "t": 140.0, "wall": 0.0, "type": "phase",
+                   "name": "progress.not_awaited", "reason": f"{other} removed by something other than the harness"})
+    assert [c for c, _ in environment_failures(events)] == ["container-removed"]
